@@ -1,0 +1,56 @@
+"""Exceptions, one root per area of the pipeline.
+
+    TritonPtError
+    ├── SpecError          a model definition that cannot be exported as given
+    ├── ExportError        tracing, scripting or the reload check failed
+    ├── ValidationError    the model repository breaks one or more rules (carries the problems)
+    ├── ServerError        a Triton server could not be started, reached or stopped
+    │   └── ServerStartError   the server exited or did not become ready in time
+    ├── ImageError         an image could not be built or inspected
+    └── DockerUnavailable  no Docker engine answers
+
+Messages are full sentences that say what happened and what to do.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from tritonpt.validate import Problem
+
+
+class TritonPtError(Exception):
+    """Root of every error this package raises on purpose."""
+
+
+class SpecError(TritonPtError):
+    """A model definition cannot be exported as given."""
+
+
+class ExportError(TritonPtError):
+    """Tracing, scripting or the reload check of a model failed."""
+
+
+class ValidationError(TritonPtError):
+    """The model repository breaks one or more rules."""
+
+    def __init__(self, problems: list[Problem]) -> None:
+        self.problems = problems
+        super().__init__("\n\n".join(p.render() for p in problems))
+
+
+class ServerError(TritonPtError):
+    """A Triton server could not be started, reached or stopped."""
+
+
+class ServerStartError(ServerError):
+    """The server exited or did not become ready in time."""
+
+
+class ImageError(TritonPtError):
+    """An image could not be built or inspected."""
+
+
+class DockerUnavailable(TritonPtError):
+    """No Docker engine answers."""

@@ -1,0 +1,111 @@
+"""The model repository on disk, in the layout Triton reads plus our reference data.
+
+    <repository>/
+      <name>/
+        config.pbtxt        model_config.proto text format, platform "pytorch_libtorch"
+        1/model.pt          the TorchScript file
+        reference.json      provenance, tolerances, cases (files beside the version folders are
+        reference.npz       ignored by Triton, which only looks at sub-folders)
+
+``config.pbtxt`` is read and written with protobuf's ``text_format`` and Triton's own
+``model_config.proto`` (the generated module ships with tritonclient), never a hand-written parser.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from google.protobuf import text_format
+from tritonclient.grpc import model_config_pb2
+
+ModelConfig = model_config_pb2.ModelConfig
+
+CONFIG = "config.pbtxt"
+MODEL_FILE = "model.pt"
+VERSION = "1"
+REFERENCE_JSON = "reference.json"
+REFERENCE_NPZ = "reference.npz"
+PLATFORM = "pytorch_libtorch"
+DEFAULT_REPOSITORY = Path("model_repository")
+
+
+@dataclass(frozen=True, kw_only=True)
+class ModelDir:
+    """Paths of one model inside a repository."""
+
+    root: Path
+
+    @property
+    def name(self) -> str:
+        return self.root.name
+
+    @property
+    def config(self) -> Path:
+        return self.root / CONFIG
+
+    def model_file(self, version: str = VERSION) -> Path:
+        return self.root / version / MODEL_FILE
+
+    @property
+    def reference_json(self) -> Path:
+        return self.root / REFERENCE_JSON
+
+    @property
+    def reference_npz(self) -> Path:
+        return self.root / REFERENCE_NPZ
+
+    def versions(self) -> list[str]:
+        """Numeric sub-folders, the way Triton counts versions."""
+        return sorted((p.name for p in self.root.iterdir() if p.is_dir() and p.name.isdigit()), key=int)
+
+
+def models(repository: Path) -> list[ModelDir]:
+    """Every model folder (a folder holding ``config.pbtxt``) in a repository, by name."""
+    if not repository.is_dir():
+        return []
+    return [ModelDir(root=p) for p in sorted(repository.iterdir()) if p.is_dir() and (p / CONFIG).exists()]
+
+
+def parse_config(text: str) -> ModelConfig:
+    """Parse config.pbtxt text with Triton's schema; raises ``text_format.ParseError``."""
+    config = ModelConfig()
+    text_format.Parse(text, config)
+    return config
+
+
+def read_config(path: Path) -> ModelConfig:
+    return parse_config(path.read_text(encoding="utf-8"))
+
+
+def render_config(config: ModelConfig) -> str:
+    return text_format.MessageToString(config)
+
+
+@contextlib.contextmanager
+def staged_model(repository: Path, name: str) -> Iterator[Path]:
+    """A temporary folder that replaces ``repository/name`` only if the block succeeds.
+
+    Nothing half-written is ever left in the repository: on error the staging folder is removed and
+    the previous model folder, if any, stays as it was.
+    """
+    repository.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{name}.staging-", dir=repository))
+    try:
+        yield staging
+        target = repository / name
+        backup = None
+        if target.exists():
+            backup = Path(tempfile.mkdtemp(prefix=f".{name}.old-", dir=repository))
+            os.replace(target, backup / name)
+        os.replace(staging, target)
+        if backup is not None:
+            shutil.rmtree(backup)
+    finally:
+        if staging.exists():
+            shutil.rmtree(staging)

@@ -1,0 +1,219 @@
+"""What a model is, before it is exported: the module, example inputs and how to serve it.
+
+A user's own model only needs a zero-argument callable returning ``(module, example_inputs)``;
+returning a :class:`ModelSpec` instead unlocks dynamic axes, scripting, tolerances, batching and
+instance placement. :func:`coerce` turns either form into a validated ``ModelSpec``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from typing import Literal
+
+import torch
+
+from tritonpt import dtypes
+from tritonpt.errors import SpecError
+
+Method = Literal["trace", "script"]
+InstanceKind = Literal["KIND_AUTO", "KIND_CPU", "KIND_GPU"]
+
+# Backend parameters we write unless told otherwise (reference/triton.md 3.4 and 7):
+# inference mode on (the backend's default, made explicit), and optimized execution off so that the
+# profiling executor's fusion cannot change numbers after the first calls or stall the first requests.
+DEFAULT_PARAMETERS: Mapping[str, str] = {
+    "INFERENCE_MODE": "true",
+    "DISABLE_OPTIMIZED_EXECUTION": "true",
+}
+
+# Parameters the pytorch backend reads (pytorch_backend src/pt/model_state.cc).
+KNOWN_PARAMETERS: frozenset[str] = frozenset(
+    {
+        "DISABLE_OPTIMIZED_EXECUTION",
+        "INFERENCE_MODE",
+        "DISABLE_CUDNN",
+        "ENABLE_TENSOR_FUSER",
+        "ENABLE_JIT_PROFILING",
+        "ENABLE_JIT_EXECUTOR",
+        "ENABLE_WEIGHT_SHARING",
+        "ENABLE_CACHE_CLEANING",
+        "INTRA_OP_THREAD_COUNT",
+        "INTER_OP_THREAD_COUNT",
+    }
+)
+
+_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Tolerance:
+    """Elementwise bound ``|served - reference| <= atol + rtol * |reference|`` (numpy.allclose)."""
+
+    atol: float
+    rtol: float
+
+    @classmethod
+    def exact(cls) -> Tolerance:
+        return cls(atol=0.0, rtol=0.0)
+
+
+# Defaults per data type. CPU serving with the same torch build is bit-exact in practice; these bounds
+# leave room for another libtorch build (the NGC 2.9.0a0 in the official backend) and thread counts.
+DEFAULT_TOLERANCES: Mapping[str, Tolerance] = {
+    "TYPE_FP16": Tolerance(atol=1e-2, rtol=1e-2),
+    "TYPE_FP32": Tolerance(atol=1e-4, rtol=1e-4),
+    "TYPE_FP64": Tolerance(atol=1e-10, rtol=1e-10),
+}
+# On a GPU, cuDNN picks other algorithms and TF32 is on for convolutions by default
+# (torch.backends.cudnn.allow_tf32), so float32 results differ from CPU references by ~1e-3 relative.
+GPU_TOLERANCES: Mapping[str, Tolerance] = {
+    "TYPE_FP16": Tolerance(atol=5e-2, rtol=5e-2),
+    "TYPE_FP32": Tolerance(atol=5e-3, rtol=5e-3),
+    "TYPE_FP64": Tolerance(atol=1e-8, rtol=1e-8),
+}
+
+
+def tolerance_for(config_dtype: str, *, gpu: bool = False, overrides: Mapping[str, Tolerance] = {}) -> Tolerance:
+    """The tolerance for one output data type; integers and bool are always exact."""
+    if dtypes.from_config(config_dtype).exact:
+        return Tolerance.exact()
+    if config_dtype in overrides:
+        return overrides[config_dtype]
+    return (GPU_TOLERANCES if gpu else DEFAULT_TOLERANCES)[config_dtype]
+
+
+@dataclass(frozen=True, kw_only=True)
+class ModelSpec:
+    """A model ready to export.
+
+    With ``max_batch_size > 0`` axis 0 of every example input (and output) is the batch axis and the
+    config's ``dims`` leave it out. ``dynamic_axes`` maps an input index to the axes (full-shape indices)
+    whose length may vary: they become ``-1`` in the config.
+    """
+
+    name: str
+    module: torch.nn.Module
+    example_inputs: tuple[torch.Tensor, ...]
+    method: Method = "trace"
+    input_names: tuple[str, ...] | None = None
+    dynamic_axes: Mapping[int, tuple[int, ...]] = field(default_factory=dict)
+    max_batch_size: int = 8
+    dynamic_batching: bool = True
+    instance_kind: InstanceKind = "KIND_AUTO"
+    instance_count: int = 1
+    parameters: Mapping[str, str] = field(default_factory=lambda: dict(DEFAULT_PARAMETERS))
+    tolerances: Mapping[str, Tolerance] = field(default_factory=dict)
+    seed: int = 0
+    description: str = ""
+
+    @property
+    def batching(self) -> bool:
+        return self.max_batch_size > 0
+
+    def resolved_input_names(self) -> tuple[str, ...]:
+        return self.input_names or tuple(f"INPUT__{i}" for i in range(len(self.example_inputs)))
+
+    def reference_batch_sizes(self) -> tuple[int, ...]:
+        """Batch sizes the reference data covers: 1 and the largest, or none without batching."""
+        if not self.batching:
+            return ()
+        return tuple(sorted({1, self.max_batch_size}))
+
+
+def coerce(
+    value: object,
+    *,
+    name: str,
+    method: Method | None = None,
+    max_batch_size: int | None = None,
+    dynamic_axes: Mapping[int, tuple[int, ...]] | None = None,
+    instance_kind: InstanceKind | None = None,
+    parameters: Mapping[str, str] | None = None,
+) -> ModelSpec:
+    """Turn what a model factory returned into a checked ``ModelSpec``; keyword options override it."""
+    if isinstance(value, ModelSpec):
+        spec = replace(value, name=name)
+    elif isinstance(value, tuple) and len(value) == 2 and isinstance(value[0], torch.nn.Module):
+        module, inputs = value
+        if isinstance(inputs, torch.Tensor):
+            inputs = (inputs,)
+        if not isinstance(inputs, tuple | list) or not all(isinstance(t, torch.Tensor) for t in inputs):
+            msg = (
+                f"Model {name!r}: the factory returned {type(inputs).__name__} as example inputs; expected a "
+                "tuple of torch.Tensor, e.g. `return model, (torch.randn(1, 3, 224, 224),)`."
+            )
+            raise SpecError(msg)
+        spec = ModelSpec(name=name, module=module, example_inputs=tuple(inputs))
+    else:
+        msg = (
+            f"Model {name!r}: the factory returned {type(value).__name__}; expected "
+            "`(torch.nn.Module, tuple_of_example_tensors)` or a tritonpt.spec.ModelSpec."
+        )
+        raise SpecError(msg)
+    overrides: dict[str, object] = {}
+    if method is not None:
+        overrides["method"] = method
+    if max_batch_size is not None:
+        overrides["max_batch_size"] = max_batch_size
+    if dynamic_axes is not None:
+        overrides["dynamic_axes"] = dict(dynamic_axes)
+    if instance_kind is not None:
+        overrides["instance_kind"] = instance_kind
+    if parameters is not None:
+        overrides["parameters"] = {**spec.parameters, **parameters}
+    spec = replace(spec, **overrides)  # type: ignore[arg-type]
+    check(spec)
+    return spec
+
+
+def check(spec: ModelSpec) -> None:
+    """Raise ``SpecError`` for a spec that cannot become a valid Triton model."""
+    where = f"Model {spec.name!r}"
+    if not _NAME.match(spec.name):
+        msg = f"{where}: a model name may hold letters, digits, '_', '.' and '-' only (it names a folder)."
+        raise SpecError(msg)
+    if not spec.example_inputs:
+        msg = f"{where}: no example inputs; give at least one tensor so the model can be traced and checked."
+        raise SpecError(msg)
+    if spec.method not in ("trace", "script"):
+        msg = f"{where}: method must be 'trace' or 'script', not {spec.method!r}."
+        raise SpecError(msg)
+    if spec.max_batch_size < 0:
+        msg = f"{where}: max_batch_size must be 0 (no batching) or positive, not {spec.max_batch_size}."
+        raise SpecError(msg)
+    for i, tensor in enumerate(spec.example_inputs):
+        try:
+            dtypes.from_torch(tensor.dtype)
+        except ValueError as exc:
+            raise SpecError(f"{where}, input {i}: {exc}") from None
+        if spec.batching and tensor.dim() == 0:
+            msg = (
+                f"{where}, input {i}: a scalar example input cannot carry a batch axis; give it shape [1] "
+                "or export with max_batch_size=0."
+            )
+            raise SpecError(msg)
+    if spec.input_names is not None and len(spec.input_names) != len(spec.example_inputs):
+        msg = f"{where}: {len(spec.input_names)} input names for {len(spec.example_inputs)} example inputs."
+        raise SpecError(msg)
+    for index, axes in spec.dynamic_axes.items():
+        if not 0 <= index < len(spec.example_inputs):
+            msg = f"{where}: dynamic_axes names input {index}, but the model has {len(spec.example_inputs)}."
+            raise SpecError(msg)
+        rank = spec.example_inputs[index].dim()
+        for axis in axes:
+            low = 1 if spec.batching else 0
+            if not low <= axis < rank:
+                msg = (
+                    f"{where}: dynamic axis {axis} of input {index} is out of range; valid axes are "
+                    f"{low}..{rank - 1} (axis 0 is the batch axis when max_batch_size > 0)."
+                )
+                raise SpecError(msg)
+    unknown = set(spec.parameters) - KNOWN_PARAMETERS
+    if unknown:
+        msg = (
+            f"{where}: unknown backend parameter(s) {', '.join(sorted(unknown))}; the pytorch backend reads "
+            f"{', '.join(sorted(KNOWN_PARAMETERS))}."
+        )
+        raise SpecError(msg)

@@ -1,0 +1,124 @@
+"""The single source of truth for versions, as typed data.
+
+Everything that names a version (nox installs, Dockerfile build arguments, the doctor, the
+README table) reads it from here; the numbers themselves live in ``versions.toml`` beside this
+file. This module imports only the standard library so that ``noxfile.py`` can load it before
+any dependency is installed.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+
+_TOML = Path(__file__).with_name("versions.toml")
+
+
+@dataclass(frozen=True, kw_only=True)
+class PyTorch:
+    """The PyTorch stack models are developed and exported with."""
+
+    torch: str
+    torchvision: str
+    cuda: str
+    image: str
+    image_ubuntu: str
+    image_glibc: str
+    min_driver: str
+    torchscript_format: int
+
+
+@dataclass(frozen=True, kw_only=True)
+class TritonRelease:
+    """One NGC Triton release and what its pytorch backend bundles."""
+
+    ngc: str
+    server: str
+    backend_torch: str
+    cuda: str
+    min_driver: str
+    ubuntu: str
+    glibc: str
+    python: str
+
+    @property
+    def image(self) -> str:
+        """The NGC image holding only the PyTorch and Python backends."""
+        return f"nvcr.io/nvidia/tritonserver:{self.ngc}-pyt-python-py3"
+
+    @property
+    def full_image(self) -> str:
+        """The NGC image holding every backend (the pytorch backend is copied from it)."""
+        return f"nvcr.io/nvidia/tritonserver:{self.ngc}-py3"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Embedded:
+    """The CPU ``tritonserver`` shipped inside the ``nvidia-pytriton`` wheel."""
+
+    pytriton: str
+    server: str
+    ngc: str
+    glibc: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class Versions:
+    """Every version the repository depends on."""
+
+    pytorch: PyTorch
+    triton_releases: tuple[TritonRelease, ...]
+    triton_default: str
+    tritonclient: str
+    embedded: Embedded
+    image_repository: str
+
+    @property
+    def triton(self) -> TritonRelease:
+        """The default Triton release."""
+        return self.release(self.triton_default)
+
+    def release(self, ngc: str) -> TritonRelease:
+        """The release named by its NGC tag (``25.10``) or its server version (``2.62.0``)."""
+        for release in self.triton_releases:
+            if ngc in (release.ngc, release.server):
+                return release
+        known = ", ".join(f"{r.ngc} ({r.server})" for r in self.triton_releases)
+        msg = f"Unknown Triton release {ngc!r}: this repository supports {known} (see {_TOML})."
+        raise ValueError(msg)
+
+    def build_args(self, ngc: str | None = None) -> dict[str, str]:
+        """Docker build arguments shared by every recipe in ``docker/``."""
+        release = self.release(ngc or self.triton_default)
+        return {
+            "TRITON_NGC": release.ngc,
+            "TRITON_SERVER_VERSION": release.server,
+            "TRITON_IMAGE": release.image,
+            "TRITON_FULL_IMAGE": release.full_image,
+            "TRITON_BACKEND_TORCH": release.backend_torch,
+            "TRITON_CUDA": release.cuda,
+            "TRITON_MIN_DRIVER": release.min_driver,
+            "PYTORCH_IMAGE": self.pytorch.image,
+            "TORCH_VERSION": self.pytorch.torch,
+            "TORCHVISION_VERSION": self.pytorch.torchvision,
+            "PYTORCH_CUDA": self.pytorch.cuda,
+            "PYTRITON_VERSION": self.embedded.pytriton,
+        }
+
+
+def load(path: Path = _TOML) -> Versions:
+    """Read ``versions.toml`` into typed data."""
+    raw = tomllib.loads(path.read_text(encoding="utf-8"))
+    triton = raw["triton"]
+    return Versions(
+        pytorch=PyTorch(**raw["pytorch"]),
+        triton_releases=tuple(TritonRelease(**r) for r in triton["releases"]),
+        triton_default=triton["default"],
+        tritonclient=triton["tritonclient"],
+        embedded=Embedded(**raw["embedded"]),
+        image_repository=raw["images"]["repository"],
+    )
+
+
+VERSIONS = load()
