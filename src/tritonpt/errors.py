@@ -52,5 +52,5 @@ class ImageError(TritonPtError):
     """An image could not be built or inspected."""
 
 
-class DockerUnavailable(TritonPtError):
+class DockerUnavailable(TritonPtError):  # noqa: N818 - reads as a state, like httpx.ConnectError
     """No Docker engine answers."""

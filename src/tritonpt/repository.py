@@ -14,7 +14,6 @@
 from __future__ import annotations
 
 import contextlib
-import os
 import shutil
 import tempfile
 from collections.abc import Iterator
@@ -22,9 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from google.protobuf import text_format
-from tritonclient.grpc import model_config_pb2
-
-ModelConfig = model_config_pb2.ModelConfig
+from tritonclient.grpc.model_config_pb2 import ModelConfig
 
 CONFIG = "config.pbtxt"
 MODEL_FILE = "model.pt"
@@ -74,7 +71,7 @@ def models(repository: Path) -> list[ModelDir]:
 
 def parse_config(text: str) -> ModelConfig:
     """Parse config.pbtxt text with Triton's schema; raises ``text_format.ParseError``."""
-    config = ModelConfig()
+    config: ModelConfig = ModelConfig()
     text_format.Parse(text, config)
     return config
 
@@ -84,28 +81,26 @@ def read_config(path: Path) -> ModelConfig:
 
 
 def render_config(config: ModelConfig) -> str:
-    return text_format.MessageToString(config)
+    return str(text_format.MessageToString(config))
 
 
 @contextlib.contextmanager
-def staged_model(repository: Path, name: str) -> Iterator[Path]:
-    """A temporary folder that replaces ``repository/name`` only if the block succeeds.
+def staged_model(repository: Path, name: str) -> Iterator[ModelDir]:
+    """A model folder built aside that replaces ``repository/name`` only if the block succeeds.
 
-    Nothing half-written is ever left in the repository: on error the staging folder is removed and
-    the previous model folder, if any, stays as it was.
+    The folder is ``<repository>/.staging-XXXX/<name>``, so it already carries its final name (validation
+    can run on it before it moves). On error it is removed and the previous model folder, if any, stays
+    as it was: nothing half-written is ever left in the repository.
     """
     repository.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{name}.staging-", dir=repository))
+    staging = Path(tempfile.mkdtemp(prefix=".staging-", dir=repository))
     try:
-        yield staging
+        model = ModelDir(root=staging / name)
+        model.root.mkdir()
+        yield model
         target = repository / name
-        backup = None
         if target.exists():
-            backup = Path(tempfile.mkdtemp(prefix=f".{name}.old-", dir=repository))
-            os.replace(target, backup / name)
-        os.replace(staging, target)
-        if backup is not None:
-            shutil.rmtree(backup)
+            target.replace(staging / f"{name}.previous")
+        model.root.replace(target)
     finally:
-        if staging.exists():
-            shutil.rmtree(staging)
+        shutil.rmtree(staging, ignore_errors=True)

@@ -75,7 +75,9 @@ GPU_TOLERANCES: Mapping[str, Tolerance] = {
 }
 
 
-def tolerance_for(config_dtype: str, *, gpu: bool = False, overrides: Mapping[str, Tolerance] = {}) -> Tolerance:
+def tolerance_for(
+    config_dtype: str, *, gpu: bool = False, overrides: Mapping[str, Tolerance] = {}
+) -> Tolerance:
     """The tolerance for one output data type; integers and bool are always exact."""
     if dtypes.from_config(config_dtype).exact:
         return Tolerance.exact()
@@ -105,7 +107,6 @@ class ModelSpec:
     instance_count: int = 1
     parameters: Mapping[str, str] = field(default_factory=lambda: dict(DEFAULT_PARAMETERS))
     tolerances: Mapping[str, Tolerance] = field(default_factory=dict)
-    seed: int = 0
     description: str = ""
 
     @property
@@ -187,7 +188,8 @@ def check(spec: ModelSpec) -> None:
         try:
             dtypes.from_torch(tensor.dtype)
         except ValueError as exc:
-            raise SpecError(f"{where}, input {i}: {exc}") from None
+            msg = f"{where}, input {i}: {exc}"
+            raise SpecError(msg) from None
         if spec.batching and tensor.dim() == 0:
             msg = (
                 f"{where}, input {i}: a scalar example input cannot carry a batch axis; give it shape [1] "

@@ -26,7 +26,7 @@ class PyTorch:
     image_ubuntu: str
     image_glibc: str
     min_driver: str
-    torchscript_format: int
+    torchscript_max_format: int
 
 
 @dataclass(frozen=True, kw_only=True)

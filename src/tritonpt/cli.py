@@ -1,0 +1,100 @@
+"""What the invoke tasks do, as plain functions: parse option strings into typed values, call the
+pipeline, print progress and problems, exit non-zero on failure. tasks.py only declares the options."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import cast
+
+from tritonpt import export as exporting
+from tritonpt import validate as validating
+from tritonpt.console import Progress, err, guard, print_problems
+from tritonpt.errors import SpecError, ValidationError
+from tritonpt.repository import models
+from tritonpt.spec import InstanceKind
+
+_KINDS = ("KIND_AUTO", "KIND_CPU", "KIND_GPU")
+
+
+def _parameters(values: Sequence[str]) -> dict[str, str]:
+    parsed = {}
+    for value in values:
+        key, sep, setting = value.partition("=")
+        if not sep or not key:
+            msg = f"--parameter {value!r}: expected KEY=VALUE, e.g. INTRA_OP_THREAD_COUNT=4."
+            raise SpecError(msg)
+        parsed[key] = setting
+    return parsed
+
+
+def export(
+    *,
+    model: str,
+    name: str,
+    repository: Path,
+    only: Sequence[str],
+    script: bool,
+    max_batch_size: int | None,
+    dynamic_axes: Sequence[str],
+    instance_kind: str | None,
+    parameters: Sequence[str],
+    seed: int,
+    debug: bool,
+) -> None:
+    progress = Progress()
+    with guard(debug=debug):
+        if instance_kind is not None and instance_kind not in _KINDS:
+            msg = f"--instance-kind {instance_kind!r}: expected one of {', '.join(_KINDS)}."
+            raise SpecError(msg)
+        if model:
+            if not name:
+                msg = "--model needs --name: the model's folder and config name in the repository."
+                raise SpecError(msg)
+            if only:
+                msg = "--only selects built-in models; it cannot be combined with --model."
+                raise SpecError(msg)
+            result = exporting.export_factory(
+                exporting.load_factory(model),
+                name=name,
+                repository=repository,
+                seed=seed,
+                step=progress,
+                method="script" if script else None,
+                max_batch_size=max_batch_size,
+                dynamic_axes=exporting.parse_dynamic_axes(dynamic_axes) if dynamic_axes else None,
+                instance_kind=cast(InstanceKind | None, instance_kind),
+                parameters=_parameters(parameters) if parameters else None,
+            )
+            results = [result]
+        else:
+            if name or script or dynamic_axes or max_batch_size is not None or instance_kind or parameters:
+                msg = (
+                    "--name, --script, --max-batch-size, --dynamic-axis, --instance-kind and --parameter apply to "
+                    "--model MODULE:ATTR; the built-in set carries its own settings."
+                )
+                raise SpecError(msg)
+            from tritonpt import zoo  # noqa: PLC0415
+
+            results = exporting.export_builtin(
+                list(only) or list(zoo.BUILTIN), repository=repository, seed=seed, step=progress
+            )
+        for result in results:
+            for note in result.warnings:
+                err.print(f"[yellow]warning:[/yellow] [{result.name}] tracer: {note}")
+        progress(f"validating {repository}")
+        _validate(repository)
+
+
+def validate(*, repository: Path, debug: bool) -> None:
+    with guard(debug=debug):
+        _validate(repository)
+
+
+def _validate(repository: Path) -> None:
+    problems = validating.validate_repository(repository)
+    errors = [p for p in problems if p.severity == "error"]
+    if errors:
+        raise ValidationError(problems)
+    print_problems(problems)
+    err.print(f"[green]{repository}: valid[/green] ({len(models(repository))} model(s))")

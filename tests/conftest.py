@@ -1,0 +1,37 @@
+"""Shared fixtures: a repository of exported built-in models, made once per test session."""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from tritonpt import export
+
+# The small built-in models: together they cover several inputs/outputs, int64, variable length,
+# scripting, bool/int outputs and max_batch_size 0, and export in well under a second.
+SMALL_MODELS = ("multi_io", "token_encoder", "scripted_gate", "fixed_shape")
+
+
+@pytest.fixture(scope="session")
+def exported_small(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A repository holding the small built-in models, exported once; copy before changing it."""
+    repository = tmp_path_factory.mktemp("exported") / "repository"
+    export.export_builtin(SMALL_MODELS, repository=repository)
+    return repository
+
+
+@pytest.fixture
+def repository_copy(exported_small: Path, tmp_path: Path) -> Callable[..., Path]:
+    """Copy chosen models of the exported repository into a fresh folder the test may break."""
+
+    def copy(*names: str) -> Path:
+        target = tmp_path / "repository"
+        target.mkdir(exist_ok=True)
+        for name in names:
+            shutil.copytree(exported_small / name, target / name)
+        return target
+
+    return copy

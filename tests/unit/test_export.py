@@ -1,0 +1,282 @@
+"""Export with real torch: files written, config derived from the real model, reference data, failures."""
+
+from __future__ import annotations
+
+import hashlib
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from tritonclient.grpc.model_config_pb2 import DataType, ModelInstanceGroup
+
+from tritonpt import export, reference, spec
+from tritonpt.errors import ExportError, SpecError
+from tritonpt.repository import ModelDir, read_config
+
+from ..conftest import SMALL_MODELS
+
+
+def _digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def test_layout_of_each_exported_model(exported_small: Path) -> None:
+    for name in SMALL_MODELS:
+        model = ModelDir(root=exported_small / name)
+        assert model.config.is_file()
+        assert model.model_file().is_file()
+        assert reference.exists(model)
+        assert model.versions() == ["1"]
+    # Nothing else (no staging folders) is left in the repository.
+    assert sorted(p.name for p in exported_small.iterdir()) == sorted(SMALL_MODELS)
+
+
+def test_config_reflects_the_real_model(exported_small: Path) -> None:
+    config = read_config(exported_small / "token_encoder" / "config.pbtxt")
+    assert config.name == "token_encoder"
+    assert config.platform == "pytorch_libtorch"
+    assert config.max_batch_size == 8
+    [tokens] = config.input
+    assert (tokens.name, DataType.Name(tokens.data_type), list(tokens.dims)) == (
+        "INPUT__0",
+        "TYPE_INT64",
+        [-1],
+    )
+    # Per-token logits follow the variable axis; the pooled vector does not.
+    assert [(o.name, DataType.Name(o.data_type), list(o.dims)) for o in config.output] == [
+        ("OUTPUT__0", "TYPE_FP32", [-1, 4]),
+        ("OUTPUT__1", "TYPE_FP32", [32]),
+    ]
+    assert config.dynamic_batching.max_queue_delay_microseconds == export.MAX_QUEUE_DELAY_US
+    assert [ModelInstanceGroup.Kind.Name(g.kind) for g in config.instance_group] == ["KIND_AUTO"]
+    assert config.parameters["INFERENCE_MODE"].string_value == "true"
+    assert config.parameters["DISABLE_OPTIMIZED_EXECUTION"].string_value == "true"
+
+
+def test_forward_argument_names_and_two_outputs(exported_small: Path) -> None:
+    config = read_config(exported_small / "multi_io" / "config.pbtxt")
+    assert [(i.name, list(i.dims)) for i in config.input] == [("features", [16]), ("context", [8])]
+    assert [(o.name, list(o.dims)) for o in config.output] == [("OUTPUT__0", [8]), ("OUTPUT__1", [1])]
+
+
+def test_scripted_model_keeps_bool_and_int_outputs(exported_small: Path) -> None:
+    config = read_config(exported_small / "scripted_gate" / "config.pbtxt")
+    assert [DataType.Name(o.data_type) for o in config.output] == ["TYPE_FP32", "TYPE_BOOL", "TYPE_INT32"]
+    ref = reference.load(ModelDir(root=exported_small / "scripted_gate"))
+    assert ref.provenance.method == "script"
+    assert [o.cpu_tolerance for o in ref.outputs][1:] == [spec.Tolerance.exact(), spec.Tolerance.exact()]
+
+
+def test_no_batch_axis_model(exported_small: Path) -> None:
+    config = read_config(exported_small / "fixed_shape" / "config.pbtxt")
+    assert config.max_batch_size == 0
+    assert not config.HasField("dynamic_batching")
+    assert list(config.input[0].dims) == [4, 10]
+    assert list(config.output[0].dims) == [4, 3]
+
+
+def test_reference_outputs_are_eager_outputs_of_the_saved_model(exported_small: Path) -> None:
+    model = ModelDir(root=exported_small / "multi_io")
+    ref = reference.load(model)
+    assert [c.id for c in ref.cases] == ["b1", "b16"]
+    assert ref.provenance.torch_version == torch.__version__
+    assert ref.provenance.device == "cpu"
+    loaded = torch.jit.load(str(model.model_file()))
+    for case in ref.cases:
+        assert case.inputs[0].shape == (case.batch_size, 16)
+        outputs = loaded(*(torch.from_numpy(a) for a in case.inputs))
+        for got, expected in zip(outputs, case.outputs, strict=True):
+            np.testing.assert_allclose(got.detach().numpy(), expected, rtol=1e-5, atol=1e-6)
+
+
+def test_variable_axis_gets_a_case_of_another_length(exported_small: Path) -> None:
+    ref = reference.load(ModelDir(root=exported_small / "token_encoder"))
+    lengths = {case.id: case.inputs[0].shape[1] for case in ref.cases}
+    assert lengths == {"b1": 12, "b8": 12, "b8-len6": 6}
+    assert ref.case("b8-len6").outputs[0].shape == (8, 6, 4)
+    # int64 inputs stay inside the range of the example input (valid embedding ids).
+    assert all(case.inputs[0].min() >= 0 and case.inputs[0].max() < 1000 for case in ref.cases)
+
+
+def test_reexport_with_same_seed_is_byte_identical(tmp_path: Path, exported_small: Path) -> None:
+    again = tmp_path / "again"
+    export.export_builtin(SMALL_MODELS, repository=again)
+    for name in SMALL_MODELS:
+        for file in ("config.pbtxt", "reference.json", "reference.npz"):
+            assert _digest(again / name / file) == _digest(exported_small / name / file), f"{name}/{file}"
+
+
+def test_another_seed_gives_other_reference_inputs(tmp_path: Path, exported_small: Path) -> None:
+    export.export_builtin(["multi_io"], repository=tmp_path, seed=1)
+    first = reference.load(ModelDir(root=exported_small / "multi_io")).cases[0].inputs[0]
+    other = reference.load(ModelDir(root=tmp_path / "multi_io")).cases[0].inputs[0]
+    assert not np.array_equal(first, other)
+
+
+class Branchy(torch.nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if bool(x.sum() > 0):
+            return x * 2
+        return x - 100
+
+
+def test_tracing_data_dependent_control_flow_fails_with_a_hint(tmp_path: Path) -> None:
+    # A positive example input freezes the `x * 2` branch; the reference cases hit the other branch.
+    model = spec.ModelSpec(
+        name="branchy", module=Branchy(), example_inputs=(torch.ones(1, 64),), max_batch_size=4
+    )
+    with pytest.raises(ExportError, match="disagrees with eager") as info:
+        export.export(model, repository=tmp_path, seed=3)
+    assert "--script" in str(info.value)
+    assert list(tmp_path.iterdir()) == []  # nothing half-written
+
+
+def test_scripting_the_same_model_succeeds(tmp_path: Path) -> None:
+    model = spec.ModelSpec(
+        name="branchy",
+        module=Branchy(),
+        example_inputs=(torch.ones(1, 64),),
+        max_batch_size=4,
+        method="script",
+    )
+    export.export(model, repository=tmp_path, seed=3)
+    assert (tmp_path / "branchy" / "1" / "model.pt").is_file()
+
+
+class DictOut(torch.nn.Module):
+    def forward(self, x: torch.Tensor) -> dict[str, torch.Tensor]:
+        return {"y": x}
+
+
+class ScalarOut(torch.nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x.sum()
+
+
+class NotBatched(torch.nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x.sum(dim=0)
+
+
+@pytest.mark.parametrize(
+    ("module", "inputs", "error", "words"),
+    [
+        pytest.param(DictOut(), (torch.ones(1, 3),), SpecError, "Return a tuple", id="dict-output"),
+        pytest.param(ScalarOut(), (torch.ones(1, 3),), SpecError, "0-d scalar", id="scalar-output"),
+        pytest.param(
+            torch.nn.Identity(), (torch.ones(1, 3, dtype=torch.bfloat16),), SpecError, "bfloat16", id="bf16"
+        ),
+        pytest.param(
+            torch.nn.Identity(), (torch.ones(1, 3, dtype=torch.uint32),), SpecError, "uint32", id="uint32"
+        ),
+        pytest.param(NotBatched(), (torch.ones(2, 3),), ExportError, "batch axis", id="no-batch-axis"),
+    ],
+)
+def test_unservable_models_are_refused_before_anything_is_written(
+    tmp_path: Path,
+    module: torch.nn.Module,
+    inputs: tuple[torch.Tensor, ...],
+    error: type[Exception],
+    words: str,
+) -> None:
+    model = spec.ModelSpec(name="bad", module=module, example_inputs=inputs)
+    with pytest.raises(error, match=words):
+        export.export(model, repository=tmp_path)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_failed_reexport_keeps_the_previous_model(repository_copy) -> None:
+    repository = repository_copy("multi_io")
+    before = _digest(repository / "multi_io" / "reference.npz")
+    broken = spec.ModelSpec(name="multi_io", module=DictOut(), example_inputs=(torch.ones(1, 3),))
+    with pytest.raises(SpecError):
+        export.export(broken, repository=repository)
+    assert _digest(repository / "multi_io" / "reference.npz") == before
+    assert sorted(p.name for p in repository.iterdir()) == ["multi_io"]
+
+
+def test_spec_rejects_bad_options() -> None:
+    base = spec.ModelSpec(name="m", module=torch.nn.Identity(), example_inputs=(torch.ones(1, 3),))
+    with pytest.raises(SpecError, match="out of range"):
+        spec.check(spec.ModelSpec(**{**base.__dict__, "dynamic_axes": {0: (0,)}}))
+    with pytest.raises(SpecError, match="unknown backend parameter"):
+        spec.check(spec.ModelSpec(**{**base.__dict__, "parameters": {"ENABLE_NVFUSER": "true"}}))
+    with pytest.raises(SpecError, match="letters, digits"):
+        spec.check(spec.ModelSpec(**{**base.__dict__, "name": "a/b"}))
+    with pytest.raises(SpecError, match=r"expected `\(torch.nn.Module"):
+        spec.coerce(torch.ones(3), name="m")
+
+
+USER_MODULE = textwrap.dedent(
+    """
+    import torch
+
+    class Scale(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.weight = torch.nn.Parameter(torch.randn(5))
+
+        def forward(self, x):
+            return x * self.weight
+
+    def build():
+        return Scale(), (torch.randn(2, 5),)
+    """
+)
+
+
+def _invoke(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    tasks = Path(__file__).resolve().parents[2] / "tasks.py"
+    command = [sys.executable, "-m", "invoke", "--search-root", str(tasks.parent), *args]
+    return subprocess.run(command, cwd=cwd, capture_output=True, text=True, check=False, timeout=300)
+
+
+@pytest.mark.slow
+def test_invoke_export_of_a_users_model(tmp_path: Path) -> None:
+    (tmp_path / "my_models.py").write_text(USER_MODULE, encoding="utf-8")
+    done = _invoke(
+        "export", "--model", "my_models:build", "--name", "scale", "--repository", "repo",
+        "--max-batch-size", "4", "--parameter", "INTRA_OP_THREAD_COUNT=1", cwd=tmp_path,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "valid (1 model(s))" in done.stderr
+    config = read_config(tmp_path / "repo" / "scale" / "config.pbtxt")
+    assert config.max_batch_size == 4
+    assert config.parameters["INTRA_OP_THREAD_COUNT"].string_value == "1"
+    assert [c.id for c in reference.load(ModelDir(root=tmp_path / "repo" / "scale")).cases] == ["b1", "b4"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("args", "words"),
+    [
+        pytest.param(
+            ["--model", "my_models:nope", "--name", "x"], "has no callable 'nope'", id="missing-attr"
+        ),
+        pytest.param(
+            ["--model", "missing_module:build", "--name", "x"],
+            "cannot import 'missing_module'",
+            id="no-module",
+        ),
+        pytest.param(["--model", "my_models:build"], "--model needs --name", id="no-name"),
+        pytest.param(["--only", "resnet50"], "Unknown built-in model", id="unknown-builtin"),
+        pytest.param(
+            ["--model", "my_models:build", "--name", "x", "--dynamic-axis", "0"],
+            "INPUT_INDEX:AXIS",
+            id="axis-syntax",
+        ),
+    ],
+)
+def test_invoke_export_errors_are_one_paragraph_and_exit_1(
+    tmp_path: Path, args: list[str], words: str
+) -> None:
+    (tmp_path / "my_models.py").write_text(USER_MODULE, encoding="utf-8")
+    done = _invoke("export", "--repository", "repo", *args, cwd=tmp_path)
+    assert done.returncode == 1
+    assert words in done.stderr
+    assert "Traceback" not in done.stderr
+    assert not (tmp_path / "repo").exists() or not any((tmp_path / "repo").iterdir())

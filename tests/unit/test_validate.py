@@ -1,0 +1,228 @@
+"""One test per validation rule, each on a deliberately broken copy of a sound exported repository."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from tritonpt.repository import ModelDir
+from tritonpt.validate import Problem, validate_model, validate_repository
+
+
+def _edit(path: Path, pattern: str, replacement: str) -> None:
+    text = path.read_text(encoding="utf-8")
+    changed, count = re.subn(pattern, replacement, text, count=1, flags=re.MULTILINE)
+    assert count == 1, f"{pattern!r} not found in {path}"
+    path.write_text(changed, encoding="utf-8")
+
+
+def _one(problems: list[Problem], severity: str, field: str) -> Problem:
+    matching = [p for p in problems if p.severity == severity and p.field == field]
+    assert len(matching) == 1, "\n".join(p.render() for p in problems)
+    return matching[0]
+
+
+def test_sound_repository_has_no_problems(exported_small: Path) -> None:
+    assert validate_repository(exported_small, gpu_available=False) == []
+
+
+# (model, file edit (pattern, replacement) in config.pbtxt, expected field, words in message or fix)
+CONFIG_BREAKS = [
+    pytest.param(
+        "multi_io",
+        (r"^max_batch_size:", "max_batch_sise:"),
+        "max_batch_sise",
+        "max_batch_size",
+        id="misspelled-field",
+    ),
+    pytest.param(
+        "multi_io", (r"^platform:", 'flavour: "x"\nplatform:'), "flavour", "remove it", id="unknown-field"
+    ),
+    pytest.param(
+        "multi_io",
+        (r'^platform: "pytorch_libtorch"', 'platform: "pytorch"'),
+        "platform",
+        "pytorch_libtorch",
+        id="platform-pytorch",
+    ),
+    pytest.param(
+        "multi_io",
+        (r"^platform: .*$", 'platform: "onnxruntime_onnx"'),
+        "platform",
+        "pytorch_libtorch",
+        id="other-platform",
+    ),
+    pytest.param(
+        "multi_io",
+        (r'^name: "multi_io"', 'name: "multi-io"'),
+        "name",
+        "differs from the folder",
+        id="name-differs",
+    ),
+    pytest.param(
+        "fixed_shape",
+        (r"^platform:", "dynamic_batching { }\nplatform:"),
+        "dynamic_batching",
+        "max_batch_size 0",
+        id="dynamic-batching-without-batch",
+    ),
+    pytest.param(
+        "multi_io",
+        (r"data_type: TYPE_FP32", "data_type: TYPE_BF16"),
+        "input 'features' data_type",
+        "TYPE_BF16",
+        id="bf16",
+    ),
+    pytest.param(
+        "multi_io",
+        (r"data_type: TYPE_FP32", "data_type: TYPE_UINT32"),
+        "input 'features' data_type",
+        "unsupported datatype TYPE_UINT32",
+        id="uint32",
+    ),
+    pytest.param(
+        "multi_io",
+        (r'name: "OUTPUT__1"', 'name: "score"'),
+        "output names",
+        "<name>__<index>",
+        id="output-names",
+    ),
+    pytest.param(
+        "multi_io", (r'name: "features"', 'name: "image"'), "input names", "follow neither", id="input-names"
+    ),
+    pytest.param("multi_io", (r"dims: 16", "dims: 15"), "input 'features' dims", "[16]", id="input-dims"),
+    pytest.param(
+        "multi_io", (r"dims: 8\n}\noutput", "dims: 8\n}\noutput"), None, None, id="unchanged-control"
+    ),
+    pytest.param(
+        "scripted_gate",
+        (r"data_type: TYPE_BOOL", "data_type: TYPE_INT8"),
+        "output 'OUTPUT__1' data_type",
+        "TYPE_BOOL",
+        id="output-dtype",
+    ),
+    pytest.param(
+        "multi_io",
+        (r"data_type: TYPE_FP32\n  dims: 16", "data_type: TYPE_FP64\n  dims: 16"),
+        "input 'features' data_type",
+        "TYPE_FP32",
+        id="input-dtype",
+    ),
+    pytest.param(
+        "fixed_shape",
+        (r"dims: 4\n  dims: 3", "dims: 4\n  dims: 2"),
+        "output 'OUTPUT__0' dims",
+        "[4, 3]",
+        id="output-dims",
+    ),
+    pytest.param(
+        "multi_io",
+        (r"output \{\n  name: \"OUTPUT__1\"[^}]*\}\n", ""),
+        "output",
+        "the model returns 2",
+        id="output-count",
+    ),
+]
+
+
+@pytest.mark.parametrize(("model", "edit", "field", "words"), CONFIG_BREAKS)
+def test_config_rule(
+    repository_copy: Callable[..., Path],
+    model: str,
+    edit: tuple[str, str],
+    field: str | None,
+    words: str | None,
+) -> None:
+    repository = repository_copy(model)
+    _edit(repository / model / "config.pbtxt", *edit)
+    problems = validate_model(ModelDir(root=repository / model), gpu_available=False)
+    if field is None:
+        assert problems == []
+        return
+    problem = _one(problems, "error", field)
+    assert words is not None
+    assert words in problem.message + problem.fix
+    assert problem.path.name in ("config.pbtxt", "model.pt")
+
+
+def test_missing_version_folder(repository_copy: Callable[..., Path]) -> None:
+    repository = repository_copy("multi_io")
+    shutil.rmtree(repository / "multi_io" / "1")
+    problem = _one(validate_model(ModelDir(root=repository / "multi_io")), "error", "version folder")
+    assert "1/model.pt" in problem.fix
+
+
+def test_missing_model_file(repository_copy: Callable[..., Path]) -> None:
+    repository = repository_copy("multi_io")
+    (repository / "multi_io" / "1" / "model.pt").unlink()
+    problem = _one(validate_model(ModelDir(root=repository / "multi_io")), "error", "model file")
+    assert "has no model.pt" in problem.message
+
+
+def test_model_file_that_does_not_load(repository_copy: Callable[..., Path]) -> None:
+    repository = repository_copy("multi_io")
+    (repository / "multi_io" / "1" / "model.pt").write_bytes(b"not a zip archive")
+    problem = _one(validate_model(ModelDir(root=repository / "multi_io")), "error", "model file")
+    assert "torch.jit.load cannot load it" in problem.message
+
+
+def test_model_with_other_input_count(repository_copy: Callable[..., Path]) -> None:
+    repository = repository_copy("multi_io", "fixed_shape")
+    # A one-input TorchScript file behind a two-input config.
+    shutil.copy(repository / "fixed_shape" / "1" / "model.pt", repository / "multi_io" / "1" / "model.pt")
+    (repository / "multi_io" / "reference.json").unlink()
+    _edit(repository / "multi_io" / "config.pbtxt", r'name: "features"', 'name: "INPUT__0"')
+    _edit(repository / "multi_io" / "config.pbtxt", r'name: "context"', 'name: "INPUT__1"')
+    problems = validate_model(ModelDir(root=repository / "multi_io"))
+    assert "configuration expects 2 inputs, model provides 1" in _one(problems, "error", "input").message
+
+
+def test_kind_gpu_without_gpu_is_a_warning(repository_copy: Callable[..., Path]) -> None:
+    repository = repository_copy("multi_io")
+    _edit(
+        repository / "multi_io" / "config.pbtxt", r"^instance_group \{", "instance_group {\n  kind: KIND_GPU"
+    )
+    problems = validate_model(ModelDir(root=repository / "multi_io"), gpu_available=False)
+    assert "no GPUs are available" in _one(problems, "warning", "instance_group.kind").message
+    assert validate_model(ModelDir(root=repository / "multi_io"), gpu_available=True) == []
+
+
+def test_missing_reference_is_a_warning(repository_copy: Callable[..., Path]) -> None:
+    repository = repository_copy("multi_io")
+    (repository / "multi_io" / "reference.json").unlink()
+    _one(validate_model(ModelDir(root=repository / "multi_io")), "warning", "reference data")
+
+
+def test_folder_without_config_and_empty_repository(tmp_path: Path) -> None:
+    assert _one(validate_repository(tmp_path), "error", "repository").message.endswith("holds no models.")
+    (tmp_path / "orphan").mkdir()
+    _one(validate_repository(tmp_path), "error", "config.pbtxt")
+    assert "does not exist" in validate_repository(tmp_path / "nope")[0].message
+
+
+def test_invoke_validate_reports_and_exits_1(repository_copy: Callable[..., Path]) -> None:
+    repository = repository_copy("multi_io", "fixed_shape")
+    _edit(repository / "multi_io" / "config.pbtxt", r'^platform: "pytorch_libtorch"', 'platform: "pytorch"')
+    tasks = Path(__file__).resolve().parents[2]
+    command = [
+        sys.executable,
+        "-m",
+        "invoke",
+        "--search-root",
+        str(tasks),
+        "validate",
+        "--repository",
+        str(repository),
+    ]
+    done = subprocess.run(command, capture_output=True, text=True, check=False, timeout=300)
+    assert done.returncode == 1
+    assert f"error: {repository / 'multi_io' / 'config.pbtxt'}: platform:" in done.stderr
+    assert 'fix: write `platform: "pytorch_libtorch"`' in done.stderr
+    assert "1 error(s), 0 warning(s)." in done.stderr
+    assert "Traceback" not in done.stderr
