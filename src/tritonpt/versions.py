@@ -107,6 +107,43 @@ class Versions:
         }
 
 
+def markdown_table(versions: Versions) -> str:
+    """The README's version table (tests/unit/test_versions.py keeps the README equal to it)."""
+    pt = versions.pytorch
+    rows = [
+        (
+            "PyTorch (export, eager references)",
+            f"torch {pt.torch}, torchvision {pt.torchvision} (CUDA {pt.cuda} wheels)",
+        ),
+        (
+            "PyTorch CUDA image (`pytorch` recipe base)",
+            f"`{pt.image}` (Ubuntu {pt.image_ubuntu}, glibc {pt.image_glibc})",
+        ),
+        ("Minimum driver for that image", pt.min_driver),
+        ("TorchScript file formats torch 2.9 reads", f"up to {pt.torchscript_max_format}"),
+    ]
+    for release in versions.triton_releases:
+        default = " (default)" if release.ngc == versions.triton_default else ""
+        rows.append(
+            (
+                f"Triton {release.ngc}{default}",
+                f"server {release.server}, pytorch backend libtorch {release.backend_torch}, CUDA {release.cuda}, "
+                f"driver >= {release.min_driver}, Ubuntu {release.ubuntu} (glibc {release.glibc}), Python {release.python}; "
+                f"`{release.image}`",
+            )
+        )
+    emb = versions.embedded
+    rows += [
+        (
+            "Embedded CPU server (`local` target)",
+            f"nvidia-pytriton {emb.pytriton}: tritonserver {emb.server} ({emb.ngc}), needs glibc >= {emb.glibc}",
+        ),
+        ("tritonclient", versions.tritonclient),
+    ]
+    lines = ["| component | version |", "|---|---|"] + [f"| {name} | {value} |" for name, value in rows]
+    return "\n".join(lines) + "\n"
+
+
 def load(path: Path = _TOML) -> Versions:
     """Read ``versions.toml`` into typed data."""
     raw = tomllib.loads(path.read_text(encoding="utf-8"))
@@ -122,3 +159,7 @@ def load(path: Path = _TOML) -> Versions:
 
 
 VERSIONS = load()
+
+
+if __name__ == "__main__":
+    print(markdown_table(VERSIONS), end="")

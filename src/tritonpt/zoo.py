@@ -84,19 +84,28 @@ def token_encoder() -> ModelSpec:
 
 
 class ScriptedGate(nn.Module):
-    """Data-dependent control flow that tracing would freeze: only scripting keeps both branches."""
+    """Per-sample data-dependent control flow that tracing would freeze: only scripting keeps it.
+
+    Each row takes its own branch and loop count, so results do not depend on which other requests
+    the dynamic batcher puts in the same batch.
+    """
 
     def __init__(self) -> None:
         super().__init__()
         self.proj = nn.Linear(6, 6)
 
     def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        y = self.proj(x)
-        y = y * 2.0 if bool(y.sum() > 0) else y - 1.0
-        steps = 0
-        while steps < 3 and bool(y.abs().max() > 1.0):
-            y = y / 2.0
-            steps += 1
+        projected = self.proj(x)
+        rows: list[torch.Tensor] = []
+        for i in range(projected.shape[0]):
+            row = projected[i]
+            row = row * 2.0 if bool(row.sum() > 0) else row - 1.0
+            steps = 0
+            while steps < 3 and bool(row.abs().max() > 1.0):
+                row = row / 2.0
+                steps += 1
+            rows.append(row)
+        y = torch.stack(rows)
         positive = y > 0
         count = positive.sum(dim=1, keepdim=True).to(torch.int32)
         return y, positive, count

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from packaging.specifiers import SpecifierSet
 
-from tritonpt.versions import VERSIONS
+from tritonpt.versions import VERSIONS, markdown_table
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -37,3 +37,12 @@ def test_build_args_name_every_version() -> None:
     assert args["TORCH_VERSION"] == VERSIONS.pytorch.torch
     assert args["PYTORCH_IMAGE"] == VERSIONS.pytorch.image
     assert all(value for value in args.values())
+
+
+def test_readme_table_is_generated_from_the_source() -> None:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    start, end = "<!-- versions:start -->\n", "<!-- versions:end -->"
+    assert start in readme
+    assert end in readme
+    table = readme.split(start, 1)[1].split(end, 1)[0]
+    assert table == markdown_table(VERSIONS), "README's version table is stale: paste `python -m tritonpt.versions`"
