@@ -68,6 +68,22 @@ def export(
 
 
 @task(
+    help={
+        "image": "image tag to check (glibc, pytorch backend libraries, GPU inside it); default: host and model checks only",
+        "repository": f"model repository folder (default {DEFAULT_REPOSITORY})",
+        "debug": "show tracebacks",
+    }
+)
+def doctor(
+    c: Context, image: str = "", repository: str = str(DEFAULT_REPOSITORY), debug: bool = False
+) -> None:
+    """Diagnose this host, an image and a model repository: Docker, GPU, driver, glibc, libraries, TorchScript versions."""
+    from tritonpt import cli  # noqa: PLC0415
+
+    cli.doctor(image=image or None, repository=Path(repository), debug=debug)
+
+
+@task(
     help={"repository": f"model repository folder (default {DEFAULT_REPOSITORY})", "debug": "show tracebacks"}
 )
 def validate(c: Context, repository: str = str(DEFAULT_REPOSITORY), debug: bool = False) -> None:

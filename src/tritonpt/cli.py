@@ -3,6 +3,7 @@ pipeline, print progress and problems, exit non-zero on failure. tasks.py only d
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import cast
@@ -84,6 +85,15 @@ def export(
                 err.print(f"[yellow]warning:[/yellow] [{result.name}] tracer: {note}")
         progress(f"validating {repository}")
         _validate(repository)
+
+
+def doctor(*, image: str | None, repository: Path, debug: bool) -> None:
+    from tritonpt import doctor as doctoring  # noqa: PLC0415 - docker-py and pyelftools load only when asked
+
+    with guard(debug=debug):
+        report = doctoring.run(image=image, repository=repository)
+    doctoring.render(report)
+    sys.exit(report.exit_code)
 
 
 def validate(*, repository: Path, debug: bool) -> None:

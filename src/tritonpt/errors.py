@@ -5,7 +5,8 @@
     ├── ExportError        tracing, scripting or the reload check failed
     ├── ValidationError    the model repository breaks one or more rules (carries the problems)
     ├── ServerError        a Triton server could not be started, reached or stopped
-    │   └── ServerStartError   the server exited or did not become ready in time
+    │   ├── ServerStartError   the server exited or did not become ready in time
+    │   └── ModelLoadError     models did not become ready (carries Triton's reason per model)
     ├── ImageError         an image could not be built or inspected
     └── DockerUnavailable  no Docker engine answers
 
@@ -14,6 +15,7 @@ Messages are full sentences that say what happened and what to do.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -46,6 +48,14 @@ class ServerError(TritonPtError):
 
 class ServerStartError(ServerError):
     """The server exited or did not become ready in time."""
+
+
+class ModelLoadError(ServerError):
+    """Models did not become ready; ``reasons`` maps each one to Triton's own words."""
+
+    def __init__(self, message: str, reasons: Mapping[str, str]) -> None:
+        self.reasons = dict(reasons)
+        super().__init__(message)
 
 
 class ImageError(TritonPtError):

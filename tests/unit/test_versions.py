@@ -45,4 +45,6 @@ def test_readme_table_is_generated_from_the_source() -> None:
     assert start in readme
     assert end in readme
     table = readme.split(start, 1)[1].split(end, 1)[0]
-    assert table == markdown_table(VERSIONS), "README's version table is stale: paste `python -m tritonpt.versions`"
+    assert table == markdown_table(VERSIONS), (
+        "README's version table is stale: paste `python -m tritonpt.versions`"
+    )

@@ -1,0 +1,372 @@
+"""Stage "image": build a Triton + PyTorch 2.9 image from a recipe in ``docker/``.
+
+    check Docker answers -> build args (versions.toml, then the user's overrides)
+      -> docker build (output streamed line by line) -> read the image back (id, size, io.tritonpt.* labels)
+
+Recipes (``docker/<name>.Dockerfile``):
+
+- ``ngc`` (recommended): NVIDIA's ``tritonserver:<release>-pyt-python-py3``, whose pytorch backend bundles the
+  PyTorch 2.9 build of that release; adds a non-root user, a health check and version labels.
+- ``pytorch``: the official ``pytorch/pytorch`` runtime image extended with Triton 2.51.0 and a pytorch
+  backend compiled against the image's own libtorch (see the recipe's header for what is verified).
+
+Every ``ARG`` of a recipe gets its value from :data:`tritonpt.versions.VERSIONS` (``build_args()``, plus the
+few values derived from it in :func:`recipe_build_args`); ``--build-arg K=V`` overrides one for this build only.
+
+The build goes through the Docker Engine API (docker-py), which uses the classic builder: it works on Docker
+20.10 without buildx and on engines with BuildKit, and the recipes use nothing BuildKit-only (no
+``RUN --mount``, no heredocs). The build context holds the recipe alone, never the repository (no venvs, no
+model files).
+
+Private base images and credentials: log in on the host first (``docker login nvcr.io``, user ``$oauthtoken``,
+password your NGC API key). docker-py sends the stored credentials with the build request so the engine can
+pull ``FROM``; they never reach a layer. Never pass a secret as ``--build-arg`` (``docker history`` shows
+build arguments). A recipe step that itself needs a secret (a private package index) needs BuildKit:
+``docker buildx build --secret id=pipconf,src=$HOME/.config/pip/pip.conf ...`` with
+``RUN --mount=type=secret,id=pipconf,target=/etc/pip.conf pip install ...`` in a recipe of your own;
+``invoke build-image`` does not log in and does not handle secrets.
+"""
+
+from __future__ import annotations
+
+import importlib
+import io
+import os
+import re
+import socket
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from importlib import metadata
+from pathlib import Path
+from types import ModuleType
+from typing import Any, Literal, TypeAlias, cast
+
+from tritonpt.errors import DockerUnavailable, ImageError
+from tritonpt.versions import VERSIONS, Versions
+
+DockerClient: TypeAlias = Any
+"""A ``DockerClient``. docker-py ships no type information, and from the repository root mypy would
+resolve ``docker`` to our ``docker/`` recipes folder (a namespace package), so it is typed as Any here."""
+
+DOCKER_DIR = Path(__file__).resolve().parents[2] / "docker"
+"""The recipes folder of this repository."""
+
+Recipe = Literal["ngc", "pytorch"]
+RECIPES: tuple[Recipe, ...] = ("ngc", "pytorch")
+
+LABEL_PREFIX = "io.tritonpt."
+"""Our own image labels; the OCI ones (``org.opencontainers.image.*``) are set beside them."""
+
+DEFAULT_DOCKER_HOST = "unix:///var/run/docker.sock"
+MIN_API_VERSION = "1.41"
+"""Docker Engine API of Docker 20.10 (Debian 12's docker.io), the oldest engine this is used with."""
+
+_ARG_RE = re.compile(r"^\s*ARG\s+([A-Za-z_][A-Za-z0-9_]*)", re.MULTILINE)
+_TAG_RE = re.compile(r"^[a-z0-9]+(?:[._/-][a-z0-9]+)*(?::[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?$")
+
+OnLine = Callable[[str], None]
+
+
+@dataclass(frozen=True, kw_only=True)
+class BuiltImage:
+    """An image as the engine reports it after a build (or for any tag, see :func:`describe`)."""
+
+    tag: str
+    id: str
+    size: int
+    """Bytes, as ``docker image inspect`` reports ``Size``."""
+    labels: Mapping[str, str] = field(default_factory=dict)
+    """The ``io.tritonpt.*`` labels read back from the image."""
+    recipe: str = ""
+    build_args: Mapping[str, str] = field(default_factory=dict)
+    seconds: float = 0.0
+    """Wall time of the build; 0 for an image that was only described."""
+
+    @property
+    def size_mb(self) -> float:
+        return self.size / 1e6
+
+
+# --- Docker -------------------------------------------------------------------------------------------------
+
+
+def docker_host() -> str:
+    """The engine address docker-py will use (``DOCKER_HOST`` or the local socket)."""
+    return os.environ.get("DOCKER_HOST", DEFAULT_DOCKER_HOST)
+
+
+def docker_module() -> ModuleType:
+    """docker-py, imported when a stage needs it (``import tritonpt.image`` stays cheap)."""
+    return importlib.import_module("docker")
+
+
+def docker_client(*, timeout: int = 60) -> DockerClient:
+    """A client for a Docker engine that answers, or :class:`DockerUnavailable` saying what to do."""
+    import requests  # noqa: PLC0415 - only needed here
+
+    docker = docker_module()
+
+    host = docker_host()
+    # A local socket is probed with our own connection: docker-py leaves its socket open when connect()
+    # fails (a ResourceWarning, an error under pytest's filterwarnings), and its automatic API-version
+    # detection connects inside the constructor.
+    reason = _unix_socket_problem(host, timeout=min(timeout, 5)) if host.startswith("unix://") else None
+    if reason is None:
+        probe = docker.from_env(version=MIN_API_VERSION, timeout=timeout)
+        try:
+            probe.ping()
+        except (docker.errors.DockerException, requests.exceptions.RequestException) as exc:
+            reason = str(exc).strip() or type(exc).__name__
+        finally:
+            probe.close()
+    if reason is not None:
+        msg = (
+            f"Cannot reach a Docker engine at {host}, as {reason}. Start Docker (on a Debian/Ubuntu CI "
+            f"machine, as root: .ci/docker-engine.sh) or set DOCKER_HOST to an engine that runs."
+        )
+        raise DockerUnavailable(msg)
+    return docker.from_env(timeout=timeout)
+
+
+def _unix_socket_problem(host: str, *, timeout: float) -> str | None:
+    """Why nothing listens on a ``unix://`` address, or None when something accepts connections."""
+    path = host.removeprefix("unix://")
+    if not Path(path).exists():
+        return f"{path} does not exist (no engine started)"
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+        sock.settimeout(timeout)
+        try:
+            sock.connect(path)
+        except OSError as exc:
+            return f"connecting to {path} failed ({exc.strerror or exc})"
+    return None
+
+
+# --- Recipes and build arguments ----------------------------------------------------------------------------
+
+
+def recipe_path(recipe: str, docker_dir: Path = DOCKER_DIR) -> Path:
+    """``docker/<recipe>.Dockerfile``, checked to exist."""
+    path = docker_dir / f"{recipe}.Dockerfile"
+    if not path.is_file():
+        known = ", ".join(sorted(p.name.removesuffix(".Dockerfile") for p in docker_dir.glob("*.Dockerfile")))
+        msg = f"Cannot find the recipe {path}: the recipes in {docker_dir} are {known}."
+        raise ImageError(msg)
+    return path
+
+
+def declared_args(dockerfile: str) -> list[str]:
+    """The names of every ``ARG`` in a Dockerfile's text, in order, without repeats."""
+    return list(dict.fromkeys(_ARG_RE.findall(dockerfile)))
+
+
+def derived_build_args(versions: Versions = VERSIONS) -> dict[str, str]:
+    """Build arguments computed from versions.toml that ``Versions.build_args()`` does not carry.
+
+    - ``PYTORCH_DEVEL_IMAGE``: the ``-devel`` twin of the ``pytorch/pytorch`` runtime image (same torch, same
+      /opt/conda, plus the CUDA toolkit and compilers), used to compile the pytorch backend.
+    - ``EMBEDDED_SERVER_VERSION`` / ``EMBEDDED_NGC``: the Triton server the nvidia-pytriton wheel carries and the
+      NGC release it was taken from (versions.toml ``[embedded]``).
+    - ``PYTORCH_BACKEND_REF``: the triton-inference-server/pytorch_backend (and core, backend, common) branch of
+      that release, ``r<ngc>``.
+    - ``TRITONPT_VERSION``: this package's version, for the ``org.opencontainers.image.version`` label.
+    """
+    try:
+        own_version = metadata.version("tritonpt")
+    except metadata.PackageNotFoundError:
+        own_version = "0+unknown"
+    return {
+        "PYTORCH_DEVEL_IMAGE": versions.pytorch.image.replace("-runtime", "-devel"),
+        "EMBEDDED_SERVER_VERSION": versions.embedded.server,
+        "EMBEDDED_NGC": versions.embedded.ngc,
+        "PYTORCH_BACKEND_REF": f"r{versions.embedded.ngc}",
+        "TRITONPT_VERSION": own_version,
+    }
+
+
+def recipe_build_args(ngc: str | None = None, versions: Versions = VERSIONS) -> dict[str, str]:
+    """Every value a recipe may ask for: ``Versions.build_args()`` plus :func:`derived_build_args`."""
+    return {**versions.build_args(ngc), **derived_build_args(versions)}
+
+
+def parse_build_args(values: Iterable[str]) -> dict[str, str]:
+    """``["K=V", ...]`` from the command line into a mapping (a value may itself hold ``=``)."""
+    parsed: dict[str, str] = {}
+    for value in values:
+        key, sep, val = value.partition("=")
+        if not sep or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", key):
+            msg = f"Cannot read the build argument {value!r}: write it as NAME=VALUE, e.g. TRITON_NGC=25.09."
+            raise ImageError(msg)
+        parsed[key] = val
+    return parsed
+
+
+def build_args_for(
+    dockerfile: str,
+    *,
+    overrides: Mapping[str, str] | None = None,
+    available: Mapping[str, str] | None = None,
+    source: str = "the recipe",
+) -> dict[str, str]:
+    """The build arguments to send for one recipe: only those it declares, the user's overrides winning.
+
+    An override the recipe does not declare is an error (it would be silently ignored by the engine).
+    """
+    declared = declared_args(dockerfile)
+    overrides = dict(overrides or {})
+    unknown = sorted(set(overrides) - set(declared))
+    if unknown:
+        msg = (
+            f"Cannot pass {', '.join(unknown)} to {source}: it declares only "
+            f"{', '.join(declared) or 'no build arguments'}."
+        )
+        raise ImageError(msg)
+    values = {**(available if available is not None else recipe_build_args()), **overrides}
+    return {name: values[name] for name in declared if name in values}
+
+
+def default_tag(recipe: str, versions: Versions = VERSIONS) -> str:
+    """``tritonpt:ngc-25.10`` or ``tritonpt:pytorch-2.9.1``."""
+    key = versions.triton.ngc if recipe == "ngc" else versions.pytorch.torch
+    return f"{versions.image_repository}:{recipe}-{key}"
+
+
+# --- Building -----------------------------------------------------------------------------------------------
+
+
+def run_build(
+    client: DockerClient,
+    *,
+    tag: str,
+    build_args: Mapping[str, str],
+    dockerfile: str | None = None,
+    context: Path | None = None,
+    dockerfile_name: str = "Dockerfile",
+    no_cache: bool = False,
+    on_line: OnLine | None = None,
+) -> str:
+    """Run one ``docker build`` through the Engine API, streaming its output; return the image id.
+
+    Give either ``dockerfile`` (its text is the whole build context) or ``context`` (a folder; the Dockerfile
+    is ``context/dockerfile_name``). Raises :class:`ImageError` with the last output lines on failure.
+    """
+    docker = docker_module()
+    if not _TAG_RE.fullmatch(tag):
+        msg = f"Cannot use {tag!r} as an image tag: write it as name[:tag] in lower case, e.g. tritonpt:ngc-25.10."
+        raise ImageError(msg)
+    kwargs: dict[str, Any] = {
+        "tag": tag,
+        "buildargs": dict(build_args),
+        "nocache": no_cache,
+        "rm": True,
+        "forcerm": True,
+        "decode": True,
+        "timeout": None,
+    }
+    if dockerfile is not None:
+        kwargs["fileobj"] = io.BytesIO(dockerfile.encode("utf-8"))
+    elif context is not None:
+        kwargs["path"] = str(context)
+        kwargs["dockerfile"] = dockerfile_name
+    else:  # pragma: no cover - a programming error
+        msg = "run_build needs a dockerfile or a context"
+        raise TypeError(msg)
+
+    recent: list[str] = []
+    image_id = ""
+    try:
+        for chunk in client.api.build(**kwargs):
+            for line in _chunk_lines(chunk):
+                recent = [*recent[-29:], line]
+                if on_line is not None:
+                    on_line(line)
+            if "error" in chunk:
+                detail = str(chunk.get("error", "")).strip()
+                tail = "\n".join(recent[-15:])
+                msg = f"Cannot build {tag}: {detail}\nLast build output:\n{tail}"
+                raise ImageError(msg)
+            aux = chunk.get("aux")
+            if isinstance(aux, dict) and "ID" in aux:
+                image_id = str(aux["ID"])
+    except docker.errors.APIError as exc:
+        tail = "\n".join(recent[-15:])
+        msg = (
+            f"Cannot build {tag}, as the engine refused: {exc.explanation or exc}\nLast build output:\n{tail}"
+        )
+        raise ImageError(msg) from exc
+    if not image_id:
+        image_id = str(client.api.inspect_image(tag)["Id"])
+    return image_id
+
+
+def _chunk_lines(chunk: Mapping[str, Any]) -> list[str]:
+    """The human-readable lines of one JSON message of the build stream."""
+    text = chunk.get("stream")
+    if text is None and "status" in chunk:  # pulling a base image
+        text = " ".join(str(chunk[k]) for k in ("id", "status", "progress") if chunk.get(k))
+    if not text:
+        return []
+    return [line.rstrip() for line in str(text).splitlines() if line.strip()]
+
+
+def describe(
+    client: DockerClient,
+    tag: str,
+    *,
+    recipe: str = "",
+    build_args: Mapping[str, str] | None = None,
+    seconds: float = 0.0,
+) -> BuiltImage:
+    """Read an image back from the engine: id, size and its ``io.tritonpt.*`` labels."""
+    docker = docker_module()
+    try:
+        info = client.api.inspect_image(tag)
+    except docker.errors.ImageNotFound as exc:
+        msg = f"Cannot find the image {tag} in the engine at {docker_host()}: build it first (invoke build-image)."
+        raise ImageError(msg) from exc
+    labels = cast("dict[str, str] | None", (info.get("Config") or {}).get("Labels")) or {}
+    return BuiltImage(
+        tag=tag,
+        id=str(info["Id"]),
+        size=int(info.get("Size") or 0),
+        labels={k: v for k, v in sorted(labels.items()) if k.startswith(LABEL_PREFIX)},
+        recipe=recipe or labels.get(f"{LABEL_PREFIX}recipe", ""),
+        build_args=dict(build_args or {}),
+        seconds=seconds,
+    )
+
+
+def build_image(
+    *,
+    recipe: str = "ngc",
+    tag: str | None = None,
+    no_cache: bool = False,
+    build_args: Mapping[str, str] | Sequence[str] | None = None,
+    ngc: str | None = None,
+    on_line: OnLine | None = None,
+    client: DockerClient | None = None,
+    docker_dir: Path = DOCKER_DIR,
+) -> BuiltImage:
+    """Build ``docker/<recipe>.Dockerfile`` and return what the engine reports about the result.
+
+    ``build_args`` (a mapping, or ``K=V`` strings as typed on the command line) override the values from
+    versions.toml for this build; ``ngc`` picks another supported Triton release (``25.09``).
+    """
+    if recipe not in RECIPES:
+        msg = f"Cannot build the recipe {recipe!r}: choose one of {', '.join(RECIPES)}."
+        raise ImageError(msg)
+    path = recipe_path(recipe, docker_dir)
+    overrides = parse_build_args(build_args) if isinstance(build_args, Sequence) else dict(build_args or {})
+    text = path.read_text(encoding="utf-8")
+    args = build_args_for(text, overrides=overrides, available=recipe_build_args(ngc), source=str(path))
+    tag = tag or default_tag(recipe)
+    own = client is None
+    client = client or docker_client()
+    try:
+        started = time.perf_counter()
+        run_build(client, tag=tag, build_args=args, dockerfile=text, no_cache=no_cache, on_line=on_line)
+        return describe(client, tag, recipe=recipe, build_args=args, seconds=time.perf_counter() - started)
+    finally:
+        if own:
+            client.close()

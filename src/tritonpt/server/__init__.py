@@ -1,0 +1,83 @@
+"""A running Triton, one interface whatever runs it: a local process, a container or a URL.
+
+    server = create("local", repository=Path("model_repository"), log_path=Path("reports/tritonserver.log"))
+    with server:                                  # started on free ports, always torn down
+        server.wait_models_ready(["resnet18"])    # Triton's own load error per model if one fails
+        server.model_runtime("resnet18").library  # "model.py" (our stand-in) or "libtriton_pytorch.so"
+
+The checks only see :class:`~tritonpt.server.base.Server` and its :class:`~tritonpt.server.base.Endpoints`.
+"""
+
+from __future__ import annotations
+
+import importlib
+from pathlib import Path
+from typing import Literal
+
+from tritonpt.errors import ServerError
+from tritonpt.server.base import Endpoints, ModelRuntime, ModelState, Server, ServerKind
+from tritonpt.server.local import LocalServer, TritonFlags, TritonInstall
+from tritonpt.server.url import UrlServer
+
+__all__ = [
+    "TARGETS",
+    "Endpoints",
+    "LocalServer",
+    "ModelRuntime",
+    "ModelState",
+    "Server",
+    "ServerKind",
+    "Target",
+    "TritonFlags",
+    "TritonInstall",
+    "UrlServer",
+    "create",
+]
+
+Target = Literal["auto", "local", "url", "container"]
+TARGETS: tuple[Target, ...] = ("auto", "local", "url", "container")
+CONTAINER_MODULE = "tritonpt.server.container"
+
+
+def create(
+    target: Target = "auto",
+    *,
+    repository: Path,
+    url: str | None = None,
+    grpc_url: str | None = None,
+    metrics_url: str | None = None,
+    image: str | None = None,
+    tritonserver: Path | str | None = None,
+    log_path: Path | None = None,
+) -> Server:
+    """The server a target names, not started yet.
+
+    ``auto`` picks ``url`` when a URL is given, ``container`` when an image is given, else ``local``.
+    ``container`` needs ``tritonpt.server.container.ContainerServer(repository=, image=, log_path=)``.
+    """
+    if target == "auto":
+        target = "url" if url else "container" if image else "local"
+    if target == "url":
+        if not url:
+            msg = "Cannot use target 'url' without a URL; give the server's HTTP URL, e.g. http://127.0.0.1:8000."
+            raise ServerError(msg)
+        return UrlServer(url, grpc=grpc_url, metrics_url=metrics_url)
+    if target == "local":
+        return LocalServer(
+            TritonFlags(model_repository=repository), tritonserver=tritonserver, log_path=log_path
+        )
+    try:
+        module = importlib.import_module(CONTAINER_MODULE)
+    except ModuleNotFoundError as exc:
+        if exc.name != CONTAINER_MODULE:
+            raise
+        msg = (
+            f"Cannot run Triton in a container, as {CONTAINER_MODULE} is not part of this installation.\n"
+            "Hint: use target 'local' (a tritonserver process) or 'url' (a server you started)."
+        )
+        raise ServerError(msg) from None
+    server = module.ContainerServer(repository=repository, image=image, log_path=log_path)
+    if not isinstance(server, Server):
+        msg = f"{CONTAINER_MODULE}.ContainerServer must build a tritonpt.server.base.Server, not {server!r}."
+        raise TypeError(msg)
+    return server

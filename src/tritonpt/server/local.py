@@ -1,0 +1,465 @@
+"""A tritonserver process on this machine, started on free ports and always torn down.
+
+    TritonInstall.locate()   which tritonserver: argument > $TRITONSERVER > PATH > /opt/tritonserver
+                             > the one inside the nvidia-pytriton wheel (server 2.51.0, runs on the CPU)
+    backend_directory()      the server's own backends when they hold libtriton_pytorch.so; otherwise a cached
+                             folder with python/ (libtriton_python.so + the stub for this Python) and our
+                             pytorch/model.py stand-in, which Triton then uses for platform "pytorch_libtorch"
+    TritonFlags              the tritonserver command line, one field per flag we render
+    LocalServer              the process: own process group, log to a file, SIGTERM -> wait -> SIGKILL
+
+The Python backend stub embeds an interpreter that finds its packages through the ``python3`` first on
+``PATH``, so the server runs with this interpreter's folder first on ``PATH`` (torch and numpy then come from
+the same environment as tritonpt). The wheel's shared libraries need ``nvidia_pytriton.libs`` on
+``LD_LIBRARY_PATH``; both are set for the child process only.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import importlib.util
+import os
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import weakref
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import ClassVar, Literal
+
+from tritonpt import backend
+from tritonpt.errors import ServerError, ServerStartError
+from tritonpt.server.base import Endpoints, Server, ServerKind
+from tritonpt.versions import VERSIONS
+
+TRITONSERVER_ENV = "TRITONSERVER"
+SYSTEM_TRITONSERVER = Path("/opt/tritonserver/bin/tritonserver")
+PYTHON_VERSION = f"{sys.version_info.major}.{sys.version_info.minor}"
+STUB = "triton_python_backend_stub"
+PYTHON_BACKEND_LIBRARY = "libtriton_python.so"
+OFFICIAL_PYTORCH_LIBRARY = "libtriton_pytorch.so"
+GROUP_EXIT_TIMEOUT_S = 10.0
+
+
+@dataclass(frozen=True, kw_only=True)
+class TritonInstall:
+    """A tritonserver binary and what lies beside it."""
+
+    binary: Path
+    version: str  # "2.51.0", or "unknown" when nothing beside the binary says
+    backends: Path  # <root>/backends
+    libraries: Path | None = None  # nvidia_pytriton.libs, for the wheel's server
+    stubs: Path | None = None  # <root>/python_backend_stubs/<X.Y>/, for the wheel's server
+
+    @property
+    def official_pytorch(self) -> bool:
+        """Whether the server's own backends hold the official LibTorch backend."""
+        return (self.backends / "pytorch" / OFFICIAL_PYTORCH_LIBRARY).is_file()
+
+    @classmethod
+    def locate(cls, explicit: Path | str | None = None) -> TritonInstall:
+        """The tritonserver to run: ``explicit`` > ``$TRITONSERVER`` > PATH > /opt/tritonserver > the wheel's."""
+        embedded = _embedded_binary()
+        candidates: list[tuple[str, Path | None]] = [
+            ("the tritonserver argument", Path(explicit) if explicit else None),
+            (
+                f"${TRITONSERVER_ENV}",
+                Path(os.environ[TRITONSERVER_ENV]) if os.environ.get(TRITONSERVER_ENV) else None,
+            ),
+        ]
+        on_path = shutil.which("tritonserver")
+        candidates += [
+            ("PATH", Path(on_path) if on_path else None),
+            ("/opt/tritonserver", SYSTEM_TRITONSERVER if SYSTEM_TRITONSERVER.is_file() else None),
+            ("the nvidia-pytriton wheel", embedded),
+        ]
+        for origin, candidate in candidates:
+            if candidate is None:
+                continue
+            if not candidate.is_file():
+                msg = (
+                    f"Cannot use the tritonserver named by {origin} ({candidate}), as no such file exists.\n"
+                    f"Hint: give the path of an existing tritonserver binary, or unset it to use the one inside "
+                    f"the nvidia-pytriton wheel (pip install nvidia-pytriton=={VERSIONS.embedded.pytriton})."
+                )
+                raise ServerStartError(msg)
+            return cls.at(candidate, embedded=embedded)
+        msg = (
+            "Cannot find a tritonserver: none given, $TRITONSERVER unset, none on PATH or in /opt/tritonserver, "
+            "and the nvidia-pytriton wheel is not installed.\n"
+            f"Hint: pip install nvidia-pytriton=={VERSIONS.embedded.pytriton} (it carries a CPU tritonserver "
+            f"{VERSIONS.embedded.server}), or pass the path of a tritonserver binary."
+        )
+        raise ServerStartError(msg)
+
+    @classmethod
+    def at(cls, binary: Path, *, embedded: Path | None = None) -> TritonInstall:
+        """Describe the install around ``binary`` (``<root>/bin/tritonserver``)."""
+        binary = binary.resolve()
+        root = binary.parent.parent
+        version_file = root / "TRITON_VERSION"
+        is_wheel = embedded is not None and binary == embedded.resolve()
+        if version_file.is_file():
+            version = version_file.read_text(encoding="utf-8").strip()
+        elif is_wheel:
+            version = VERSIONS.embedded.server
+        else:
+            version = "unknown"
+        libraries = None
+        stubs = None
+        if is_wheel:
+            libraries = root.parent.parent / "nvidia_pytriton.libs"  # site-packages/nvidia_pytriton.libs
+            stubs = root / "python_backend_stubs" / PYTHON_VERSION
+        return cls(
+            binary=binary,
+            version=version,
+            backends=root / "backends",
+            libraries=libraries if libraries is not None and libraries.is_dir() else None,
+            stubs=stubs if stubs is not None and stubs.is_dir() else None,
+        )
+
+
+def _embedded_binary() -> Path | None:
+    """``<site-packages>/pytriton/tritonserver/bin/tritonserver``, found without importing pytriton."""
+    spec = importlib.util.find_spec("pytriton")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    binary = Path(next(iter(spec.submodule_search_locations))) / "tritonserver" / "bin" / "tritonserver"
+    return binary if binary.is_file() else None
+
+
+def default_cache() -> Path:
+    """``$XDG_CACHE_HOME/tritonpt/backends`` (``~/.cache/tritonpt/backends``)."""
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "tritonpt" / "backends"
+
+
+def backend_directory(install: TritonInstall, cache: Path | None = None) -> Path:
+    """The --backend-directory to run ``install`` with, so that pytorch models load.
+
+    The server's own ``backends/`` when it holds ``pytorch/libtriton_pytorch.so``. Otherwise a folder under
+    ``cache`` named ``<server-version>-py<X.Y>-<hash>`` (the hash covers our model.py, libtriton_python.so
+    and the stub), holding ``python/`` with the stub for this Python, ``pytorch/model.py``, and links to the
+    server's other backends. Built in a staging folder and renamed into place, so it is complete or absent.
+    """
+    if install.official_pytorch:
+        return install.backends
+    python = install.backends / "python"
+    if not (python / PYTHON_BACKEND_LIBRARY).is_file():
+        msg = (
+            f"Cannot serve pytorch models with {install.binary}, as its backends folder {install.backends} has "
+            f"neither pytorch/{OFFICIAL_PYTORCH_LIBRARY} nor python/{PYTHON_BACKEND_LIBRARY} (needed to run "
+            "tritonpt's model.py stand-in).\n"
+            "Hint: use a Triton build that ships the Python backend, e.g. the one in the nvidia-pytriton wheel."
+        )
+        raise ServerStartError(msg)
+    stub = _stub(install)
+    digest = hashlib.sha256()
+    for part in (backend.MODEL_PY, python / PYTHON_BACKEND_LIBRARY, stub):
+        digest.update(part.read_bytes())
+    root = cache or default_cache()
+    target = root / f"{install.version}-py{PYTHON_VERSION}-{digest.hexdigest()[:12]}"
+    if target.is_dir():
+        return target
+    root.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=root))
+    try:
+        shutil.copytree(python, staging / "python", ignore=shutil.ignore_patterns(STUB))
+        shutil.copy2(stub, staging / "python" / STUB)
+        backend.install(staging)
+        for other in sorted(install.backends.iterdir()):
+            if other.is_dir() and other.name not in ("python", "pytorch"):
+                (staging / other.name).symlink_to(other, target_is_directory=True)
+        try:
+            staging.rename(target)
+        except OSError:
+            if not target.is_dir():  # not a concurrent twin that won the rename
+                raise
+    finally:
+        if staging.exists():
+            shutil.rmtree(staging)
+    return target
+
+
+def _stub(install: TritonInstall) -> Path:
+    """The Python backend stub for the running Python: the wheel's per-version one, else the server's own."""
+    candidates = [install.stubs / STUB] if install.stubs else []
+    candidates.append(install.backends / "python" / STUB)
+    for candidate in candidates:
+        if candidate.is_file():
+            return candidate
+    msg = (
+        f"Cannot run the Python backend of {install.binary} with Python {PYTHON_VERSION}, as there is no "
+        f"{STUB} for it (looked at {', '.join(str(c) for c in candidates)}).\n"
+        "Hint: run with a Python version the nvidia-pytriton wheel ships a stub for (3.8 to 3.13)."
+    )
+    raise ServerStartError(msg)
+
+
+def free_ports(count: int, host: str = "127.0.0.1") -> list[int]:
+    """``count`` distinct ports that nothing listens on right now (held together while picked)."""
+    sockets: list[socket.socket] = []
+    try:
+        for _ in range(count):
+            sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
+            sockets.append(sock)
+            sock.bind((host, 0))
+        return [int(sock.getsockname()[1]) for sock in sockets]
+    finally:
+        for sock in sockets:
+            sock.close()
+
+
+@dataclass(frozen=True, kw_only=True)
+class TritonFlags:
+    """tritonserver's command line, one field per flag we render (pytriton's TritonServerConfig, typed).
+
+    Defaults suit verification: explicit model control with every model loaded at startup (so the repository
+    API works and each model's load error can be read), and ``exit_on_error=False`` so that one model that
+    fails to load does not hide the others. Auto-complete is off: the pytorch backend cannot auto-complete
+    (reference/triton.md 3.2), and asking costs the stand-in one more stub process (a torch import) per model.
+
+    On SIGTERM Triton 2.51 first waits for open HTTP connections (a client that keeps its keep-alive
+    connection open holds the stop), then unloads the models, all within ``exit_timeout_secs``; when that runs
+    out it exits at once and the Python backend's shared-memory files stay in /dev/shm (LocalServer removes
+    them, as it names them with ``shm_region_prefix``).
+    """
+
+    model_repository: Path
+    backend_directory: Path | None = None  # None: LocalServer assembles one (see backend_directory())
+    address: str = "127.0.0.1"  # --http-address, --grpc-address, --metrics-address
+    http_port: int = 0  # 0: a free port picked at start
+    grpc_port: int = 0
+    metrics_port: int = 0
+    model_control_mode: Literal["none", "poll", "explicit"] = "explicit"
+    load_model: tuple[str, ...] = ("*",)  # --load-model, with model_control_mode "explicit"
+    strict_readiness: bool = True
+    exit_on_error: bool = False
+    disable_auto_complete_config: bool = True
+    log_verbose: int = 0
+    exit_timeout_secs: int = 30  # on SIGTERM: first for open HTTP connections, then for model unloads
+    shm_region_prefix: str | None = None  # the Python backend's /dev/shm file prefix; LocalServer sets one
+    extra: tuple[str, ...] = field(default=())  # more flags, rendered as given
+
+    def render(self) -> list[str]:
+        """The arguments after the binary's path."""
+
+        def flag(on: bool) -> str:
+            return "true" if on else "false"
+
+        args = [f"--model-repository={self.model_repository}"]
+        if self.backend_directory is not None:
+            args.append(f"--backend-directory={self.backend_directory}")
+        args += [
+            f"--http-address={self.address}",
+            f"--http-port={self.http_port}",
+            f"--grpc-address={self.address}",
+            f"--grpc-port={self.grpc_port}",
+            f"--metrics-address={self.address}",
+            f"--metrics-port={self.metrics_port}",
+            f"--model-control-mode={self.model_control_mode}",
+        ]
+        if self.model_control_mode == "explicit":
+            args += [f"--load-model={name}" for name in self.load_model]
+        args += [
+            f"--strict-readiness={flag(self.strict_readiness)}",
+            f"--exit-on-error={flag(self.exit_on_error)}",
+            f"--log-verbose={self.log_verbose}",
+            f"--exit-timeout-secs={self.exit_timeout_secs}",
+        ]
+        if self.disable_auto_complete_config:
+            args.append("--disable-auto-complete-config")
+        if self.shm_region_prefix:
+            args.append(f"--backend-config=python,shm-region-prefix-name={self.shm_region_prefix}")
+        args += list(self.extra)
+        return args
+
+
+class LocalServer(Server):
+    """A tritonserver child process in its own process group, with its log in a file."""
+
+    kind: ClassVar[ServerKind] = "local"
+
+    def __init__(
+        self,
+        flags: TritonFlags,
+        *,
+        tritonserver: Path | str | None = None,
+        log_path: Path | None = None,
+        cache: Path | None = None,
+        start_timeout: float = 240.0,
+        stop_timeout: float = 45.0,
+    ) -> None:
+        super().__init__()
+        self.requested = flags
+        self.flags = flags  # the effective flags (ports, backend directory) once started
+        self.tritonserver = tritonserver
+        self.cache = cache
+        self.start_timeout = start_timeout
+        self.stop_timeout = stop_timeout
+        self.install: TritonInstall | None = None
+        self._log_path = log_path.absolute() if log_path is not None else None
+        self._process: subprocess.Popen[bytes] | None = None
+        self._stopped = False
+        self._finalizer: weakref.finalize[[int], LocalServer] | None = None
+        self._endpoints: Endpoints | None = None
+
+    # --- Server ---------------------------------------------------------------------------------------------------
+
+    @property
+    def endpoints(self) -> Endpoints:
+        if self._endpoints is None:
+            msg = "This LocalServer has not been started; call start() (or use it in a with block) first."
+            raise ServerError(msg)
+        return self._endpoints
+
+    @property
+    def log_path(self) -> Path | None:
+        return self._log_path
+
+    @property
+    def pid(self) -> int | None:
+        return self._process.pid if self._process is not None else None
+
+    @property
+    def command(self) -> list[str]:
+        """The command line as run (or as it would run)."""
+        binary = self.install.binary if self.install else Path(self.tritonserver or "tritonserver")
+        return [str(binary), *self.flags.render()]
+
+    def describe(self) -> str:
+        where = f", HTTP {self._endpoints.http}" if self._endpoints else ""
+        pid = f"pid {self.pid}" if self.pid else "not started"
+        return f"the local tritonserver ({pid}{where})"
+
+    def is_alive(self) -> bool:
+        return self._process is not None and not self._stopped and self._process.poll() is None
+
+    def _exit_state(self) -> str | None:
+        if self._process is None:
+            return "was never started"
+        code = self._process.poll()
+        if code is None:
+            return None
+        if code < 0:
+            return f"was killed by signal {signal.Signals(-code).name}"
+        return f"exited with code {code}"
+
+    def _default_hint(self) -> str:
+        return (
+            f"the whole log is in {self._log_path}; rerun with TritonFlags(log_verbose=1) for more detail."
+            if self._log_path
+            else "rerun with TritonFlags(log_verbose=1) for more detail."
+        )
+
+    def start(self) -> None:
+        """Launch tritonserver and return once it is ready; never leaves a process behind on failure."""
+        if self._process is not None and not self._stopped:
+            msg = f"{self.describe()} is already started; stop() it before starting it again."
+            raise ServerError(msg)
+        repository = self.requested.model_repository.absolute()
+        if not repository.is_dir():
+            msg = (
+                f"Cannot start tritonserver, as the model repository {repository} is not a folder.\n"
+                "Hint: export a model first (it creates the repository), or pass the right path."
+            )
+            raise ServerStartError(msg)
+        self.install = TritonInstall.locate(self.tritonserver)
+        flags = replace(self.requested, model_repository=repository)
+        if flags.backend_directory is None:
+            flags = replace(flags, backend_directory=backend_directory(self.install, self.cache))
+        if flags.shm_region_prefix is None:
+            flags = replace(flags, shm_region_prefix=f"tritonpt_{secrets.token_hex(4)}_")
+        wanted = (flags.http_port, flags.grpc_port, flags.metrics_port)
+        picked = iter(free_ports(wanted.count(0), flags.address))
+        http, grpc, metrics = (port or next(picked) for port in wanted)
+        self.flags = replace(flags, http_port=http, grpc_port=grpc, metrics_port=metrics)
+        self._endpoints = Endpoints.on_host(
+            self.flags.address, http_port=http, grpc_port=grpc, metrics_port=metrics
+        )
+        if self._log_path is None:
+            handle, name = tempfile.mkstemp(prefix="tritonserver-", suffix=".log")
+            os.close(handle)
+            self._log_path = Path(name)
+        self._log_path.parent.mkdir(parents=True, exist_ok=True)
+        began = time.monotonic()
+        self._stopped = False
+        with self._log_path.open("wb") as log:
+            self._process = subprocess.Popen(
+                self.command,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                env=self._environment(),
+                start_new_session=True,  # its own process group: Ctrl-C goes to us, and we end the group
+            )
+        self._finalizer = weakref.finalize(self, _kill_group, self._process.pid)
+        try:
+            self.wait_ready(self.start_timeout)
+        except BaseException:
+            self.stop()
+            raise
+        self.startup_seconds = time.monotonic() - began
+
+    def stop(self) -> None:
+        """SIGTERM the server, wait ``stop_timeout`` seconds, then SIGKILL its whole process group."""
+        process = self._process
+        if process is None or self._stopped:
+            return
+        self._stopped = True
+        try:
+            if process.poll() is None:
+                process.send_signal(signal.SIGTERM)
+                try:
+                    process.wait(self.stop_timeout)
+                except subprocess.TimeoutExpired:
+                    _kill_group(process.pid)
+        finally:
+            _kill_group(process.pid)  # stub processes left by a crash or a kill share the group
+            process.wait()
+            _wait_group_gone(process.pid, GROUP_EXIT_TIMEOUT_S)
+            if self._finalizer is not None:
+                self._finalizer.detach()
+            _remove_shared_memory(self.flags.shm_region_prefix)
+
+    def _environment(self) -> dict[str, str]:
+        env = dict(os.environ)
+        env["PATH"] = os.pathsep.join(p for p in (str(Path(sys.executable).parent), env.get("PATH")) if p)
+        if self.install is not None and self.install.libraries is not None:
+            env["LD_LIBRARY_PATH"] = os.pathsep.join(
+                p for p in (str(self.install.libraries), env.get("LD_LIBRARY_PATH")) if p
+            )
+        return env
+
+
+def _remove_shared_memory(prefix: str | None) -> None:
+    """Delete the Python backend's /dev/shm files a hard exit left behind (only ours: they carry our prefix)."""
+    shm = Path("/dev/shm")  # noqa: S108 - where Triton puts them; we only delete names we chose
+    if not prefix or not shm.is_dir():
+        return
+    for leftover in shm.glob(f"{prefix}*"):
+        with contextlib.suppress(OSError):
+            leftover.unlink()
+
+
+def _wait_group_gone(pgid: int, timeout: float) -> None:
+    """Wait until no process of the group is left (orphaned stubs are reaped by init, not by us)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            os.killpg(pgid, 0)
+        except (ProcessLookupError, PermissionError):
+            return
+        time.sleep(0.05)
+
+
+def _kill_group(pgid: int) -> None:
+    """SIGKILL every process left in the group (the server and its Python backend stubs)."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, signal.SIGKILL)

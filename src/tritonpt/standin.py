@@ -1,0 +1,556 @@
+"""Offline stand-ins for the NGC Triton image, so CI builds and runs our real recipe without any registry.
+
+    debootstrap Debian bookworm -> docker import          (the base:   tritonpt-standin:base-bookworm-<hash>)
+      -> docker/standin.Dockerfile + the pytriton server  (the Triton: tritonpt-standin:triton-2.51.0-<hash>)
+      -> docker/ngc.Dockerfile built FROM the stand-in     (what CI tests: tritonpt-standin:ngc-<hash>)
+
+Nothing is pulled: the base comes from the Debian mirror apt already uses (``/etc/apt/sources.list.d/``), the
+server, its libraries and the Python backend from the installed ``nvidia-pytriton`` wheel (server 2.51.0),
+and the Python-based pytorch backend from ``src/tritonpt/backend/pytorch/model.py``. Each image is tagged with
+a hash of its inputs and is not rebuilt while that tag exists (``--force`` rebuilds).
+
+torch is not in the images (the wheel and its CUDA libraries are gigabytes): run the container with the
+host venv's site-packages mounted read-only at ``/usr/local/lib/python3.11/dist-packages``, see
+:func:`run_settings`. Not at a folder of our own with ``PYTHONPATH``: the Python backend stub embeds an
+interpreter that ignores ``PYTHONPATH`` (seen: the variable is in the stub's environment, its ``sys.path`` lacks
+it), while Debian's python3 puts that dist-packages folder on ``sys.path`` for the stub and python3 alike, and
+before Debian's own packages. The host and the stand-in must run the same Python minor version (3.11,
+Debian bookworm's).
+
+Needs root (debootstrap), ``debootstrap`` and ``tar`` on PATH, and a Docker engine (``.ci/docker-engine.sh``).
+Usage: ``python -m tritonpt.standin --help``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import importlib.util
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from tritonpt import image
+from tritonpt.errors import ImageError, TritonPtError
+from tritonpt.image import DockerClient
+from tritonpt.versions import VERSIONS
+
+REPOSITORY = "tritonpt-standin"
+"""Every stand-in image is a tag of this repository (``docker images tritonpt-standin`` lists them)."""
+
+SUITE = "bookworm"
+PYTHON = "3.11"
+"""Debian bookworm's python3; the host venv whose site-packages is mounted must have the same minor version."""
+PACKAGES = ("python3", "libpython3.11", "python3-numpy", "ca-certificates")
+"""python3 runs the Python backend stub and the health check; libpython3.11 is what the stub links against."""
+
+STANDIN_DOCKERFILE = image.DOCKER_DIR / "standin.Dockerfile"
+STANDIN_ENTRYPOINT = image.DOCKER_DIR / "standin-entrypoint.sh"
+PYTORCH_BACKEND = Path(__file__).resolve().parent / "backend" / "pytorch" / "model.py"
+"""The Python-based pytorch backend copied to ``/opt/tritonserver/backends/pytorch/model.py``."""
+
+CONTAINER_SITE_PACKAGES = f"/usr/local/lib/python{PYTHON}/dist-packages"
+"""Where the host's site-packages goes: a folder Debian's python3 (and the backend stub) already search first."""
+CONTAINER_MODELS = "/models"
+LABEL = "io.tritonpt.standin"
+"""Label of the stand-in images (``base`` or ``triton``; images built FROM them inherit it).
+``python -m tritonpt.standin --prune`` removes the tags of older inputs."""
+
+_SOURCES = (Path("/etc/apt/sources.list.d"), Path("/etc/apt/sources.list"))
+
+
+@dataclass(frozen=True, kw_only=True)
+class StandinImage:
+    """One stand-in image as it is in the engine."""
+
+    role: str
+    """``base``, ``triton`` or ``ngc``."""
+    tag: str
+    id: str
+    size: int
+    cached: bool
+    """True when the tag already existed and nothing was built."""
+    seconds: float
+
+
+@dataclass(frozen=True, kw_only=True)
+class Mount:
+    """A bind mount: host ``source`` at ``target`` in the container."""
+
+    source: Path
+    target: str
+    read_only: bool = True
+
+    def volume(self) -> str:
+        """The ``-v`` form: ``SOURCE:TARGET:ro``."""
+        return f"{self.source}:{self.target}:{'ro' if self.read_only else 'rw'}"
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunSettings:
+    """How a container from a stand-in (or from our recipe built on one) must be run."""
+
+    mounts: tuple[Mount, ...]
+    environment: Mapping[str, str] = field(default_factory=dict)
+    ports: tuple[int, ...] = (8000, 8001, 8002)
+
+    def docker_run(self, tag: str, command: Sequence[str] = ()) -> list[str]:
+        """A ``docker run`` command line with random 127.0.0.1 host ports, for people and logs."""
+        args = ["docker", "run", "--rm", "-d"]
+        for port in self.ports:
+            args += ["-p", f"127.0.0.1::{port}"]
+        for mount in self.mounts:
+            args += ["-v", mount.volume()]
+        for key, value in self.environment.items():
+            args += ["-e", f"{key}={value}"]
+        return [*args, tag, *command]
+
+
+# --- Inputs -------------------------------------------------------------------------------------------------
+
+
+def debian_mirror(sources: Sequence[Path] = _SOURCES, suite: str = SUITE) -> str:
+    """The first Debian mirror apt uses for ``suite`` (deb822 ``.sources`` or one-line ``.list`` files)."""
+    files: list[Path] = []
+    for source in sources:
+        if source.is_dir():
+            files += sorted(p for p in source.iterdir() if p.suffix in {".sources", ".list"})
+        elif source.is_file():
+            files.append(source)
+    for path in files:
+        text = path.read_text(encoding="utf-8", errors="replace")
+        if path.suffix == ".sources":
+            for stanza in text.split("\n\n"):
+                fields = _deb822(stanza)
+                if "deb" in fields.get("types", "").split() and suite in fields.get("suites", "").split():
+                    uris = fields.get("uris", "").split()
+                    if uris:
+                        return uris[0]
+        else:
+            for line in text.splitlines():
+                words = [w for w in line.split() if not w.startswith("[")]
+                if len(words) >= 3 and words[0] == "deb" and words[2] == suite:
+                    return words[1]
+    where = ", ".join(str(s) for s in sources)
+    msg = f"Cannot find a Debian mirror for {suite} in {where}: pass one with --mirror http://deb.debian.org/debian."
+    raise ImageError(msg)
+
+
+def _deb822(stanza: str) -> dict[str, str]:
+    fields: dict[str, str] = {}
+    for line in stanza.splitlines():
+        if line.startswith("#") or ":" not in line or line[:1].isspace():
+            continue
+        key, _, value = line.partition(":")
+        fields[key.strip().lower()] = value.strip()
+    return fields
+
+
+def pytriton_server() -> tuple[Path, Path]:
+    """``(<site-packages>/pytriton/tritonserver, <site-packages>/nvidia_pytriton.libs)`` of the installed wheel."""
+    spec = importlib.util.find_spec("pytriton")
+    if spec is None or not spec.submodule_search_locations:
+        msg = (
+            f"Cannot find the nvidia-pytriton package in {sys.prefix}: install nvidia-pytriton=="
+            f"{VERSIONS.embedded.pytriton} in this environment (it carries the tritonserver the stand-in uses)."
+        )
+        raise ImageError(msg)
+    package = Path(next(iter(spec.submodule_search_locations)))
+    server, libs = package / "tritonserver", package.parent / "nvidia_pytriton.libs"
+    for needed in (server / "bin" / "tritonserver", server / "backends" / "python", libs):
+        if not needed.exists():
+            msg = f"Cannot find {needed}: the nvidia-pytriton install in {package.parent} is incomplete; reinstall it."
+            raise ImageError(msg)
+    return server, libs
+
+
+def torch_site_packages() -> Path:
+    """The site-packages folder holding the torch this process would import (without importing it)."""
+    spec = importlib.util.find_spec("torch")
+    if spec is None or not spec.submodule_search_locations:
+        msg = f"Cannot find torch in {sys.prefix}: the stand-in container needs the host's torch mounted."
+        raise ImageError(msg)
+    return Path(next(iter(spec.submodule_search_locations))).parent
+
+
+def run_settings(repository: Path, *, site_packages: Path | None = None) -> RunSettings:
+    """Mounts and environment for running a stand-in based container on ``repository``.
+
+    - the model repository, read-only, at ``/models`` (it must be readable by uid 1000, the image's user);
+    - the host's site-packages (torch, numpy), read-only, at ``/usr/local/lib/python3.11/dist-packages``, so
+      the Python backend stub imports the host's torch (no environment variable needed or honoured).
+    """
+    if sys.version_info[:2] != tuple(int(p) for p in PYTHON.split(".")):
+        msg = (
+            f"Cannot mount this Python's packages into the stand-in: it runs Python {PYTHON} and this is "
+            f"{sys.version_info[0]}.{sys.version_info[1]}; run the tests from a Python {PYTHON} venv."
+        )
+        raise ImageError(msg)
+    site = site_packages or torch_site_packages()
+    return RunSettings(
+        mounts=(
+            Mount(source=repository.resolve(), target=CONTAINER_MODELS),
+            Mount(source=site.resolve(), target=CONTAINER_SITE_PACKAGES),
+        ),
+    )
+
+
+def ngc_build_args(triton_tag: str) -> dict[str, str]:
+    """Overrides for building docker/ngc.Dockerfile on the stand-in, with labels that tell the truth about it."""
+    return {
+        "TRITON_IMAGE": triton_tag,
+        "TRITON_NGC": VERSIONS.embedded.ngc,
+        "TRITON_SERVER_VERSION": VERSIONS.embedded.server,
+        # The stand-in's pytorch backend runs the host's torch, mounted at run time; it has no CUDA.
+        "TRITON_BACKEND_TORCH": f"{VERSIONS.pytorch.torch} (host, mounted)",
+        "TRITON_CUDA": "none",
+        "TRITON_MIN_DRIVER": "none",
+    }
+
+
+# --- Building -----------------------------------------------------------------------------------------------
+
+
+def _digest(payload: object) -> str:
+    return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:12]
+
+
+def _existing(client: DockerClient, tag: str) -> dict[str, object] | None:
+    try:
+        return dict(client.api.inspect_image(tag))
+    except image.docker_module().errors.ImageNotFound:
+        return None
+
+
+def _result(client: DockerClient, role: str, tag: str, *, cached: bool, seconds: float) -> StandinImage:
+    info = client.api.inspect_image(tag)
+    return StandinImage(
+        role=role, tag=tag, id=str(info["Id"]), size=int(info["Size"]), cached=cached, seconds=seconds
+    )
+
+
+def base_tag(mirror: str) -> str:
+    """``tritonpt-standin:base-bookworm-<hash of suite, variant, packages, mirror>``."""
+    inputs = {"suite": SUITE, "variant": "minbase", "packages": sorted(PACKAGES), "mirror": mirror}
+    return f"{REPOSITORY}:base-{SUITE}-{_digest(inputs)}"
+
+
+def build_base(
+    client: DockerClient,
+    *,
+    mirror: str | None = None,
+    workdir: Path | None = None,
+    force: bool = False,
+    on_line: image.OnLine | None = None,
+) -> StandinImage:
+    """Debian bookworm (minbase + PACKAGES) from debootstrap, imported as an image; skipped if already there."""
+    mirror = mirror or debian_mirror()
+    tag = base_tag(mirror)
+    if not force and _existing(client, tag) is not None:
+        return _result(client, "base", tag, cached=True, seconds=0.0)
+    for tool in ("debootstrap", "tar"):
+        if shutil.which(tool) is None:
+            msg = f"Cannot build the stand-in base without {tool}: install it (apt-get install -y {tool})."
+            raise ImageError(msg)
+    if os.geteuid() != 0:
+        msg = "Cannot run debootstrap as a normal user: build the stand-in base as root (sudo), or in CI."
+        raise ImageError(msg)
+    started = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="tritonpt-standin-", dir=workdir) as tmp:
+        root = Path(tmp) / "rootfs"
+        command = [
+            "debootstrap",
+            "--variant=minbase",
+            f"--include={','.join(PACKAGES)}",
+            SUITE,
+            str(root),
+            mirror,
+        ]
+        _stream_process(command, on_line=on_line, what=f"debootstrap {SUITE} from {mirror}")
+        # Downloaded .deb files and package lists are half the size and no use in the image.
+        for leftover in ("var/cache/apt/archives", "var/lib/apt/lists"):
+            for path in (root / leftover).glob("*"):
+                if path.is_file():
+                    path.unlink()
+        _import_rootfs(client, root, tag, mirror=mirror)
+    return _result(client, "base", tag, cached=False, seconds=time.perf_counter() - started)
+
+
+def _stream_process(command: Sequence[str], *, on_line: image.OnLine | None, what: str) -> None:
+    recent: list[str] = []
+    with subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors="replace"
+    ) as proc:
+        assert proc.stdout is not None  # noqa: S101 - stdout=PIPE above
+        for raw in proc.stdout:
+            line = raw.rstrip()
+            recent = [*recent[-19:], line]
+            if on_line is not None and line:
+                on_line(line)
+        code = proc.wait()
+    if code != 0:
+        tail = "\n".join(recent[-12:])
+        msg = f"Cannot {what}: `{' '.join(command)}` exited with {code}.\nLast output:\n{tail}"
+        raise ImageError(msg)
+
+
+def _import_rootfs(client: DockerClient, root: Path, tag: str, *, mirror: str) -> None:
+    repository, _, version = tag.partition(":")
+    changes = [
+        f"LABEL {LABEL}=base",
+        f"LABEL {LABEL}.mirror={mirror}",
+        "ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin LANG=C.UTF-8",
+        'CMD ["/bin/bash"]',
+    ]
+    with subprocess.Popen(
+        ["tar", "--numeric-owner", "-C", str(root), "-c", "."], stdout=subprocess.PIPE
+    ) as tar:
+        assert tar.stdout is not None  # noqa: S101 - stdout=PIPE above
+        stream = tar.stdout
+
+        def chunks() -> Iterator[bytes]:
+            while block := stream.read(1 << 20):
+                yield block
+
+        client.api.import_image(
+            src=chunks(), stream_src=True, repository=repository, tag=version, changes=changes
+        )
+        code = tar.wait()
+    if code != 0:
+        msg = f"Cannot import {root} as {tag}: tar exited with {code}."
+        raise ImageError(msg)
+
+
+def _place(source: Path, target: Path) -> None:
+    """Hard-link ``source`` to ``target`` (same file system), else copy it."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        os.link(source, target)
+    except OSError:
+        shutil.copy2(source, target)
+
+
+def stage_triton_context(dest: Path, *, pytorch_backend: Path | None = None) -> dict[str, str]:
+    """Lay out the stand-in's build context in ``dest``; return ``{relative path: sha256}`` of every file.
+
+    The context holds only what the image gets: the recipe, the entrypoint, ``tritonserver/`` (bin, lib,
+    backends/python, caches/local, python_backend_stubs) and ``pytorch/`` (model.py, or a note saying it is
+    missing). Never the repository. ``pytorch_backend`` defaults to :data:`PYTORCH_BACKEND`.
+    """
+    server, libs = pytriton_server()
+    pytorch_backend = pytorch_backend or PYTORCH_BACKEND
+    _place(STANDIN_DOCKERFILE, dest / "Dockerfile")
+    _place(STANDIN_ENTRYPOINT, dest / "standin-entrypoint.sh")
+    for folder in ("bin", "backends/python", "caches/local", "python_backend_stubs"):
+        for path in sorted((server / folder).rglob("*")):
+            if path.is_file() and "__pycache__" not in path.parts:
+                _place(path, dest / "tritonserver" / path.relative_to(server))
+    for path in sorted(libs.iterdir()):
+        if path.is_file():
+            _place(path, dest / "tritonserver" / "lib" / path.name)
+    if pytorch_backend.is_file():
+        _place(pytorch_backend, dest / "pytorch" / "model.py")
+    else:
+        note = dest / "pytorch" / "MISSING.txt"
+        note.parent.mkdir(parents=True, exist_ok=True)
+        note.write_text(
+            f"{pytorch_backend} did not exist when this stand-in was built: platform pytorch_libtorch models "
+            "will not load. Rebuild with `python -m tritonpt.standin` once it exists.\n",
+            encoding="utf-8",
+        )
+    digests: dict[str, str] = {}
+    for path in sorted(dest.rglob("*")):
+        if path.is_file():
+            with path.open("rb") as handle:
+                digests[str(path.relative_to(dest))] = hashlib.file_digest(handle, "sha256").hexdigest()
+    return digests
+
+
+def triton_build_args(base: str) -> dict[str, str]:
+    """The values of docker/standin.Dockerfile's ARGs (from versions.toml ``[embedded]``)."""
+    return {
+        "STANDIN_BASE": base,
+        "PYTRITON_VERSION": VERSIONS.embedded.pytriton,
+        "EMBEDDED_SERVER_VERSION": VERSIONS.embedded.server,
+        "EMBEDDED_NGC": VERSIONS.embedded.ngc,
+    }
+
+
+def build_triton(
+    client: DockerClient,
+    *,
+    base: str,
+    pytorch_backend: Path | None = None,
+    workdir: Path | None = None,
+    force: bool = False,
+    no_cache: bool = False,
+    on_line: image.OnLine | None = None,
+) -> StandinImage:
+    """The Triton stand-in, FROM ``base``; skipped when an image with the same inputs exists."""
+    started = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="tritonpt-standin-ctx-", dir=workdir) as tmp:
+        context = Path(tmp)
+        digests = stage_triton_context(context, pytorch_backend=pytorch_backend)
+        args = triton_build_args(base)
+        tag = f"{REPOSITORY}:triton-{VERSIONS.embedded.server}-{_digest({'files': digests, 'args': args})}"
+        if not force and _existing(client, tag) is not None:
+            return _result(client, "triton", tag, cached=True, seconds=0.0)
+        image.run_build(client, tag=tag, build_args=args, context=context, no_cache=no_cache, on_line=on_line)
+    return _result(client, "triton", tag, cached=False, seconds=time.perf_counter() - started)
+
+
+def build_ngc_on(
+    client: DockerClient,
+    *,
+    triton: str,
+    force: bool = False,
+    no_cache: bool = False,
+    on_line: image.OnLine | None = None,
+) -> StandinImage:
+    """The project's docker/ngc.Dockerfile built FROM the Triton stand-in (what CI runs and tests)."""
+    recipe = image.recipe_path("ngc").read_text(encoding="utf-8")
+    args = image.build_args_for(recipe, overrides=ngc_build_args(triton), source="docker/ngc.Dockerfile")
+    tag = f"{REPOSITORY}:ngc-{_digest({'recipe': recipe, 'args': args})}"
+    if not force and not no_cache and _existing(client, tag) is not None:
+        return _result(client, "ngc", tag, cached=True, seconds=0.0)
+    started = time.perf_counter()
+    built = image.build_image(
+        recipe="ngc",
+        tag=tag,
+        build_args=ngc_build_args(triton),
+        no_cache=no_cache,
+        on_line=on_line,
+        client=client,
+    )
+    return _result(client, "ngc", built.tag, cached=False, seconds=time.perf_counter() - started)
+
+
+def build_all(
+    client: DockerClient | None = None,
+    *,
+    mirror: str | None = None,
+    pytorch_backend: Path | None = None,
+    recipe: bool = True,
+    force: bool = False,
+    workdir: Path | None = None,
+    on_line: image.OnLine | None = None,
+) -> list[StandinImage]:
+    """Base, Triton stand-in and (with ``recipe``) docker/ngc.Dockerfile on top, each skipped when cached."""
+    client = client or image.docker_client()
+    base = build_base(client, mirror=mirror, workdir=workdir, force=force, on_line=on_line)
+    triton = build_triton(
+        client, base=base.tag, pytorch_backend=pytorch_backend, workdir=workdir, force=force, on_line=on_line
+    )
+    built = [base, triton]
+    if recipe:
+        built.append(build_ngc_on(client, triton=triton.tag, force=force, on_line=on_line))
+    return built
+
+
+def prune(client: DockerClient, *, keep: Sequence[str]) -> list[str]:
+    """Remove every ``tritonpt-standin`` tag except ``keep`` (older inputs pile up otherwise), and untagged
+    images carrying the stand-in label; return what was removed."""
+    removed: list[str] = []
+    for found in client.images.list(name=REPOSITORY):
+        for tag in found.tags:
+            if tag.startswith(f"{REPOSITORY}:") and tag not in keep:
+                client.images.remove(tag, noprune=False)
+                removed.append(tag)
+    # Untagged leftovers of failed builds on a stand-in inherit its label; nothing else of the host's is touched.
+    pruned = client.images.prune(filters={"dangling": True, "label": LABEL})
+    removed += [entry["Deleted"] for entry in pruned.get("ImagesDeleted") or [] if "Deleted" in entry]
+    return removed
+
+
+# --- Command line -------------------------------------------------------------------------------------------
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m tritonpt.standin``: build the stand-ins and print their tags."""
+    parser = argparse.ArgumentParser(
+        prog="python -m tritonpt.standin",
+        description=(
+            "Build, without any registry, a Debian bookworm base (debootstrap + docker import), a Triton "
+            f"stand-in on it (server {VERSIONS.embedded.server} from nvidia-pytriton {VERSIONS.embedded.pytriton}, "
+            "the Python backend, our Python-based pytorch backend) and docker/ngc.Dockerfile built on that. "
+            "Images already built from the same inputs are reused. Needs root and a Docker engine."
+        ),
+        epilog=(
+            "Run a container from the last tag with the host's torch mounted:\n  "
+            + " ".join(run_settings_example())
+            + "\nThen: curl -f http://127.0.0.1:<port of 8000>/v2/health/ready"
+        ),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--mirror", help="Debian mirror for debootstrap (default: the one apt uses)")
+    parser.add_argument(
+        "--pytorch-backend",
+        type=Path,
+        default=PYTORCH_BACKEND,
+        help=f"the Python-based pytorch backend to install (default: {PYTORCH_BACKEND})",
+    )
+    parser.add_argument(
+        "--no-recipe", action="store_true", help="do not build docker/ngc.Dockerfile on the stand-in"
+    )
+    parser.add_argument(
+        "--force", action="store_true", help="rebuild even when images with the same inputs exist"
+    )
+    parser.add_argument(
+        "--workdir", type=Path, help="where the rootfs and build contexts go (default: $TMPDIR)"
+    )
+    parser.add_argument("--prune", action="store_true", help="then remove stand-in images of older inputs")
+    parser.add_argument("--quiet", action="store_true", help="do not print build output")
+    parser.add_argument("--json", action="store_true", help="print the result as JSON on stdout")
+    options = parser.parse_args(argv)
+
+    def echo(line: str) -> None:
+        print(f"  {line}", file=sys.stderr)
+
+    try:
+        client = image.docker_client()
+        built = build_all(
+            client,
+            mirror=options.mirror,
+            pytorch_backend=options.pytorch_backend,
+            recipe=not options.no_recipe,
+            force=options.force,
+            workdir=options.workdir,
+            on_line=None if options.quiet else echo,
+        )
+        removed = prune(client, keep=[b.tag for b in built]) if options.prune else []
+    except TritonPtError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    if options.json:
+        print(json.dumps({"images": [vars(b) for b in built], "removed": removed}, indent=2))
+    else:
+        for b in built:
+            state = "cached" if b.cached else f"built in {b.seconds:.1f}s"
+            print(f"{b.role:7} {b.tag}  {b.size / 1e6:.0f} MB  {state}")
+        for tag in (r for r in removed if not r.startswith("sha256:")):
+            print(f"removed {tag}")
+        if untagged := sum(r.startswith("sha256:") for r in removed):
+            print(f"removed {untagged} untagged stand-in layers")
+    return 0
+
+
+def run_settings_example() -> list[str]:
+    """The documented ``docker run`` line, with placeholders."""
+    settings = RunSettings(
+        mounts=(
+            Mount(source=Path("<model repository>"), target=CONTAINER_MODELS),
+            Mount(source=Path("<venv>/lib/python3.11/site-packages"), target=CONTAINER_SITE_PACKAGES),
+        ),
+    )
+    return settings.docker_run("<tag>")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

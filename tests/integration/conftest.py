@@ -1,0 +1,218 @@
+"""The integration matrix's harness: validate, start one Triton for the session, collect the report.
+
+Options (after `nox -s integration --`):
+    --target auto|local|url|container   what runs the server (auto: the best available)
+    --url URL [--grpc-url H:P] [--metrics-url URL]   an already running server (target url)
+    --repository DIR                    the model repository (default model_repository/)
+    --strict-backend / --no-strict-backend   require the official libtriton_pytorch.so
+    --image TAG                         the image for target container
+    --tritonserver PATH                 a tritonserver binary for target local
+    --reports DIR                       where junit.xml, summary.md/.json and the server log go
+"""
+
+from __future__ import annotations
+
+import platform
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+import torch
+from tritonclient.grpc.model_config_pb2 import ModelConfig
+
+from tritonpt import checks, reference, repository, server
+from tritonpt.report import Report
+from tritonpt.server.base import Server
+from tritonpt.validate import validate_repository
+
+REPORT = pytest.StashKey[Report]()
+MODELS = pytest.StashKey[list["Model"]]()
+
+
+@dataclass(frozen=True, kw_only=True)
+class Model:
+    """One model of the repository under test: its committed config and its reference data."""
+
+    name: str
+    config: ModelConfig
+    reference: reference.Reference
+
+    @property
+    def input_names(self) -> list[str]:
+        return [i.name for i in self.reference.inputs]
+
+    @property
+    def output_names(self) -> list[str]:
+        return [o.name for o in self.reference.outputs]
+
+    @property
+    def batching(self) -> bool:
+        return self.config.max_batch_size > 0
+
+    @property
+    def dynamic_batching(self) -> bool:
+        return self.batching and self.config.HasField("dynamic_batching")
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("tritonpt", "Triton integration matrix")
+    group.addoption(
+        "--target", choices=server.TARGETS, default="auto", help="what runs the server (default auto)"
+    )
+    group.addoption("--url", default=None, help="HTTP URL of a running server (target url)")
+    group.addoption(
+        "--grpc-url", default=None, help="gRPC host:port of that server (default: port 8001 on its host)"
+    )
+    group.addoption(
+        "--metrics-url", default=None, help="metrics URL of that server (default: port 8002 on its host)"
+    )
+    group.addoption(
+        "--repository", default=str(repository.DEFAULT_REPOSITORY), help="model repository folder"
+    )
+    group.addoption(
+        "--strict-backend",
+        action="store_true",
+        default=None,
+        help="fail unless served by libtriton_pytorch.so",
+    )
+    group.addoption(
+        "--no-strict-backend",
+        action="store_false",
+        dest="strict_backend",
+        help="accept the model.py stand-in",
+    )
+    group.addoption("--image", default=None, help="image for target container")
+    group.addoption("--tritonserver", default=None, help="tritonserver binary for target local")
+    group.addoption("--reports", default="reports", help="folder for reports and the server log")
+    group.addoption(
+        "--start-timeout", type=float, default=240.0, help="seconds to wait for the server and models"
+    )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if not hasattr(config.option, "target"):
+        return
+    started = time.perf_counter()
+    folder = Path(config.option.repository)
+    problems = validate_repository(folder)
+    errors = [p for p in problems if p.severity == "error"]
+    if errors:
+        rendered = "\n\n".join(p.render() for p in errors)
+        pytest.exit(
+            f"The model repository {folder} fails validation; no server was started.\n\n{rendered}",
+            returncode=1,
+        )
+    models = [
+        Model(name=m.name, config=repository.read_config(m.config), reference=reference.load(m))
+        for m in repository.models(folder)
+    ]
+    config.stash[MODELS] = models
+    report = Report()
+    report.timings["validation"] = time.perf_counter() - started
+    config.stash[REPORT] = report
+
+
+def _models(config: pytest.Config) -> list[Model]:
+    return config.stash[MODELS]
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    models = _models(metafunc.config)
+    names = set(metafunc.fixturenames)
+    if "case" in names:
+        pairs = [(m, c.id) for m in models for c in m.reference.cases]
+        metafunc.parametrize(("model", "case"), pairs, ids=[f"{m.name}-{c}" for m, c in pairs])
+    elif "batched_model" in names:
+        chosen = [m for m in models if m.dynamic_batching]
+        metafunc.parametrize("batched_model", chosen, ids=[m.name for m in chosen])
+    elif "model" in names:
+        metafunc.parametrize("model", models, ids=[m.name for m in models])
+    if "protocol" in names:
+        metafunc.parametrize("protocol", checks.PROTOCOLS)
+
+
+@pytest.fixture(scope="session")
+def models(pytestconfig: pytest.Config) -> list[Model]:
+    return _models(pytestconfig)
+
+
+@pytest.fixture(scope="session")
+def report(pytestconfig: pytest.Config) -> Report:
+    return pytestconfig.stash[REPORT]
+
+
+@pytest.fixture(scope="session")
+def triton(pytestconfig: pytest.Config, report: Report) -> Iterator[Server]:
+    """One Triton for the whole session, started on free ports and always torn down."""
+    option = pytestconfig.option
+    reports = Path(option.reports)
+    reports.mkdir(parents=True, exist_ok=True)
+    instance = server.create(
+        option.target,
+        repository=Path(option.repository),
+        url=option.url,
+        grpc_url=option.grpc_url,
+        metrics_url=option.metrics_url,
+        image=option.image,
+        tritonserver=option.tritonserver,
+        log_path=reports / "tritonserver.log",
+    )
+    models = [m.name for m in _models(pytestconfig)]
+    started = time.perf_counter()
+    with instance:
+        instance.wait_ready(option.start_timeout)
+        report.timings["server start to ready"] = time.perf_counter() - started
+        instance.wait_models_ready(models, option.start_timeout)
+        report.timings["server start to all models ready"] = time.perf_counter() - started
+        metadata = checks.server_metadata(instance.endpoints)
+        report.environment.update(
+            {
+                "target": instance.kind,
+                "server": f"{metadata.get('name', 'triton')} {metadata.get('version', '?')}",
+                "torch (references)": torch.__version__,
+                "python": platform.python_version(),
+                "host GPU": torch.cuda.get_device_name(0) if torch.cuda.is_available() else "none",
+            }
+        )
+        matrix_started = time.perf_counter()
+        yield instance
+        report.timings["matrix wall time"] = time.perf_counter() - matrix_started
+
+
+@pytest.fixture(scope="session")
+def strict_backend(pytestconfig: pytest.Config, triton: Server) -> bool:
+    """Strict by default in containers and on GPU hosts, where the official backend must serve."""
+    chosen = pytestconfig.option.strict_backend
+    if chosen is not None:
+        return bool(chosen)
+    return triton.kind == "container" or torch.cuda.is_available()
+
+
+@pytest.fixture(autouse=True)
+def _server_alive(request: pytest.FixtureRequest) -> None:
+    """A server that died mid-run ends the run at once, with its log tail, instead of hanging."""
+    if "triton" not in request.fixturenames:
+        return
+    instance: Server = request.getfixturevalue("triton")
+    if not instance.is_alive():
+        pytest.exit(
+            f"The Triton server is no longer running.\n\nLast log lines:\n{instance.log_tail(40)}",
+            returncode=1,
+        )
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, config: pytest.Config) -> None:
+    if REPORT not in config.stash:
+        return
+    report = config.stash[REPORT]
+    report.outcomes = {
+        key: len(terminalreporter.stats.get(key, []))
+        for key in ("passed", "failed", "skipped", "error")
+        if terminalreporter.stats.get(key)
+    }
+    markdown, data = report.write(Path(config.option.reports))
+    terminalreporter.write_sep("=", "Triton integration report")
+    terminalreporter.write(report.to_markdown())
+    terminalreporter.write_line(f"written: {markdown}, {data}")

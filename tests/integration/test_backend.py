@@ -1,0 +1,54 @@
+"""Backend load and platform: every model READY, served by the pytorch backend, with the committed config."""
+
+from __future__ import annotations
+
+from google.protobuf import text_format
+from tritonclient.grpc.model_config_pb2 import ModelConfig
+
+from tritonpt import checks
+from tritonpt.report import Report
+from tritonpt.server.base import Server
+
+from .conftest import Model
+
+
+def test_model_is_ready_in_the_repository_index(triton: Server, model: Model) -> None:
+    entry = checks.repository_index(triton.endpoints).get(model.name)
+    assert entry is not None, f"{model.name} is not in the server's repository index"
+    assert entry.get("state") == "READY", f"{model.name}: {entry.get('state')} {entry.get('reason', '')}"
+
+
+def test_served_by_the_pytorch_backend(
+    triton: Server, model: Model, report: Report, strict_backend: bool
+) -> None:
+    config = checks.served_config(triton.endpoints, model.name)
+    assert config.backend == "pytorch"
+    runtime = checks.runtime(triton.endpoints, model.name)
+    report.runtimes[model.name] = runtime
+    report.devices[model.name] = "gpu" if checks.served_on_gpu(config) else "cpu"
+    if strict_backend:
+        assert runtime == "libtriton_pytorch.so", (
+            f"{model.name} is served by {runtime}, not the official libtriton_pytorch.so. Strict backend checking "
+            "is on (default in containers and on GPU hosts); the image lacks the pytorch backend. Run "
+            "`invoke doctor --image ...`, or pass --no-strict-backend to accept the stand-in."
+        )
+
+
+def _interface(config: ModelConfig) -> str:
+    """The parts of a config that define the model's interface, as text for a readable diff."""
+    trimmed = ModelConfig(name=config.name, platform=config.platform, max_batch_size=config.max_batch_size)
+    trimmed.input.extend(config.input)
+    trimmed.output.extend(config.output)
+    for tensor in (*trimmed.input, *trimmed.output):
+        # Triton fills defaults it derives (format, reshape...) that the committed file leaves out.
+        kept = (tensor.name, tensor.data_type, list(tensor.dims))
+        tensor.Clear()
+        tensor.name, tensor.data_type = kept[0], kept[1]
+        tensor.dims.extend(kept[2])
+    return str(text_format.MessageToString(trimmed))
+
+
+def test_platform_and_interface_agree_with_the_committed_config(triton: Server, model: Model) -> None:
+    served = checks.served_config(triton.endpoints, model.name)
+    assert served.platform == "pytorch_libtorch"
+    assert _interface(served) == _interface(model.config)

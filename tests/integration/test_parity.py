@@ -1,0 +1,87 @@
+"""Numerical parity: eager PyTorch 2.9 reference outputs vs Triton's, per model x case x protocol."""
+
+from __future__ import annotations
+
+import concurrent.futures
+import itertools
+
+import numpy as np
+
+from tritonpt import checks
+from tritonpt.parity import Comparison, compare
+from tritonpt.report import ParityRow, Report
+from tritonpt.server.base import Server
+
+from .conftest import Model
+
+
+def _compare_outputs(
+    triton: Server, model: Model, got: list[np.ndarray], expected: tuple[np.ndarray, ...]
+) -> list[Comparison]:
+    gpu = checks.served_on_gpu(checks.served_config(triton.endpoints, model.name))
+    return [
+        compare(info.name, actual, reference, info.tolerance(gpu=gpu))
+        for info, actual, reference in zip(model.reference.outputs, got, expected, strict=True)
+    ]
+
+
+def test_parity(triton: Server, model: Model, case: str, protocol: checks.Protocol, report: Report) -> None:
+    reference_case = model.reference.case(case)
+    inputs = dict(zip(model.input_names, reference_case.inputs, strict=True))
+    got = checks.infer(triton.endpoints, protocol, model.name, inputs, model.output_names)
+    comparisons = _compare_outputs(triton, model, got, reference_case.outputs)
+    for comparison in comparisons:
+        report.parity.append(
+            ParityRow.of(
+                model=model.name,
+                protocol=protocol,
+                case=case,
+                batch_size=reference_case.batch_size,
+                comparison=comparison,
+            )
+        )
+    failures = [c.describe() for c in comparisons if not c.ok]
+    assert not failures, f"{model.name} {case} over {protocol}:\n" + "\n".join(failures)
+
+
+# Mixed request sizes, cycled; each request is a slice of the largest reference case.
+REQUEST_SIZES = (1, 3, 2, 1, 4, 1, 2)
+REQUESTS = 48
+
+
+def test_parity_under_dynamic_batching(triton: Server, batched_model: Model) -> None:
+    model = batched_model
+    largest = max(model.reference.cases, key=lambda c: (c.batch_size, -len(c.id)))
+    sizes = [
+        min(size, largest.batch_size)
+        for size, _ in zip(itertools.cycle(REQUEST_SIZES), range(REQUESTS), strict=False)
+    ]
+    starts = [(i * 5) % max(1, largest.batch_size - size + 1) for i, size in enumerate(sizes)]
+    before = checks.statistics(triton.endpoints, model.name)
+
+    def one(index: int) -> list[str]:
+        size, start = sizes[index], starts[index]
+        protocol = checks.PROTOCOLS[index % 2]
+        inputs = {
+            name: array[start : start + size]
+            for name, array in zip(model.input_names, largest.inputs, strict=True)
+        }
+        got = checks.infer(triton.endpoints, protocol, model.name, inputs, model.output_names)
+        expected = tuple(array[start : start + size] for array in largest.outputs)
+        return [
+            f"request {index} ({protocol}, rows {start}..{start + size - 1}): {c.describe()}"
+            for c in _compare_outputs(triton, model, got, expected)
+            if not c.ok
+        ]
+
+    with concurrent.futures.ThreadPoolExecutor(max_workers=16) as pool:
+        failures = [line for lines in pool.map(one, range(REQUESTS)) for line in lines]
+    after = checks.statistics(triton.endpoints, model.name)
+    assert not failures, "\n".join(failures)
+    requests = after.requests - before.requests
+    executions = after.executions - before.executions
+    assert requests == REQUESTS
+    assert after.inferences - before.inferences == sum(sizes)
+    assert executions < requests, (
+        f"{requests} concurrent requests ran as {executions} executions: the dynamic batcher combined none"
+    )

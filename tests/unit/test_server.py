@@ -1,0 +1,358 @@
+"""One server interface whatever runs it: finding tritonserver, its flags, a local process's lifecycle, a URL.
+
+The fast tests use the real nvidia-pytriton install on disk without starting it; the slow ones start the real
+tritonserver and check that it comes up, answers, fails fast with its log, and leaves no process behind.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import stat
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import torch
+from tritonclient.grpc import model_config_pb2 as mc
+
+from tritonpt import backend, server
+from tritonpt.errors import ServerError, ServerStartError
+from tritonpt.repository import render_config
+from tritonpt.server import LocalServer, TritonFlags, TritonInstall, UrlServer
+from tritonpt.server.base import Endpoints, ModelState, hint_for, worth_reading
+from tritonpt.server.local import backend_directory, free_ports
+from tritonpt.server.url import parse_endpoints
+from tritonpt.versions import VERSIONS
+
+
+def group_members(pgid: int) -> list[int]:
+    """Processes whose process group is ``pgid`` (field 5 of /proc/<pid>/stat)."""
+    members = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue  # the process ended while we looked
+        if int(fields[2]) == pgid:
+            members.append(int(entry.name))
+    return members
+
+
+def shared_memory(local: LocalServer) -> list[Path]:
+    """The Python backend's /dev/shm files of this server (named with its prefix)."""
+    prefix = local.flags.shm_region_prefix
+    assert prefix
+    return sorted(Path("/dev/shm").glob(f"{prefix}*"))  # noqa: S108 - reading, not writing, Triton's files
+
+
+def embedded() -> TritonInstall:
+    install = TritonInstall.locate(os.environ.get("TRITONSERVER"))
+    if install.version != VERSIONS.embedded.server:
+        pytest.skip(
+            f"these checks describe the nvidia-pytriton server; {install.binary} is {install.version}"
+        )
+    return install
+
+
+# --- fast: no server started -----------------------------------------------------------------------------------
+
+
+def test_flags_render_the_tritonserver_command_line(tmp_path: Path) -> None:
+    flags = TritonFlags(
+        model_repository=tmp_path, backend_directory=tmp_path / "b", http_port=1, grpc_port=2, metrics_port=3
+    )
+    assert flags.render() == [
+        f"--model-repository={tmp_path}",
+        f"--backend-directory={tmp_path / 'b'}",
+        "--http-address=127.0.0.1",
+        "--http-port=1",
+        "--grpc-address=127.0.0.1",
+        "--grpc-port=2",
+        "--metrics-address=127.0.0.1",
+        "--metrics-port=3",
+        "--model-control-mode=explicit",
+        "--load-model=*",
+        "--strict-readiness=true",
+        "--exit-on-error=false",
+        "--log-verbose=0",
+        "--exit-timeout-secs=30",
+        "--disable-auto-complete-config",
+    ]
+    assert TritonFlags(model_repository=tmp_path, shm_region_prefix="p_").render()[-1] == (
+        "--backend-config=python,shm-region-prefix-name=p_"
+    )
+    polled = TritonFlags(
+        model_repository=tmp_path, model_control_mode="poll", exit_on_error=True, extra=("--x",)
+    )
+    rendered = polled.render()
+    assert not any(arg.startswith("--load-model") for arg in rendered)
+    assert "--exit-on-error=true" in rendered
+    assert rendered[-1] == "--x"
+
+
+def test_locate_prefers_argument_then_environment_then_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real = embedded().binary
+    monkeypatch.setenv("TRITONSERVER", str(tmp_path / "missing"))
+    assert TritonInstall.locate(real).binary == real
+    with pytest.raises(ServerStartError, match=r"\$TRITONSERVER .*no such file exists"):
+        TritonInstall.locate()
+    monkeypatch.delenv("TRITONSERVER")
+    on_path = tmp_path / "bin"
+    on_path.mkdir()
+    (on_path / "tritonserver").symlink_to(real)
+    monkeypatch.setenv("PATH", f"{on_path}{os.pathsep}{os.environ['PATH']}")
+    found = TritonInstall.locate()
+    assert found.binary == real
+    assert found.version == VERSIONS.embedded.server  # the link resolves to the wheel's binary
+
+
+def test_the_wheels_server_is_the_embedded_default(monkeypatch: pytest.MonkeyPatch) -> None:
+    if Path("/opt/tritonserver/bin/tritonserver").exists():
+        pytest.skip("/opt/tritonserver/bin/tritonserver comes before the wheel's server on this machine")
+    monkeypatch.delenv("TRITONSERVER", raising=False)
+    monkeypatch.setenv("PATH", "/usr/bin:/bin")
+    install = TritonInstall.locate()
+    assert install.binary.parts[-4:] == ("pytriton", "tritonserver", "bin", "tritonserver")
+    assert install.version == VERSIONS.embedded.server
+    assert install.libraries is not None
+    assert install.libraries.name == "nvidia_pytriton.libs"
+    assert not install.official_pytorch
+
+
+def test_backend_directory_holds_the_python_backend_and_our_model_py(tmp_path: Path) -> None:
+    install = embedded()
+    folder = backend_directory(install, tmp_path)
+    assert folder.parent == tmp_path
+    assert folder.name.startswith(f"{install.version}-py")
+    assert (folder / "python" / "libtriton_python.so").is_file()
+    stub = folder / "python" / "triton_python_backend_stub"
+    assert stub.stat().st_mode & stat.S_IXUSR
+    assert (folder / "pytorch" / "model.py").read_bytes() == backend.MODEL_PY.read_bytes()
+    assert backend_directory(install, tmp_path) == folder  # cached by content
+    assert [p.name for p in tmp_path.iterdir()] == [folder.name]  # no staging folder left
+
+
+def test_free_ports_are_distinct_and_bindable() -> None:
+    ports = free_ports(3)
+    assert len(set(ports)) == 3
+    assert all(1024 <= port <= 65535 for port in ports)
+
+
+def test_endpoints_from_a_url() -> None:
+    assert parse_endpoints("http://triton.local:9000") == Endpoints(
+        http="triton.local:9000", grpc="triton.local:8001", metrics_url="http://triton.local:8002/metrics"
+    )
+    assert parse_endpoints("10.0.0.5", grpc="grpc://10.0.0.5:9001").grpc == "10.0.0.5:9001"
+    assert parse_endpoints("http://[::1]:8000").http == "[::1]:8000"
+    with pytest.raises(ValueError, match="not http://HOST"):
+        parse_endpoints("https://triton.example.com")
+    assert (
+        Endpoints.on_host("127.0.0.1", http_port=1, grpc_port=2, metrics_port=3).http_url
+        == "http://127.0.0.1:1"
+    )
+
+
+def test_model_state_summary_drops_the_stub_traceback() -> None:
+    state = ModelState(
+        name="m",
+        version="1",
+        state="UNAVAILABLE",
+        reason="Internal: TritonModelException: boom\n\nAt:\n  x.py(1)",
+    )
+    assert state.summary == "Internal: TritonModelException: boom"
+    assert state.describe() == "m (version 1, UNAVAILABLE): Internal: TritonModelException: boom"
+    assert not state.ready
+    assert ModelState(name="m").describe() == "m (not loaded)"
+
+
+def test_hints_and_log_filtering() -> None:
+    assert hint_for("error: creating server: Internal - failed to stat file /nope") is not None
+    assert hint_for("nothing we know") is None
+    lines = [
+        "+------+",
+        "| Model | Version |",
+        "I1130 server.cc:604] ",
+        'E1130 server.cc:241] "CudaDriverHelper has not been initialized."',
+        "E1130 model_lifecycle.cc:642] \"failed to load 'm' version 1\"",
+    ]
+    assert worth_reading(lines) == ["E1130 model_lifecycle.cc:642] \"failed to load 'm' version 1\""]
+
+
+def test_a_missing_repository_fails_before_any_process_starts(tmp_path: Path) -> None:
+    local = LocalServer(TritonFlags(model_repository=tmp_path / "nope"))
+    with pytest.raises(ServerStartError, match="is not a folder") as failure:
+        local.start()
+    assert "Hint:" in str(failure.value)
+    assert local.pid is None
+
+
+def test_an_unreachable_url_fails_with_a_hint() -> None:
+    [port] = free_ports(1)
+    unreachable = UrlServer(f"http://127.0.0.1:{port}", start_timeout=0.5)
+    with pytest.raises(ServerStartError, match=r"Cannot reach .* within 0 s") as failure:
+        unreachable.start()
+    assert "Hint: start the server first" in str(failure.value)
+    assert not unreachable.is_alive()
+
+
+def test_create_picks_the_runner(tmp_path: Path) -> None:
+    assert isinstance(server.create("auto", repository=tmp_path, url="http://127.0.0.1:8000"), UrlServer)
+    assert isinstance(server.create("auto", repository=tmp_path), LocalServer)
+    assert (
+        server.create("local", repository=tmp_path, log_path=tmp_path / "l.log").log_path
+        == tmp_path / "l.log"
+    )
+    with pytest.raises(ServerError, match="without a URL"):
+        server.create("url", repository=tmp_path)
+
+
+def test_an_unstarted_local_server_has_no_endpoints(tmp_path: Path) -> None:
+    with pytest.raises(ServerError, match="has not been started"):
+        _ = LocalServer(TritonFlags(model_repository=tmp_path)).endpoints
+
+
+# --- slow: a real tritonserver ---------------------------------------------------------------------------------
+
+
+def trace(module: torch.nn.Module, *example: torch.Tensor) -> torch.jit.ScriptModule:
+    traced: torch.jit.ScriptModule = torch.jit.trace(module, example)  # type: ignore[no-untyped-call]  # torch leaves trace unannotated
+    return traced
+
+
+class Double(torch.nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x * 2
+
+
+@pytest.fixture(scope="module")
+def repository(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("server") / "repository"
+    (root / "double" / "1").mkdir(parents=True)
+    trace(Double(), torch.randn(1, 2)).save(str(root / "double" / "1" / "model.pt"))
+    config = mc.ModelConfig(name="double", platform="pytorch_libtorch", max_batch_size=4)
+    config.input.add(name="INPUT__0", data_type=mc.TYPE_FP32, dims=[2])
+    config.output.add(name="OUTPUT__0", data_type=mc.TYPE_FP32, dims=[2])
+    (root / "double" / "config.pbtxt").write_text(render_config(config), encoding="utf-8")
+    return root
+
+
+@pytest.fixture
+def local(repository: Path, tmp_path: Path) -> Iterator[LocalServer]:
+    instance = LocalServer(
+        TritonFlags(model_repository=repository), log_path=tmp_path / "reports" / "tritonserver.log"
+    )
+    yield instance
+    instance.stop()
+
+
+@pytest.mark.slow
+def test_local_server_lifecycle_and_a_url_view_of_it(local: LocalServer) -> None:
+    with local:
+        assert local.is_alive()
+        assert local.is_live()
+        assert local.is_ready()
+        assert local.startup_seconds is not None
+        assert local.startup_seconds > 0
+        assert local.wait_models_ready(["double"])["double"].ready
+        local.wait_ready(5)  # already ready: returns at once
+        assert local.log_path is not None
+        assert f'Started HTTPService at {local.endpoints.http}"' in local.log_tail(200)
+        same = UrlServer(
+            local.endpoints.http_url, grpc=local.endpoints.grpc, metrics_url=local.endpoints.metrics_url
+        )
+        with same:
+            assert same.endpoints == local.endpoints
+            runtime = same.model_runtime("double")
+            assert runtime.stand_in
+            assert runtime.library == "model.py"
+            assert same.model_config("double").max_batch_size == 4
+        assert local.is_alive()  # leaving the UrlServer's block does not stop the server
+        pid = local.pid
+        assert pid is not None
+        assert len(group_members(pid)) >= 2  # the server and its Python backend stub
+        assert shared_memory(local)
+    assert not local.is_alive()
+    assert group_members(pid) == []
+    assert shared_memory(local) == []
+    local.stop()  # a second stop does nothing
+
+
+@pytest.mark.slow
+def test_ctrl_c_in_the_owning_process_stops_the_server(repository: Path, tmp_path: Path) -> None:
+    script = (
+        "import time\n"
+        "from pathlib import Path\n"
+        "from tritonpt.server import LocalServer, TritonFlags\n"
+        f"flags = TritonFlags(model_repository=Path({str(repository)!r}))\n"
+        f"with LocalServer(flags, log_path=Path({str(tmp_path / 'ctrl-c.log')!r})) as server:\n"
+        "    print(server.pid, flush=True)\n"
+        "    time.sleep(600)\n"
+    )
+    owner = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    try:
+        assert owner.stdout is not None
+        pid = int(owner.stdout.readline())
+        assert group_members(pid)
+        owner.send_signal(signal.SIGINT)
+        assert owner.wait(60) != 0  # KeyboardInterrupt ended it, after the with block stopped the server
+    finally:
+        owner.kill()
+        owner.wait()
+        if owner.stdout is not None:
+            owner.stdout.close()
+    assert group_members(pid) == []
+
+
+@pytest.mark.slow
+def test_a_crashed_server_fails_fast_and_leaves_nothing_behind(local: LocalServer) -> None:
+    local.start()
+    pid = local.pid
+    assert pid is not None
+    os.kill(pid, signal.SIGKILL)  # the server dies; its stub processes would outlive it
+    with pytest.raises(ServerStartError, match="was killed by signal SIGKILL"):
+        local.wait_ready(30)
+    assert not local.is_alive()
+    local.stop()
+    assert group_members(pid) == []
+    assert shared_memory(local) == []
+
+
+@pytest.mark.slow
+def test_an_exception_inside_the_block_still_stops_the_server(local: LocalServer) -> None:
+    pids: list[int] = []
+
+    def fail_while_serving() -> None:
+        with local:
+            assert local.pid is not None
+            pids.append(local.pid)
+            msg = "boom"
+            raise RuntimeError(msg)
+
+    with pytest.raises(RuntimeError, match="boom"):
+        fail_while_serving()
+    assert group_members(pids[0]) == []
+
+
+@pytest.mark.slow
+def test_a_broken_repository_fails_fast_with_the_log_tail(tmp_path: Path) -> None:
+    broken = tmp_path / "repository"
+    (broken / "bad" / "1").mkdir(parents=True)
+    (broken / "bad" / "config.pbtxt").write_text("this is { not valid", encoding="utf-8")
+    instance = LocalServer(
+        TritonFlags(model_repository=broken, exit_on_error=True), log_path=tmp_path / "t.log"
+    )
+    with pytest.raises(ServerStartError) as failure:
+        instance.start()
+    message = str(failure.value)
+    assert "exited with code 1 before it was ready" in message
+    assert "failed to read text proto" in message
+    assert "Hint: a config.pbtxt does not parse" in message
+    assert instance.pid is not None
+    assert group_members(instance.pid) == []
