@@ -1,8 +1,10 @@
 """nox sessions: the pipeline's front door for CI and for anyone checking a change.
 
-    nox -s lint          ruff, mypy; hadolint on docker/, zizmor + check-jsonschema on workflows
+    nox -s lint          ruff, mypy; hadolint on docker/, zizmor + check-jsonschema on the workflows
     nox -s unit          fast tests with real torch and real protobuf
     nox -s integration   export the built-in models, start Triton, run the integration matrix
+    nox -s container     our image built on offline stand-ins, the doctor, the matrix in a container
+    nox -s gpu           (GPU runners) build the real image, doctor, the matrix in a GPU container, strict
 
 Every session installs the exact torch pins from src/tritonpt/versions.toml. The uv backend hard-links
 packages from its cache, so the multi-gigabyte torch install is downloaded once and shared by all sessions.
@@ -10,18 +12,22 @@ packages from its cache, so the multi-gigabyte torch install is downloaded once 
 
 from __future__ import annotations
 
+import argparse
+import shutil
+import subprocess
 import sys
 from pathlib import Path
 
 import nox
 
 sys.path.insert(0, str(Path(__file__).parent / "src"))
-from tritonpt.versions import VERSIONS
+from tritonpt.versions import VERSIONS  # stdlib-only module, read before any install
 
 nox.needs_version = ">=2025.2.9"
 nox.options.default_venv_backend = "uv"
 nox.options.error_on_missing_interpreters = True
 
+# 3.11: the offline stand-in image runs Debian bookworm's Python 3.11 and mounts this venv's packages.
 PYTHON = "3.11"
 PINS = (f"torch=={VERSIONS.pytorch.torch}", f"torchvision=={VERSIONS.pytorch.torchvision}")
 
@@ -31,20 +37,35 @@ def _install(session: nox.Session, *groups: str) -> None:
     session.install("-e", ".", *PINS, *group_args)
 
 
+def _pytest(session: nox.Session, *args: str) -> None:
+    """pytest with time on Ctrl-C for fixtures to stop servers and containers (nox's default is 0.3 s)."""
+    session.run("pytest", *args, interrupt_timeout=30.0, terminate_timeout=10.0)
+
+
+def _docker_answers() -> bool:
+    if shutil.which("docker") is None:
+        return False
+    return subprocess.run(["docker", "version"], capture_output=True, check=False, timeout=60).returncode == 0
+
+
 @nox.session(python=PYTHON)
 def lint(session: nox.Session) -> None:
-    """Lint and type-check: ruff check, ruff format --check, mypy (strict)."""
+    """Lint and type-check: ruff, mypy (strict), hadolint (docker/), zizmor and check-jsonschema (workflows)."""
     _install(session, "lint")
     session.run("ruff", "check", ".")
     session.run("ruff", "format", "--check", ".")
     session.run("mypy")
+    session.run("hadolint", *sorted(str(p) for p in Path("docker").glob("*.Dockerfile")))
+    session.run("zizmor", "--offline", ".github/workflows")
+    workflows = sorted(str(p) for p in Path(".github/workflows").glob("*.yml"))
+    session.run("check-jsonschema", "--builtin-schema", "vendor.github-workflows", *workflows)
 
 
 @nox.session(python=PYTHON)
 def unit(session: nox.Session) -> None:
-    """Unit tests: export, config, validation, reference data, with real torch and protobuf."""
+    """Unit tests: export, config, validation, backend, servers, images, doctor; real torch and protobuf."""
     _install(session, "test")
-    session.run("pytest", "tests/unit", *session.posargs)
+    _pytest(session, "tests/unit", *session.posargs)
 
 
 @nox.session(python=PYTHON)
@@ -58,11 +79,50 @@ def integration(session: nox.Session) -> None:
     _install(session, "test")
     if not any(arg.startswith("--repository") for arg in session.posargs):
         session.run("invoke", "export")
-    session.run(
-        "pytest",
-        "tests/integration",
-        "--junitxml=reports/junit.xml",
-        *session.posargs,
-        interrupt_timeout=30.0,
-        terminate_timeout=10.0,
+    _pytest(session, "tests/integration", "--junitxml=reports/junit.xml", *session.posargs)
+
+
+@nox.session(python=PYTHON)
+def container(session: nox.Session) -> None:
+    """Container lane without a registry: stand-in bases built offline, our ngc recipe on them, doctor, matrix.
+
+    Needs a Docker engine (`sudo bash .ci/docker-engine.sh` starts one) and root for debootstrap; skipped
+    with that reason when no engine answers.
+    """
+    if not _docker_answers():
+        session.skip(
+            "no Docker engine answers (`docker version` failed); start one with `sudo bash .ci/docker-engine.sh`"
+        )
+    _install(session, "test")
+    _pytest(session, "tests/docker", *session.posargs)
+    tag = session.run(
+        "python", "-m", "tritonpt.standin", "--quiet", "--prune", "--print-tag", "ngc", silent=True
     )
+    image = str(tag).strip().splitlines()[-1]
+    session.run("invoke", "export")
+    session.run("invoke", "doctor", "--image", image)
+    _pytest(
+        session, "tests/integration", "--target", "container", "--image", image, "--no-strict-backend",
+        "--reports", "reports/container", "--junitxml=reports/container/junit.xml",
+    )  # fmt: skip
+
+
+@nox.session(python=PYTHON, default=False)
+def gpu(session: nox.Session) -> None:
+    """GPU runner lane: build the real image (-- --recipe ngc|pytorch), doctor, the matrix in a GPU container.
+
+    The official libtriton_pytorch.so must serve (strict backend) and the container must get the GPUs.
+    Needs a Docker engine with the NVIDIA Container Toolkit and access to the base image's registry.
+    """
+    parser = argparse.ArgumentParser(prog="nox -s gpu --")
+    parser.add_argument("--recipe", choices=("ngc", "pytorch"), default="ngc")
+    options, pytest_args = parser.parse_known_args(session.posargs)
+    _install(session, "test")
+    tag = f"{VERSIONS.image_repository}:{options.recipe}-ci"
+    session.run("invoke", "export")
+    session.run("invoke", "build-image", "--recipe", options.recipe, "--tag", tag)
+    session.run("invoke", "doctor", "--image", tag)
+    _pytest(
+        session, "tests/integration", "--target", "container", "--image", tag, "--gpus", "all", "--strict-backend",
+        "--junitxml=reports/junit.xml", *pytest_args,
+    )  # fmt: skip

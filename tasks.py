@@ -68,6 +68,68 @@ def export(
 
 
 @task(
+    iterable=["build_arg"],
+    help={
+        "recipe": "docker/ recipe: ngc (recommended; NGC Triton 25.10 with its PyTorch 2.9 backend) or pytorch (pytorch/pytorch 2.9.1 base)",
+        "tag": "image tag (default tritonpt:ngc-<release> or tritonpt:pytorch-<torch>)",
+        "no_cache": "build without the engine's layer cache",
+        "build_arg": "override one build argument for this build, KEY=VALUE (repeatable); defaults come from versions.toml",
+        "ngc": "another supported Triton release for the ngc recipe, e.g. 25.09",
+        "debug": "show tracebacks",
+    },
+)
+def build_image(
+    c: Context,
+    recipe: str = "ngc",
+    tag: str = "",
+    no_cache: bool = False,
+    build_arg: list[str] | None = None,
+    ngc: str = "",
+    debug: bool = False,
+) -> None:
+    """Build the Triton + PyTorch 2.9 image from a recipe in docker/, with every version from versions.toml."""
+    from tritonpt import cli  # noqa: PLC0415
+
+    cli.build_image(
+        recipe=recipe,
+        tag=tag or None,
+        no_cache=no_cache,
+        build_args=build_arg or [],
+        ngc=ngc or None,
+        debug=debug,
+    )
+
+
+@task(
+    help={
+        "repository": f"model repository folder (default {DEFAULT_REPOSITORY})",
+        "target": "local (default: a tritonserver process) or container (needs --image)",
+        "image": "image to run for target container",
+        "tritonserver": "tritonserver binary for target local (default: $TRITONSERVER, PATH, /opt/tritonserver, the embedded one)",
+        "debug": "show tracebacks",
+    }
+)
+def serve(
+    c: Context,
+    repository: str = str(DEFAULT_REPOSITORY),
+    target: str = "local",
+    image: str = "",
+    tritonserver: str = "",
+    debug: bool = False,
+) -> None:
+    """Validate a repository and serve it with Triton until Ctrl-C; prints the three endpoints."""
+    from tritonpt import cli  # noqa: PLC0415
+
+    cli.serve(
+        repository=Path(repository),
+        target=target,
+        image=image or None,
+        tritonserver=tritonserver or None,
+        debug=debug,
+    )
+
+
+@task(
     help={
         "image": "image tag to check (glibc, pytorch backend libraries, GPU inside it); default: host and model checks only",
         "repository": f"model repository folder (default {DEFAULT_REPOSITORY})",

@@ -1,9 +1,10 @@
 """Checks against a running Triton, whatever runs it: the three ports, the backend, the config, inference.
 
 Everything here talks to a server through its :class:`~tritonpt.server.base.Endpoints` (HTTP and gRPC
-through tritonclient, metrics through prometheus_client's parser). The integration tests call these
-functions and assert on what they return; they never know whether the server is a local process, a
-container or a remote URL.
+through tritonclient, metrics through prometheus_client's parser); what a server says about itself (its
+repository index, a model's config and runtime) is asked through :class:`~tritonpt.server.base.Server`.
+The integration tests call these and assert on what they return; they never know whether the server is a
+local process, a container or a remote URL.
 """
 
 from __future__ import annotations
@@ -84,31 +85,9 @@ def server_metadata(endpoints: Endpoints) -> dict[str, Any]:
         return dict(client.get_server_metadata())
 
 
-def served_config(endpoints: Endpoints, model: str) -> ModelConfig:
-    """The server's view of a model's configuration, as Triton's own protobuf message."""
-    with grpc_client(endpoints) as client:
-        return client.get_model_config(model).config
-
-
-def runtime(endpoints: Endpoints, model: str) -> str:
-    """What serves the model: ``libtriton_pytorch.so`` (official backend) or ``model.py`` (our stand-in).
-
-    Triton fills ``runtime`` in the config it reports; an empty one means the backend's default
-    shared library.
-    """
-    config = served_config(endpoints, model)
-    return config.runtime or f"libtriton_{config.backend}.so"
-
-
 def served_on_gpu(config: ModelConfig) -> bool:
     """Whether the server placed any instance of the model on a GPU (KIND_AUTO resolves to a kind)."""
     return any(group.kind == ModelInstanceGroup.KIND_GPU for group in config.instance_group)
-
-
-def repository_index(endpoints: Endpoints) -> dict[str, dict[str, Any]]:
-    """``POST /v2/repository/index``: each model's state and reason, by name."""
-    with http_client(endpoints) as client:
-        return {entry["name"]: entry for entry in client.get_model_repository_index()}
 
 
 @dataclass(frozen=True, kw_only=True)

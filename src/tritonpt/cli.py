@@ -4,14 +4,17 @@ pipeline, print progress and problems, exit non-zero on failure. tasks.py only d
 from __future__ import annotations
 
 import sys
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import cast
 
+from rich.markup import escape
+
 from tritonpt import export as exporting
 from tritonpt import validate as validating
-from tritonpt.console import Progress, err, guard, print_problems
-from tritonpt.errors import SpecError, ValidationError
+from tritonpt.console import Progress, err, guard, out, print_problems
+from tritonpt.errors import ServerError, SpecError, ValidationError
 from tritonpt.repository import models
 from tritonpt.spec import InstanceKind
 
@@ -85,6 +88,57 @@ def export(
                 err.print(f"[yellow]warning:[/yellow] [{result.name}] tracer: {note}")
         progress(f"validating {repository}")
         _validate(repository)
+
+
+def build_image(
+    *, recipe: str, tag: str | None, no_cache: bool, build_args: Sequence[str], ngc: str | None, debug: bool
+) -> None:
+    from tritonpt import image  # noqa: PLC0415 - docker-py loads only when asked
+
+    progress = Progress()
+    with guard(debug=debug):
+        progress(f"building docker/{recipe}.Dockerfile")
+        built = image.build_image(
+            recipe=recipe,
+            tag=tag,
+            no_cache=no_cache,
+            build_args=build_args,
+            ngc=ngc,
+            on_line=lambda line: err.print(f"  {escape(line)}"),
+        )
+    progress(f"built {built.tag} in {built.seconds:.1f} s")
+    out.print(f"image  {built.tag}\nid     {built.id}\nsize   {built.size_mb:.0f} MB")
+    for key, value in built.labels.items():
+        out.print(f"label  {key}={value}")
+
+
+def serve(*, repository: Path, target: str, image: str | None, tritonserver: str | None, debug: bool) -> None:
+    from tritonpt import server  # noqa: PLC0415
+
+    progress = Progress()
+    with guard(debug=debug):
+        _validate(repository)
+        if target not in ("local", "container"):
+            msg = f"--target {target!r}: serve runs `local` or `container`; for a running server there is nothing to start."
+            raise SpecError(msg)
+        instance = server.create(
+            "local" if target == "local" else "container",
+            repository=repository,
+            image=image,
+            tritonserver=tritonserver,
+            log_path=Path("reports/tritonserver.log"),
+        )
+        with instance:
+            instance.wait_ready()
+            instance.wait_models_ready([m.name for m in models(repository)])
+            endpoints = instance.endpoints
+            out.print(
+                f"HTTP    http://{endpoints.http}\ngRPC    {endpoints.grpc}\nmetrics {endpoints.metrics_url}"
+            )
+            progress(f"serving {repository}; log: {instance.log_path}; Ctrl-C stops")
+            while instance.is_alive():
+                time.sleep(1.0)
+            raise ServerError(instance.failure("the server stopped on its own"))
 
 
 def doctor(*, image: str | None, repository: Path, debug: bool) -> None:

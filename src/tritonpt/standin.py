@@ -508,6 +508,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--prune", action="store_true", help="then remove stand-in images of older inputs")
     parser.add_argument("--quiet", action="store_true", help="do not print build output")
     parser.add_argument("--json", action="store_true", help="print the result as JSON on stdout")
+    parser.add_argument(
+        "--print-tag",
+        choices=("base", "triton", "ngc"),
+        help="print only this image's tag on stdout (for scripts: the ngc one is what the container lane runs)",
+    )
     options = parser.parse_args(argv)
 
     def echo(line: str) -> None:
@@ -528,7 +533,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except TritonPtError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
-    if options.json:
+    if options.print_tag:
+        print(next(b.tag for b in built if b.role == options.print_tag))
+    elif options.json:
         print(json.dumps({"images": [vars(b) for b in built], "removed": removed}, indent=2))
     else:
         for b in built:

@@ -13,17 +13,16 @@ from .conftest import Model
 
 
 def test_model_is_ready_in_the_repository_index(triton: Server, model: Model) -> None:
-    entry = checks.repository_index(triton.endpoints).get(model.name)
-    assert entry is not None, f"{model.name} is not in the server's repository index"
-    assert entry.get("state") == "READY", f"{model.name}: {entry.get('state')} {entry.get('reason', '')}"
+    state = triton.model_states([model.name])[model.name]
+    assert state.ready, state.describe()
 
 
 def test_served_by_the_pytorch_backend(
     triton: Server, model: Model, report: Report, strict_backend: bool
 ) -> None:
-    config = checks.served_config(triton.endpoints, model.name)
+    config = triton.model_config(model.name)
     assert config.backend == "pytorch"
-    runtime = checks.runtime(triton.endpoints, model.name)
+    runtime = triton.model_runtime(model.name).library
     report.runtimes[model.name] = runtime
     report.devices[model.name] = "gpu" if checks.served_on_gpu(config) else "cpu"
     if strict_backend:
@@ -49,6 +48,6 @@ def _interface(config: ModelConfig) -> str:
 
 
 def test_platform_and_interface_agree_with_the_committed_config(triton: Server, model: Model) -> None:
-    served = checks.served_config(triton.endpoints, model.name)
+    served = triton.model_config(model.name)
     assert served.platform == "pytorch_libtorch"
     assert _interface(served) == _interface(model.config)

@@ -46,7 +46,7 @@ def test_bad_request_is_a_client_error(
     assert checks.live_and_ready(triton.endpoints, protocol) == (True, True)
     good = dict(zip(probe.input_names, case.inputs, strict=True))
     got = checks.infer(triton.endpoints, protocol, probe.name, good, probe.output_names)
-    gpu = checks.served_on_gpu(checks.served_config(triton.endpoints, probe.name))
+    gpu = checks.served_on_gpu(triton.model_config(probe.name))
     for output, actual, expected in zip(probe.reference.outputs, got, case.outputs, strict=True):
         comparison = compare(output.name, actual, expected, output.tolerance(gpu=gpu))
         assert comparison.ok, comparison.describe()

@@ -41,7 +41,7 @@ def test_unload_and_load_again(triton: Server, model: Model, report: Report) -> 
         dict(zip(model.input_names, case.inputs, strict=True)),
         model.output_names,
     )
-    gpu = checks.served_on_gpu(checks.served_config(triton.endpoints, model.name))
+    gpu = checks.served_on_gpu(triton.model_config(model.name))
     failures = [
         c.describe()
         for c in (

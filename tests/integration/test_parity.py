@@ -18,7 +18,7 @@ from .conftest import Model
 def _compare_outputs(
     triton: Server, model: Model, got: list[np.ndarray], expected: tuple[np.ndarray, ...]
 ) -> list[Comparison]:
-    gpu = checks.served_on_gpu(checks.served_config(triton.endpoints, model.name))
+    gpu = checks.served_on_gpu(triton.model_config(model.name))
     return [
         compare(info.name, actual, reference, info.tolerance(gpu=gpu))
         for info, actual, reference in zip(model.reference.outputs, got, expected, strict=True)
