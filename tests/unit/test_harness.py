@@ -1,0 +1,56 @@
+"""The integration harness's behaviour on bad input and faults, seen from outside: pytest run as a user runs it."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+import torch
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _matrix(repository: Path, reports: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    command = [
+        sys.executable, "-m", "pytest", "tests/integration", "-p", "no:cacheprovider", "-q",
+        "--repository", str(repository), "--reports", str(reports), *args,
+    ]  # fmt: skip
+    return subprocess.run(command, cwd=ROOT, capture_output=True, text=True, check=False, timeout=600)
+
+
+def test_invalid_repository_stops_before_any_server_starts(
+    repository_copy: Callable[..., Path], tmp_path: Path
+) -> None:
+    repository = repository_copy("multi_io")
+    config = repository / "multi_io" / "config.pbtxt"
+    config.write_text(config.read_text().replace('platform: "pytorch_libtorch"', 'platform: "pytorch"'))
+    done = _matrix(repository, tmp_path / "reports")
+    assert done.returncode == 1
+    assert "fails validation; no server was started" in done.stdout + done.stderr
+    assert '"pytorch" is not a platform Triton knows' in done.stdout + done.stderr
+    assert not (tmp_path / "reports" / "tritonserver.log").exists()
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(
+    torch.cuda.is_available(), reason="needs a host without a GPU, where Triton refuses a KIND_GPU instance group"
+)
+def test_model_that_fails_to_load_shows_tritons_own_error(
+    repository_copy: Callable[..., Path], tmp_path: Path
+) -> None:
+    # KIND_GPU passes validation with a warning on a GPU-less host, and Triton refuses to load it.
+    repository = repository_copy("multi_io", "fixed_shape")
+    config = repository / "multi_io" / "config.pbtxt"
+    config.write_text(re.sub(r"instance_group \{", "instance_group {\n  kind: KIND_GPU", config.read_text()))
+    done = _matrix(repository, tmp_path / "reports", "--target", "local")
+    output = done.stdout + done.stderr
+    assert done.returncode == 1, output
+    assert "no check ran" in output
+    assert "multi_io" in output
+    assert "KIND_GPU but no GPUs are available" in output
+    assert " passed" not in output
+    assert (tmp_path / "reports" / "tritonserver.log").is_file()
