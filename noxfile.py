@@ -126,3 +126,12 @@ def gpu(session: nox.Session) -> None:
         session, "tests/integration", "--target", "container", "--image", tag, "--gpus", "all", "--strict-backend",
         "--junitxml=reports/junit.xml", *pytest_args,
     )  # fmt: skip
+
+
+@nox.session(python=PYTHON, default=False)
+def bench(session: nox.Session) -> None:
+    """Serving overhead, side by side: eager vs TorchScript vs Triton over HTTP and gRPC, as ratios to eager."""
+    _install(session, "test")
+    if not any(arg.startswith("--repository") for arg in session.posargs):
+        session.run("invoke", "export")
+    session.run("python", "benchmarks/serving_overhead.py", *session.posargs)
