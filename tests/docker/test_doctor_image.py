@@ -17,7 +17,6 @@ from __future__ import annotations
 import os
 import shutil
 from collections.abc import Callable, Iterator
-from importlib.util import find_spec
 from pathlib import Path
 from typing import Any
 
@@ -25,17 +24,9 @@ import pytest
 
 from tritonpt import doctor, image, standin
 from tritonpt.doctor import Report, Status
-from tritonpt.errors import DockerUnavailable, ImageError
+from tritonpt.errors import ImageError
 
 pytestmark = pytest.mark.slow
-
-try:
-    image.docker_client(timeout=5).close()
-except DockerUnavailable as exc:
-    pytest.skip(
-        f"no Docker engine answers at {image.docker_host()}; run .ci/docker-engine.sh ({exc})",
-        allow_module_level=True,
-    )
 
 TEST_REPOSITORY = "tritonpt-doctor-test"
 ABSENT = f"{TEST_REPOSITORY}:absent"
@@ -43,29 +34,18 @@ HAS_GPU = shutil.which("nvidia-smi") is not None
 
 
 @pytest.fixture(scope="module")
-def client() -> Iterator[Any]:
-    docker_client = image.docker_client()
+def client(docker_client: Any) -> Iterator[Any]:
+    """The session's client; the images this module built are removed at its end."""
     yield docker_client
     for built in docker_client.images.list(name=TEST_REPOSITORY):
         for tag in built.tags:
             docker_client.images.remove(tag, force=True)
-    docker_client.close()
 
 
 @pytest.fixture(scope="module")
-def base(client: Any) -> str:
-    """The debootstrap Debian bookworm base of the stand-in (built here only when root and debootstrap allow)."""
-    try:
-        tag = standin.base_tag(standin.debian_mirror())
-    except ImageError as exc:
-        pytest.skip(f"no Debian mirror to name the stand-in base: {exc}")
-    if not client.images.list(name=tag):
-        if shutil.which("debootstrap") is None or os.geteuid() != 0:
-            pytest.skip(
-                f"{tag} is not built and building it needs root and debootstrap: run python -m tritonpt.standin"
-            )
-        standin.build_base(client)
-    return tag
+def base(standin_base: str) -> str:
+    """The debootstrap Debian bookworm base of the stand-in (tests/docker/conftest.py builds it)."""
+    return standin_base
 
 
 def _pytriton() -> tuple[Path, Path]:
@@ -136,12 +116,9 @@ def broken(client: Any, base: str, tmp_path_factory: pytest.TempPathFactory) -> 
 
 
 @pytest.fixture(scope="module")
-def standin_ngc(client: Any, base: str) -> str:
+def standin_ngc(standin_images: dict[str, standin.StandinImage]) -> str:
     """docker/ngc.Dockerfile built on the Triton stand-in (reused when its inputs did not change)."""
-    if find_spec("pytriton") is None:
-        pytest.skip("nvidia-pytriton is not installed: the stand-in takes its server from it")
-    built = {b.role: b for b in standin.build_all(client)}
-    return built["ngc"].tag
+    return standin_images["ngc"].tag
 
 
 @pytest.fixture(scope="module")

@@ -7,8 +7,6 @@ Needs a Docker engine (``.ci/docker-engine.sh``) and, the first time, root and d
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import sys
 import time
 import urllib.error
@@ -23,18 +21,10 @@ import pytest
 import torch
 
 from tritonpt import image, standin
-from tritonpt.errors import DockerUnavailable, ImageError
+from tritonpt.errors import ImageError
 from tritonpt.versions import VERSIONS
 
 pytestmark = pytest.mark.slow
-
-try:
-    image.docker_client(timeout=5).close()
-except DockerUnavailable as exc:
-    pytest.skip(
-        f"no Docker engine answers at {image.docker_host()}; run .ci/docker-engine.sh ({exc})",
-        allow_module_level=True,
-    )
 
 TEST_LABEL = "io.tritonpt.test"
 READY_TIMEOUT_S = 120.0
@@ -42,24 +32,17 @@ HEALTHY_TIMEOUT_S = 60.0
 
 
 @pytest.fixture(scope="module")
-def client() -> Iterator[Any]:
-    docker_client = image.docker_client()
+def client(docker_client: Any) -> Iterator[Any]:
+    """The session's client; the containers this module ran are removed at its end."""
     yield docker_client
     for container in docker_client.containers.list(all=True, filters={"label": f"{TEST_LABEL}=standin"}):
         container.remove(force=True)
-    docker_client.close()
 
 
 @pytest.fixture(scope="module")
-def built(client: Any) -> dict[str, standin.StandinImage]:
-    """Base, Triton stand-in and docker/ngc.Dockerfile on it; reused when their inputs did not change."""
-    base = standin.base_tag(standin.debian_mirror())
-    if not client.images.list(name=base):
-        if shutil.which("debootstrap") is None:
-            pytest.skip(f"{base} is not built and debootstrap is missing: apt-get install -y debootstrap")
-        if os.geteuid() != 0:
-            pytest.skip(f"{base} is not built and debootstrap needs root: run once as root")
-    return {b.role: b for b in standin.build_all(client)}
+def built(standin_images: dict[str, standin.StandinImage]) -> dict[str, standin.StandinImage]:
+    """Base, Triton stand-in and docker/ngc.Dockerfile on it (tests/docker/conftest.py builds them)."""
+    return standin_images
 
 
 @pytest.fixture(scope="module")

@@ -6,6 +6,7 @@ Options (after `nox -s integration --`):
     --repository DIR                    the model repository (default model_repository/)
     --strict-backend / --no-strict-backend   require the official libtriton_pytorch.so
     --image TAG                         the image for target container
+    --gpus auto|all|none                GPUs for target container (auto: when the engine can hand them out)
     --tritonserver PATH                 a tritonserver binary for target local
     --reports DIR                       where junit.xml, summary.md/.json and the server log go
 """
@@ -23,6 +24,7 @@ import torch
 from tritonclient.grpc.model_config_pb2 import ModelConfig
 
 from tritonpt import checks, reference, repository, server
+from tritonpt.errors import TritonPtError
 from tritonpt.report import Report
 from tritonpt.server.base import Server
 from tritonpt.validate import validate_repository
@@ -84,6 +86,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="accept the model.py stand-in",
     )
     group.addoption("--image", default=None, help="image for target container")
+    group.addoption(
+        "--gpus",
+        choices=server.GPUS,
+        default="auto",
+        help="GPUs for target container: auto (when the engine can give them), all (or fail), none",
+    )
     group.addoption("--tritonserver", default=None, help="tritonserver binary for target local")
     group.addoption("--reports", default="reports", help="folder for reports and the server log")
     group.addoption(
@@ -158,14 +166,24 @@ def triton(pytestconfig: pytest.Config, report: Report) -> Iterator[Server]:
         image=option.image,
         tritonserver=option.tritonserver,
         log_path=reports / "tritonserver.log",
+        gpus=option.gpus,
     )
     models = [m.name for m in _models(pytestconfig)]
     started = time.perf_counter()
-    with instance:
+    try:
+        instance.start()
         instance.wait_ready(option.start_timeout)
         report.timings["server start to ready"] = time.perf_counter() - started
         instance.wait_models_ready(models, option.start_timeout)
         report.timings["server start to all models ready"] = time.perf_counter() - started
+    except TritonPtError as exc:
+        instance.stop()
+        # One message and exit 1, instead of the same setup error repeated for every check.
+        pytest.exit(f"Triton did not come up with every model, so no check ran.\n\n{exc}", returncode=1)
+    except BaseException:  # Ctrl-C while starting: nothing may be left running
+        instance.stop()
+        raise
+    try:
         metadata = checks.server_metadata(instance.endpoints)
         report.environment.update(
             {
@@ -179,6 +197,8 @@ def triton(pytestconfig: pytest.Config, report: Report) -> Iterator[Server]:
         matrix_started = time.perf_counter()
         yield instance
         report.timings["matrix wall time"] = time.perf_counter() - matrix_started
+    finally:
+        instance.stop()
 
 
 @pytest.fixture(scope="session")

@@ -37,7 +37,8 @@ def test_invalid_repository_stops_before_any_server_starts(
 
 @pytest.mark.slow
 @pytest.mark.skipif(
-    torch.cuda.is_available(), reason="needs a host without a GPU, where Triton refuses a KIND_GPU instance group"
+    torch.cuda.is_available(),
+    reason="needs a host without a GPU, where Triton refuses a KIND_GPU instance group",
 )
 def test_model_that_fails_to_load_shows_tritons_own_error(
     repository_copy: Callable[..., Path], tmp_path: Path

@@ -12,16 +12,18 @@ from __future__ import annotations
 
 import importlib
 from pathlib import Path
-from typing import Literal
+from typing import Literal, get_args
 
 from tritonpt.errors import ServerError
-from tritonpt.server.base import Endpoints, ModelRuntime, ModelState, Server, ServerKind
+from tritonpt.server.base import Endpoints, Gpus, ModelRuntime, ModelState, Server, ServerKind
 from tritonpt.server.local import LocalServer, TritonFlags, TritonInstall
 from tritonpt.server.url import UrlServer
 
 __all__ = [
+    "GPUS",
     "TARGETS",
     "Endpoints",
+    "Gpus",
     "LocalServer",
     "ModelRuntime",
     "ModelState",
@@ -36,6 +38,7 @@ __all__ = [
 
 Target = Literal["auto", "local", "url", "container"]
 TARGETS: tuple[Target, ...] = ("auto", "local", "url", "container")
+GPUS: tuple[Gpus, ...] = get_args(Gpus)
 CONTAINER_MODULE = "tritonpt.server.container"
 
 
@@ -49,11 +52,13 @@ def create(
     image: str | None = None,
     tritonserver: Path | str | None = None,
     log_path: Path | None = None,
+    gpus: Gpus = "auto",
 ) -> Server:
     """The server a target names, not started yet.
 
     ``auto`` picks ``url`` when a URL is given, ``container`` when an image is given, else ``local``.
-    ``container`` needs ``tritonpt.server.container.ContainerServer(repository=, image=, log_path=)``.
+    ``container`` needs ``tritonpt.server.container.ContainerServer(repository=, image=, log_path=, gpus=)``;
+    ``gpus`` (``auto``, ``all``, ``none``) is for that target only.
     """
     if target == "auto":
         target = "url" if url else "container" if image else "local"
@@ -76,7 +81,7 @@ def create(
             "Hint: use target 'local' (a tritonserver process) or 'url' (a server you started)."
         )
         raise ServerError(msg) from None
-    server = module.ContainerServer(repository=repository, image=image, log_path=log_path)
+    server = module.ContainerServer(repository=repository, image=image, log_path=log_path, gpus=gpus)
     if not isinstance(server, Server):
         msg = f"{CONTAINER_MODULE}.ContainerServer must build a tritonpt.server.base.Server, not {server!r}."
         raise TypeError(msg)

@@ -1,0 +1,596 @@
+"""Triton in a container: an image run by Docker through testcontainers, published on random 127.0.0.1 ports.
+
+    ContainerServer(repository=, image=, gpus=)    a Server like the others; start() returns once it is ready
+      the image, from the engine only (never pulled) -> the repository readable by the image's user
+        -> mounts: /models read-only (+ the host's site-packages for a stand-in image, known by its label)
+        -> command: tritonserver + TritonFlags for /models, 0.0.0.0 and ports 8000-8002 inside the container
+        -> DockerContainer: ports bound to 127.0.0.1, our labels, GPUs (auto | all | none)
+        -> Triton's three "Started ..." log lines -> Server.wait_ready (health or live-and-settled)
+    stop()    SIGTERM (Triton unloads its models) -> the whole container log to log_path -> container removed
+
+Cleanup does not depend on testcontainers' reaper (Ryuk): every container carries ``io.tritonpt.harness`` and a
+per-process ``io.tritonpt.session`` label. ``stop()`` removes its own container, ``start()`` first removes exited
+containers of earlier sessions, and an ``atexit`` hook stops what this process left running. Where Ryuk's
+image is not in the engine (no registry here, so it cannot be pulled) and ``TESTCONTAINERS_RYUK_DISABLED`` is
+unset, Ryuk is turned off for our ``start()`` calls only; elsewhere (a GPU runner whose engine has the image,
+or with ``TESTCONTAINERS_RYUK_DISABLED=false`` to have it pulled) Ryuk runs as usual and also removes the
+containers of a process that was killed.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import os
+import re
+import stat
+import tempfile
+import time
+import weakref
+from collections.abc import Iterator
+from dataclasses import replace
+from pathlib import Path
+from typing import Any, ClassVar, get_args
+
+from testcontainers.core.config import testcontainers_config
+from testcontainers.core.container import DockerContainer
+from testcontainers.core.labels import SESSION_ID
+from testcontainers.core.wait_strategies import LogMessageWaitStrategy
+
+from tritonpt import image, standin
+from tritonpt.errors import ImageError, ServerError, ServerStartError, TritonPtError
+from tritonpt.image import DockerClient
+from tritonpt.server.base import Endpoints, Gpus, Server, ServerKind
+from tritonpt.server.local import TritonFlags
+
+CONTAINER_MODELS = standin.CONTAINER_MODELS
+"""Where the model repository is mounted (read-only), as in docker/ngc.Dockerfile."""
+HTTP_PORT, GRPC_PORT, METRICS_PORT = 8000, 8001, 8002
+"""Triton's ports inside the container; each is published on a random host port."""
+
+HARNESS_LABEL = "io.tritonpt.harness"
+HARNESS = "integration"
+SESSION_LABEL = "io.tritonpt.session"
+"""Per process: testcontainers' session id, so ``docker ps --filter label=...`` and Ryuk agree."""
+LEFTOVER_STATUSES = ("exited", "dead")
+"""Containers of other sessions removed at start: finished ones only (a running one may be another run's)."""
+
+STARTED_LINES = {
+    "grpc": "Started GRPCInferenceService",
+    "http": "Started HTTPService",
+    "metrics": "Started Metrics Service",
+}
+"""What Triton logs once an endpoint listens (after the startup model loads); keyed by its --allow-<key> flag."""
+
+GPU_CHOICES: tuple[Gpus, ...] = get_args(Gpus)
+NVIDIA_DEVICE = Path("/dev/nvidiactl")
+"""Present on a host whose NVIDIA driver is loaded."""
+TOOLKIT_HINT = (
+    "install the NVIDIA Container Toolkit and register it with Docker (`sudo nvidia-ctk runtime configure "
+    "--runtime=docker && sudo systemctl restart docker`), then check the host with `invoke doctor --image {image}`"
+    "; or run on the CPU with gpus 'none' (pytest: --gpus none)."
+)
+RYUK_DISABLED_ENV = "TESTCONTAINERS_RYUK_DISABLED"
+ROOT_USERS = frozenset({"", "0", "root"})
+NGC_USER = (1000, 1000)
+"""triton-server in NGC images and in docker/ngc.Dockerfile; assumed for a user given by name."""
+SHOWN_PATHS = 5
+
+
+# --- What runs in the container -------------------------------------------------------------------------------
+
+
+def container_flags(flags: TritonFlags) -> TritonFlags:
+    """``flags`` for inside the container: /models, every address, Triton's usual ports, the image's backends.
+
+    Everything else (explicit model control with ``--load-model=*``, strict readiness, exit-on-error, no
+    auto-complete, ...) stays as given, so the container runs what LocalServer runs.
+    """
+    return replace(
+        flags,
+        model_repository=Path(CONTAINER_MODELS),
+        backend_directory=None,  # the image's own /opt/tritonserver/backends
+        address="0.0.0.0",  # noqa: S104 - inside the container; the host side is bound to 127.0.0.1
+        http_port=HTTP_PORT,
+        grpc_port=GRPC_PORT,
+        metrics_port=METRICS_PORT,
+        shm_region_prefix=None,  # /dev/shm is the container's own
+    )
+
+
+def started_pattern(flags: TritonFlags) -> re.Pattern[str]:
+    """One regular expression that matches a log holding every "Started ..." line these flags lead to.
+
+    Anchored at the start with one lookahead per line, so the lines may come in any order and one search
+    costs one pass over the log. An endpoint turned off with ``--allow-<name>=false`` logs no line.
+    """
+    off = {key for key in STARTED_LINES if f"--allow-{key}=false" in flags.extra}
+    lookaheads = "".join(
+        rf"(?=[\s\S]*{re.escape(line)})" for key, line in STARTED_LINES.items() if key not in off
+    )
+    return re.compile(rf"\A{lookaheads}")
+
+
+def image_user(user: str) -> tuple[int, int] | None:
+    """``(uid, gid)`` an image's ``Config.User`` runs as, or None for root (which reads everything)."""
+    name, _, group = user.partition(":")
+    if name in ROOT_USERS:
+        return None
+    if not name.isdigit():
+        return NGC_USER  # a name we cannot resolve without running the image
+    uid = int(name)
+    return uid, int(group) if group.isdigit() else uid
+
+
+def unreadable_paths(root: Path, uid: int, gid: int) -> list[Path]:
+    """Paths under ``root`` (itself included) that ``uid``/``gid`` cannot read: folders need r and x, files r.
+
+    Judged from the mode bits as the kernel would for a user without supplementary groups; below a folder
+    it cannot enter, nothing more is listed.
+    """
+    found: list[Path] = []
+    blocked: list[Path] = []
+    for path in [root, *sorted(root.rglob("*"))]:
+        if any(path.is_relative_to(folder) for folder in blocked):
+            continue
+        try:
+            info = path.stat()
+        except OSError:  # a dangling link: Triton reports it if it matters
+            continue
+        if info.st_uid == uid:
+            read, enter = stat.S_IRUSR, stat.S_IXUSR
+        elif info.st_gid == gid:
+            read, enter = stat.S_IRGRP, stat.S_IXGRP
+        else:
+            read, enter = stat.S_IROTH, stat.S_IXOTH
+        needed = read | enter if stat.S_ISDIR(info.st_mode) else read
+        if info.st_mode & needed != needed:
+            found.append(path)
+            if stat.S_ISDIR(info.st_mode):
+                blocked.append(path)
+    return found
+
+
+def check_readable(repository: Path, user: str) -> None:
+    """Raise ``ServerStartError`` when the image's user cannot read the whole repository.
+
+    Permissions are the user's to change: we neither chmod their files nor copy the repository (a copy
+    costs the size of every model at each start and would hide that ``docker run -v`` fails the same way).
+    """
+    who = image_user(user)
+    if who is None:
+        return
+    uid, gid = who
+    bad = unreadable_paths(repository, uid, gid)
+    if not bad:
+        return
+    shown = []
+    for path in bad[:SHOWN_PATHS]:
+        info = path.stat()
+        shown.append(f"    {path} (mode {stat.S_IMODE(info.st_mode):04o}, owner {info.st_uid}:{info.st_gid})")
+    more = [f"    ... and {len(bad) - SHOWN_PATHS} more"] if len(bad) > SHOWN_PATHS else []
+    msg = "\n".join(
+        [
+            f"Cannot serve {repository} from the container, as its user (uid {uid}, gid {gid}) cannot read "
+            f"{len(bad)} path(s) in it:",
+            *shown,
+            *more,
+            f"Hint: make the repository readable for everyone (`chmod -R a+rX {repository}`; pytest's tmp_path "
+            f"folders are 0700) or give it to uid {uid}; tritonpt does not change the permissions of your files.",
+        ]
+    )
+    raise ServerStartError(msg)
+
+
+# --- GPUs -----------------------------------------------------------------------------------------------------
+
+
+def gpu_requests(client: DockerClient, gpus: Gpus, *, image_tag: str) -> list[Any]:
+    """The ``device_requests`` for ``gpus``: every GPU (``docker run --gpus all``) or none.
+
+    ``auto`` asks for them when the engine has the ``nvidia`` runtime registered, or is this machine's and the
+    NVIDIA driver is loaded here; ``all`` fails, with the toolkit to install, when neither holds.
+    """
+    if gpus == "none":
+        return []
+    runtimes = sorted((client.info().get("Runtimes") or {}).keys())
+    local_engine = image.docker_host().startswith("unix://")
+    driver_here = local_engine and NVIDIA_DEVICE.exists()
+    if "nvidia" not in runtimes and not driver_here:
+        if gpus == "auto":
+            return []
+        msg = (
+            f"Cannot give the container GPUs (gpus 'all'), as the Docker engine at {image.docker_host()} has no "
+            f"`nvidia` runtime (runtimes: {', '.join(runtimes) or 'none'}) and "
+            + (
+                f"this host has no {NVIDIA_DEVICE} (no NVIDIA driver loaded)."
+                if local_engine
+                else "it is remote."
+            )
+            + "\nHint: "
+            + TOOLKIT_HINT.format(image=image_tag)
+        )
+        raise ServerStartError(msg)
+    docker = image.docker_module()
+    return [docker.types.DeviceRequest(count=-1, capabilities=[["gpu"]])]
+
+
+# --- Ryuk and our own cleanup ---------------------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def reaper_or_labels(client: DockerClient) -> Iterator[bool]:
+    """Around a container start: Ryuk as configured, or off when its image is missing and nobody chose.
+
+    Yields whether Ryuk is in use. testcontainers' setting is process-wide, so it is restored afterwards:
+    other testcontainers users in this process keep their own behaviour.
+    """
+    config = testcontainers_config
+    if config.ryuk_disabled:
+        yield False
+        return
+    if RYUK_DISABLED_ENV in os.environ or _has_image(client, config.ryuk_image):
+        yield True
+        return
+    config.ryuk_disabled = True
+    try:
+        yield False
+    finally:
+        config.ryuk_disabled = False
+
+
+def _has_image(client: DockerClient, tag: str) -> bool:
+    try:
+        client.images.get(tag)
+    except image.docker_module().errors.ImageNotFound:
+        return False
+    return True
+
+
+def session_labels() -> dict[str, str]:
+    """The labels every container of this process carries."""
+    return {HARNESS_LABEL: HARNESS, SESSION_LABEL: SESSION_ID}
+
+
+def remove_leftovers(client: DockerClient) -> list[str]:
+    """Remove exited containers of earlier sessions (a killed run without Ryuk leaves them); return their ids."""
+    docker = image.docker_module()
+    filters = {"label": [f"{HARNESS_LABEL}={HARNESS}"], "status": list(LEFTOVER_STATUSES)}
+    removed = []
+    for found in client.containers.list(all=True, filters=filters):
+        if found.labels.get(SESSION_LABEL) == SESSION_ID:
+            continue
+        with contextlib.suppress(docker.errors.NotFound):
+            found.remove(force=True)
+            removed.append(str(found.id))
+    return removed
+
+
+_LIVE: weakref.WeakSet[ContainerServer] = weakref.WeakSet()
+_HOOKED = False
+
+
+def _hook_exit() -> None:
+    global _HOOKED  # noqa: PLW0603 - one atexit hook per process
+    if not _HOOKED:
+        atexit.register(_at_exit)
+        _HOOKED = True
+
+
+def _at_exit() -> None:
+    """Stop servers nobody stopped (their logs are written), then remove whatever else carries our session."""
+    import requests  # noqa: PLC0415 - docker-py's transport
+
+    docker = image.docker_module()
+    failures = (TritonPtError, OSError, docker.errors.DockerException, requests.exceptions.RequestException)
+    for server in list(_LIVE):
+        with contextlib.suppress(*failures):
+            server.stop()
+    try:
+        client = image.docker_client(timeout=30)
+    except TritonPtError:
+        return
+    try:
+        for left in client.containers.list(all=True, filters={"label": f"{SESSION_LABEL}={SESSION_ID}"}):
+            with contextlib.suppress(docker.errors.NotFound):
+                left.remove(force=True)
+    except (docker.errors.DockerException, requests.exceptions.RequestException):
+        pass
+    finally:
+        client.close()
+
+
+# --- The container ----------------------------------------------------------------------------------------------
+
+
+class BoundContainer(DockerContainer):
+    """A ``DockerContainer`` whose published ports listen on one host address only.
+
+    ``with_exposed_ports`` publishes on every interface (0.0.0.0); docker-py takes ``(host_ip, host_port)``
+    for a binding, and ``(host_ip, None)`` picks a random port on that address.
+    """
+
+    def __init__(self, image_tag: str, *, bind_address: str) -> None:
+        super().__init__(image_tag)
+        self.bind_address = bind_address
+
+    def _configure(self) -> None:
+        """testcontainers' hook, run in ``start()`` right before the container is created."""
+        # testcontainers types the values as `int | None`; docker-py accepts the (address, port) tuple too.
+        bindings: dict[str, Any] = self.ports
+        for port, host_port in list(bindings.items()):
+            if not isinstance(host_port, tuple):
+                bindings[port] = (self.bind_address, host_port)
+
+
+class ContainerServer(Server):
+    """Triton run from an image, with the model repository mounted read-only at /models.
+
+    - ``gpus``: ``auto`` hands every GPU to the container when the engine can (nvidia runtime, or the NVIDIA
+      driver on this host), ``all`` demands them, ``none`` never asks.
+    - ``flags``: tritonserver flags (default :class:`TritonFlags`); repository, addresses, ports and backend
+      directory are replaced by the container's (see :func:`container_flags`), ``repository`` is what is mounted.
+    - ``log_path``: where ``stop()`` writes the whole container log (default: a temporary file chosen at
+      start); until then ``docker logs`` has it and :meth:`log_tail` reads it from there.
+    - ``bind_address``: the host address the ports are published on; ``0.0.0.0`` for an engine on another
+      machine (the endpoints then use the engine's host).
+    - Images labelled ``io.tritonpt.standin`` (our offline stand-ins) also get the host's site-packages mounted,
+      as they carry no torch (:func:`tritonpt.standin.run_settings`).
+    """
+
+    kind: ClassVar[ServerKind] = "container"
+
+    def __init__(
+        self,
+        *,
+        repository: Path,
+        image: str | None,
+        log_path: Path | None = None,
+        gpus: Gpus = "auto",
+        flags: TritonFlags | None = None,
+        bind_address: str = "127.0.0.1",
+        shm_size: str = "1g",
+        start_timeout: float = 240.0,
+        stop_timeout: int = 45,
+    ) -> None:
+        super().__init__()
+        if not image:
+            msg = (
+                "Cannot run Triton in a container without an image: pass its tag (pytest --image TAG). Build one "
+                "with `invoke build-image --recipe ngc`, or offline `python -m tritonpt.standin`."
+            )
+            raise ServerError(msg)
+        if gpus not in GPU_CHOICES:
+            msg = f"Cannot use gpus {gpus!r}: choose one of {', '.join(GPU_CHOICES)}."
+            raise ServerError(msg)
+        self.repository = repository
+        self.image = image
+        self.gpus: Gpus = gpus
+        self.flags = container_flags(flags or TritonFlags(model_repository=repository))
+        self.bind_address = bind_address
+        self.shm_size = shm_size
+        self.start_timeout = start_timeout
+        self.stop_timeout = stop_timeout
+        self.gpus_requested = False  # what gpus resolved to at start
+        self.standin = False  # whether the image is one of our stand-ins (known at start)
+        self.reaper = False  # whether testcontainers' Ryuk watches the container (known at start)
+        self._log_path = log_path.absolute() if log_path is not None else None
+        self._client: DockerClient | None = None
+        self._container: BoundContainer | None = None
+        self._id: str | None = None
+        self._endpoints: Endpoints | None = None
+        self._stopped = False
+
+    # --- Server ---------------------------------------------------------------------------------------------------
+
+    @property
+    def endpoints(self) -> Endpoints:
+        if self._endpoints is None:
+            msg = "This ContainerServer has not been started; call start() (or use it in a with block) first."
+            raise ServerError(msg)
+        return self._endpoints
+
+    @property
+    def command(self) -> list[str]:
+        """The container's command (the image's entrypoint runs it)."""
+        return ["tritonserver", *self.flags.render()]
+
+    @property
+    def container_id(self) -> str | None:
+        return self._id
+
+    @property
+    def log_path(self) -> Path | None:
+        """The file ``stop()`` writes the container's whole log to (None before ``start()`` without one given)."""
+        return self._log_path
+
+    def log_tail(self, lines: int = 40) -> str:
+        """``docker logs --tail`` while the container exists; the file ``stop()`` wrote afterwards."""
+        if self._client is not None and self._id is not None and not self._stopped:
+            docker = image.docker_module()
+            with contextlib.suppress(docker.errors.DockerException):
+                raw: bytes = self._client.api.logs(self._id, stdout=True, stderr=True, tail=lines)
+                return raw.decode("utf-8", errors="replace").rstrip("\n")
+        return super().log_tail(lines)
+
+    def describe(self) -> str:
+        if self._id is None:
+            return f"the Triton container of {self.image} (not started)"
+        where = f", HTTP {self._endpoints.http}" if self._endpoints else ""
+        return f"the Triton container {self._id[:12]} ({self.image}{where})"
+
+    def is_alive(self) -> bool:
+        return self._id is not None and not self._stopped and self._exit_state() is None
+
+    def _exit_state(self) -> str | None:
+        if self._client is None or self._id is None:
+            return "was never started"
+        docker = image.docker_module()
+        try:
+            state = self._client.api.inspect_container(self._id)["State"]
+        except docker.errors.NotFound:
+            return "was removed"
+        except docker.errors.DockerException:
+            return None  # the engine did not answer this once: no verdict
+        if state.get("Status") in ("created", "running", "paused", "restarting"):
+            return None
+        code = state.get("ExitCode")
+        if state.get("OOMKilled"):
+            return f"was killed for lack of memory (OOM, exit code {code})"
+        return f"exited with code {code}"
+
+    def _default_hint(self) -> str:
+        where = f" to {self._log_path}" if self._log_path else ""
+        return (
+            f"the container's whole log is written{where} when it stops (`docker logs {(self._id or '<id>')[:12]}` "
+            "while it runs); rerun with TritonFlags(log_verbose=1) for more detail."
+        )
+
+    # --- start and stop -------------------------------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Run the container and return once Triton is ready; never leaves a container behind on failure."""
+        if self._client is not None and not self._stopped:
+            msg = f"{self.describe()} is already started; stop() it before starting it again."
+            raise ServerError(msg)
+        self._stopped = False
+        self._id = self._endpoints = self._container = None
+        self._client = client = image.docker_client()
+        began = time.monotonic()
+        try:
+            self._start(client)
+            self.wait_ready(max(1.0, self.start_timeout - (time.monotonic() - began)))
+        except BaseException:
+            self.stop()
+            raise
+        self.startup_seconds = time.monotonic() - began
+
+    def _start(self, client: DockerClient) -> None:
+        docker = image.docker_module()
+        repository = self.repository.absolute()
+        if not repository.is_dir():
+            msg = (
+                f"Cannot start Triton in a container, as the model repository {repository} is not a folder.\n"
+                "Hint: export a model first (it creates the repository), or pass the right path."
+            )
+            raise ServerStartError(msg)
+        try:
+            info = client.api.inspect_image(self.image)
+        except docker.errors.ImageNotFound:
+            msg = (
+                f"Cannot start Triton in a container, as the image {self.image} is not in the Docker engine at "
+                f"{image.docker_host()} (images are never pulled for this).\n"
+                "Hint: build it with `invoke build-image --recipe ngc` (or offline, from the stand-ins, "
+                "`python -m tritonpt.standin`) and pass the tag it prints."
+            )
+            raise ServerStartError(msg) from None
+        config = info.get("Config") or {}
+        self.standin = standin.LABEL in (config.get("Labels") or {})
+        check_readable(repository, str(config.get("User") or ""))
+        mounts = self._mounts(repository)
+        devices = gpu_requests(client, self.gpus, image_tag=self.image)
+        self.gpus_requested = bool(devices)
+
+        if self._log_path is None:
+            handle, name = tempfile.mkstemp(prefix="tritonserver-container-", suffix=".log")
+            os.close(handle)
+            self._log_path = Path(name)
+        self._log_path.parent.mkdir(parents=True, exist_ok=True)
+        self._log_path.write_bytes(b"")  # no stale log from an earlier run; fails early if not writable
+
+        remove_leftovers(client)
+        container = BoundContainer(self.image, bind_address=self.bind_address)
+        container.with_exposed_ports(HTTP_PORT, GRPC_PORT, METRICS_PORT).with_command(self.command)
+        for mount in mounts:
+            container.with_volume_mapping(mount.source, mount.target, "ro" if mount.read_only else "rw")
+        options: dict[str, Any] = {"labels": session_labels(), "shm_size": self.shm_size}
+        if devices:
+            options["device_requests"] = devices
+        container.with_kwargs(**options).waiting_for(
+            LogMessageWaitStrategy(started_pattern(self.flags))
+            .with_startup_timeout(int(self.start_timeout))
+            .with_poll_interval(0.2)
+        )
+        self._container = container
+        _LIVE.add(self)
+        _hook_exit()
+        with reaper_or_labels(client) as self.reaper:
+            try:
+                container.start()
+            except (RuntimeError, TimeoutError):
+                self._id = self._created_id()
+                raise ServerStartError(self.failure(self._not_started_headline())) from None
+            except docker.errors.DockerException as exc:
+                self._id = self._created_id()
+                raise ServerStartError(self._refused(exc)) from exc
+        self._id = container.get_container_id()
+        self._endpoints = self._published_endpoints()
+
+    def _mounts(self, repository: Path) -> tuple[standin.Mount, ...]:
+        if not self.standin:
+            return (standin.Mount(source=repository, target=CONTAINER_MODELS),)
+        try:
+            return standin.run_settings(repository).mounts
+        except ImageError as exc:
+            msg = f"{exc}\nHint: {self.image} is a tritonpt stand-in (label {standin.LABEL}): it runs the host's torch."
+            raise ServerStartError(msg) from exc
+
+    def _created_id(self) -> str | None:
+        wrapped = (
+            self._container._container if self._container is not None else None
+        )  # created, maybe not started
+        return str(wrapped.id) if wrapped is not None and wrapped.id else None
+
+    def _not_started_headline(self) -> str:
+        exited = self._exit_state() if self._id else None
+        lines = ", ".join(f"'{line}'" for line in STARTED_LINES.values())
+        if exited is not None and exited != "was never started":
+            return f"{self.describe()} {exited} before Triton logged {lines}"
+        return f"{self.describe()} did not log {lines} within {self.start_timeout:.0f} s"
+
+    def _refused(self, exc: BaseException) -> str:
+        detail = str(getattr(exc, "explanation", None) or exc).strip()
+        msg = f"Cannot start {self.describe()}, as the Docker engine refused: {detail}."
+        if self.gpus_requested and re.search(r"device driver|gpu|nvidia", detail, re.IGNORECASE):
+            return f"{msg}\nHint: {TOOLKIT_HINT.format(image=self.image)}"
+        if "ryuk" in detail.lower():
+            return (
+                f"{msg}\nHint: testcontainers' reaper could not start; set {RYUK_DISABLED_ENV}=true (tritonpt "
+                f"removes its containers by label) or make {testcontainers_config.ryuk_image} available."
+            )
+        return msg
+
+    def _published_endpoints(self) -> Endpoints:
+        container = self._container
+        assert container is not None  # noqa: S101 - set by _start
+        wildcard = self.bind_address in ("", "0.0.0.0", "::")  # noqa: S104 - compared, not bound
+        host = container.get_container_host_ip() if wildcard else self.bind_address
+        return Endpoints.on_host(
+            host,
+            http_port=container.get_exposed_port(HTTP_PORT),
+            grpc_port=container.get_exposed_port(GRPC_PORT),
+            metrics_port=container.get_exposed_port(METRICS_PORT),
+        )
+
+    def stop(self) -> None:
+        """SIGTERM Triton (``stop_timeout`` s, then SIGKILL), write the whole log to ``log_path``, remove it."""
+        if self._stopped or self._client is None:
+            return
+        self._stopped = True
+        _LIVE.discard(self)
+        client, container = self._client, self._container
+        docker = image.docker_module()
+        try:
+            if self._id is not None:
+                with contextlib.suppress(docker.errors.NotFound):
+                    client.api.stop(self._id, timeout=self.stop_timeout)
+                    log: bytes = client.api.logs(self._id, stdout=True, stderr=True)
+                    if self._log_path is not None:
+                        self._log_path.write_bytes(log)
+        finally:
+            try:
+                if container is not None:
+                    with contextlib.suppress(docker.errors.NotFound):
+                        container.stop(force=True, delete_volume=True)  # removes it, closes its client
+            finally:
+                client.close()
