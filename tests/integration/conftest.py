@@ -202,6 +202,16 @@ def triton(pytestconfig: pytest.Config, report: Report) -> Iterator[Server]:
 
 
 @pytest.fixture(scope="session")
+def gpus_expected(triton: Server) -> bool:
+    """Whether this server was given GPUs: a container with a GPU request, or a local server on a GPU host."""
+    if triton.kind == "container":
+        return bool(getattr(triton, "gpus_requested", False))
+    if triton.kind == "local":
+        return torch.cuda.is_available()
+    return False  # a server at a URL: we cannot tell what it was given
+
+
+@pytest.fixture(scope="session")
 def strict_backend(pytestconfig: pytest.Config, triton: Server) -> bool:
     """Strict by default in containers and on GPU hosts, where the official backend must serve."""
     chosen = pytestconfig.option.strict_backend

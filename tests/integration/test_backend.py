@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import pytest
 from google.protobuf import text_format
-from tritonclient.grpc.model_config_pb2 import ModelConfig
+from tritonclient.grpc.model_config_pb2 import ModelConfig, ModelInstanceGroup
 
 from tritonpt import checks
 from tritonpt.report import Report
@@ -51,3 +52,13 @@ def test_platform_and_interface_agree_with_the_committed_config(triton: Server, 
     served = triton.model_config(model.name)
     assert served.platform == "pytorch_libtorch"
     assert _interface(served) == _interface(model.config)
+
+
+def test_instance_groups_resolve_to_gpu(triton: Server, model: Model, gpus_expected: bool) -> None:
+    if not gpus_expected:
+        pytest.skip("no GPU was handed to this server; on GPU runners KIND_AUTO must resolve to KIND_GPU")
+    if any(group.kind == ModelInstanceGroup.KIND_CPU for group in model.config.instance_group):
+        pytest.skip(f"{model.name} asks for KIND_CPU in its config")
+    served = triton.model_config(model.name)
+    kinds = [ModelInstanceGroup.Kind.Name(group.kind) for group in served.instance_group]
+    assert checks.served_on_gpu(served), f"{model.name} runs on {kinds} although the server has GPUs"

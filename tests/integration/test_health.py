@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from tritonpt import checks
 from tritonpt.server.base import Server
 
@@ -35,3 +37,16 @@ def test_metrics_count_the_models_requests(triton: Server, model: Model) -> None
         - checks.model_metric(before, "nv_inference_request_success", model.name)
         == 1
     )
+
+
+NO_GPU = "no GPU was handed to this server (none on the host, or --gpus none, or a URL target); runs on GPU runners"
+
+
+def test_gpu_metrics_on_the_metrics_port(triton: Server, gpus_expected: bool) -> None:
+    if not gpus_expected:
+        pytest.skip(NO_GPU)
+    parsed = checks.metrics(triton.endpoints)
+    for name in ("nv_gpu_utilization", "nv_gpu_memory_total_bytes"):
+        assert parsed.get(name), (
+            f"{name} is missing from {triton.endpoints.metrics_url} although the server has GPUs"
+        )
