@@ -22,6 +22,12 @@ if TYPE_CHECKING:
     from tritonpt.validate import Problem
 
 
+def first_line(exc: BaseException) -> str:
+    """The first line of an exception's message (torch's are often pages long), or its type's name."""
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
 class TritonPtError(Exception):
     """Root of every error this package raises on purpose."""
 

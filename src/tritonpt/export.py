@@ -29,7 +29,7 @@ import torch
 from tritonclient.grpc.model_config_pb2 import ModelConfig
 
 from tritonpt import __version__, dtypes, reference, spec, validate, zoo
-from tritonpt.errors import ExportError, SpecError, ValidationError
+from tritonpt.errors import ExportError, SpecError, ValidationError, first_line
 from tritonpt.parity import compare
 from tritonpt.repository import PLATFORM, ModelDir, render_config, staged_model
 from tritonpt.spec import ModelSpec
@@ -385,7 +385,7 @@ def _check_reloaded(
         hint = _trace_hint(model_spec)
         msg = (
             f"Model {model_spec.name!r}: the reloaded TorchScript failed on reference case {case.id!r} "
-            f"({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}). {hint}"
+            f"({type(exc).__name__}: {first_line(exc)}). {hint}"
         )
         raise ExportError(msg) from exc
     if len(outputs) != len(case.outputs):

@@ -55,44 +55,18 @@ def compare(
     tolerance: Tolerance,
 ) -> Comparison:
     """Compare ``actual`` with ``expected`` elementwise under ``tolerance``."""
-    base = {
-        "name": name,
-        "tolerance": tolerance,
-        "max_abs_error": float("nan"),
-        "max_rel_error": float("nan"),
-        "worst_index": (),
-        "worst_actual": float("nan"),
-        "worst_expected": float("nan"),
-        "mismatched": int(expected.size),
-        "total": int(expected.size),
-    }
     if actual.shape != expected.shape:
-        return Comparison(
-            ok=False,
-            shape_ok=False,
-            dtype_ok=True,
-            detail=f"shape {list(actual.shape)} differs from the reference's {list(expected.shape)}",
-            **base,  # type: ignore[arg-type]
-        )
+        detail = f"shape {list(actual.shape)} differs from the reference's {list(expected.shape)}"
+        return _unmatched(name, expected, tolerance, shape_ok=False, detail=detail)
     if actual.dtype != expected.dtype:
-        return Comparison(
-            ok=False,
-            shape_ok=True,
-            dtype_ok=False,
-            detail=f"dtype {actual.dtype} differs from the reference's {expected.dtype}",
-            **base,  # type: ignore[arg-type]
-        )
+        detail = f"dtype {actual.dtype} differs from the reference's {expected.dtype}"
+        return _unmatched(name, expected, tolerance, dtype_ok=False, detail=detail)
     if expected.size == 0:
         return Comparison(
-            ok=True,
-            shape_ok=True,
-            dtype_ok=True,
-            **{
-                **base,
-                "max_abs_error": 0.0,  # type: ignore[arg-type]
-                "max_rel_error": 0.0,
-            },
-        )
+            name=name, ok=True, shape_ok=True, dtype_ok=True, max_abs_error=0.0, max_rel_error=0.0,
+            worst_index=(), worst_actual=float("nan"), worst_expected=float("nan"), mismatched=0, total=0,
+            tolerance=tolerance,
+        )  # fmt: skip
     a = actual.astype(np.float64)
     e = expected.astype(np.float64)
     abs_err = np.abs(a - e)
@@ -121,3 +95,20 @@ def compare(
         total=int(expected.size),
         tolerance=tolerance,
     )
+
+
+def _unmatched(
+    name: str,
+    expected: npt.NDArray[np.generic],
+    tolerance: Tolerance,
+    *,
+    detail: str,
+    shape_ok: bool = True,
+    dtype_ok: bool = True,
+) -> Comparison:
+    """A comparison that could not look at values: every element counts as mismatched."""
+    return Comparison(
+        name=name, ok=False, shape_ok=shape_ok, dtype_ok=dtype_ok, max_abs_error=float("nan"),
+        max_rel_error=float("nan"), worst_index=(), worst_actual=float("nan"), worst_expected=float("nan"),
+        mismatched=int(expected.size), total=int(expected.size), tolerance=tolerance, detail=detail,
+    )  # fmt: skip

@@ -28,6 +28,7 @@ from tritonclient.grpc.model_config_pb2 import (
 )
 
 from tritonpt import dtypes, reference
+from tritonpt.errors import first_line
 from tritonpt.repository import CONFIG, MODEL_FILE, PLATFORM, ModelDir, models, parse_config
 
 Severity = Literal["error", "warning"]
@@ -304,7 +305,7 @@ def _check_model_file(model: ModelDir, config: ModelConfig, model_file: Path, pr
     try:
         module = torch.jit.load(str(model_file), map_location="cpu").eval()
     except Exception as exc:
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        first = first_line(exc)
         add(
             "error",
             model_file,
@@ -402,7 +403,7 @@ def _check_model_file(model: ModelDir, config: ModelConfig, model_file: Path, pr
             with torch.inference_mode():
                 result = module(*ordered)
         except Exception as exc:
-            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            first = first_line(exc)
             add(
                 "error",
                 path,
