@@ -8,7 +8,7 @@
 #   docker run --gpus all --shm-size=1g -p 8000:8000 -p 8001:8001 -p 8002:8002 \
 #       -v "$PWD/model_repository:/models:ro" tritonpt:pytorch-2.9.1
 #
-# STATUS: NOT BUILT ANYWHERE YET. No registry is reachable from the machines this project is developed on;
+# STATUS: THIS RECIPE HAS NOT BEEN BUILT YET. No registry is reachable from the machines this project is developed on;
 # each choice below rests on the sources named, and the recipe checks at build time what it can (RUN steps
 # that fail with a sentence). Run `invoke build-image --recipe pytorch` on a networked machine before trusting it.
 #
@@ -55,9 +55,16 @@
 # 4. Final stage: the runtime base plus /opt/tritonserver; no compiler, no CUDA toolkit. A RUN step fails the
 #    build if ldd finds an unresolved library for tritonserver, the Python backend stub or the new backend.
 #
+# SEEN on the CPU (2026-11-30, outside this repository; no third-party code is kept here): a CPU-only
+#   libtriton_pytorch.so compiled with g++ from stored revisions of pytorch_backend (the single-file 2023
+#   libtorch.cc), backend, core (backend API 1.19) and common, against the torch 2.9.1 wheel: no compile error and
+#   no change to the torch-facing code. Linked against the wheel's libtritonserver, server 2.51.0 loaded all five
+#   built-in models with it (backend API 1.19 on both sides), and the integration matrix passed against it with
+#   --strict-backend: 59 passed, 6 GPU-only skips, parity error 0 on every output over HTTP and gRPC.
+#   The GPU variant of libtorch.cc also compiled (not linked, not run).
 # UNVERIFIED, in order of risk:
-#   a. That r24.10's own sources (with core/backend/common r24.10) compile and link against torch 2.9.1. The
-#      torch API they call compiles (point 3), but the backend itself has never been compiled: no GitHub access.
+#   a. The exact r24.10 revisions through this recipe's CMake build (the revisions above were the nearest
+#      stored ones; the CMake path, its FetchContent of core/backend/common and the GPU link were not run).
 #   b. Two CUDA runtimes in one process: the server's libcudart 12.6 (bundled, hashed soname) and torch's
 #      12.8. Both sit on the same driver context, so pointers should pass between them; not seen on a GPU.
 #   c. The FetchContent clone of core/backend/common at r24.10 and `git clone` need GitHub at build time.
