@@ -105,6 +105,7 @@ def build_image(
         "repository": f"model repository folder (default {DEFAULT_REPOSITORY})",
         "target": "local (default: a tritonserver process) or container (needs --image)",
         "image": "image to run for target container",
+        "gpus": "target container: auto (when the engine can hand them out), all (demand them) or none",
         "tritonserver": "tritonserver binary for target local (default: $TRITONSERVER, PATH, /opt/tritonserver, the embedded one)",
         "debug": "show tracebacks",
     }
@@ -114,6 +115,7 @@ def serve(
     repository: str = str(DEFAULT_REPOSITORY),
     target: str = "local",
     image: str = "",
+    gpus: str = "auto",
     tritonserver: str = "",
     debug: bool = False,
 ) -> None:
@@ -124,6 +126,7 @@ def serve(
         repository=Path(repository),
         target=target,
         image=image or None,
+        gpus=gpus,
         tritonserver=tritonserver or None,
         debug=debug,
     )

@@ -112,7 +112,9 @@ def build_image(
         out.print(f"label  {key}={value}")
 
 
-def serve(*, repository: Path, target: str, image: str | None, tritonserver: str | None, debug: bool) -> None:
+def serve(
+    *, repository: Path, target: str, image: str | None, gpus: str, tritonserver: str | None, debug: bool
+) -> None:
     from tritonpt import server  # noqa: PLC0415
 
     progress = Progress()
@@ -121,10 +123,14 @@ def serve(*, repository: Path, target: str, image: str | None, tritonserver: str
         if target not in ("local", "container"):
             msg = f"--target {target!r}: serve runs `local` or `container`; for a running server there is nothing to start."
             raise SpecError(msg)
+        if gpus not in server.GPUS:
+            msg = f"--gpus {gpus!r}: expected one of {', '.join(server.GPUS)}."
+            raise SpecError(msg)
         instance = server.create(
             "local" if target == "local" else "container",
             repository=repository,
             image=image,
+            gpus=gpus,
             tritonserver=tritonserver,
             log_path=Path("reports/tritonserver.log"),
         )
@@ -135,7 +141,12 @@ def serve(*, repository: Path, target: str, image: str | None, tritonserver: str
             out.print(
                 f"HTTP    http://{endpoints.http}\ngRPC    {endpoints.grpc}\nmetrics {endpoints.metrics_url}"
             )
-            progress(f"serving {repository}; log: {instance.log_path}; Ctrl-C stops")
+            log = (
+                f"log: {instance.log_path}"
+                if target == "local"
+                else f"log: docker logs, saved to {instance.log_path} at stop"
+            )
+            progress(f"serving {repository}; {log}; Ctrl-C stops")
             while instance.is_alive():
                 time.sleep(1.0)
             raise ServerError(instance.failure("the server stopped on its own"))
