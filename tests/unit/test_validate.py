@@ -226,3 +226,15 @@ def test_invoke_validate_reports_and_exits_1(repository_copy: Callable[..., Path
     assert 'fix: write `platform: "pytorch_libtorch"`' in done.stderr
     assert "1 error(s), 0 warning(s)." in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_string_inputs_without_reference_are_not_run(repository_copy: Callable[..., Path]) -> None:
+    repository = repository_copy("fixed_shape")
+    (repository / "fixed_shape" / "reference.json").unlink()
+    _edit(
+        repository / "fixed_shape" / "config.pbtxt",
+        r"data_type: TYPE_FP32\n  dims: 4\n  dims: 10",
+        "data_type: TYPE_STRING\n  dims: 4",
+    )
+    problems = validate_model(ModelDir(root=repository / "fixed_shape"))
+    assert "the model was not run" in _one(problems, "warning", "input").message
