@@ -15,21 +15,11 @@ from tritonpt import export as exporting
 from tritonpt import validate as validating
 from tritonpt.console import Progress, err, guard, out, print_problems
 from tritonpt.errors import ServerError, SpecError, ValidationError
+from tritonpt.options import parse_assignments
 from tritonpt.repository import models
 from tritonpt.spec import InstanceKind
 
 _KINDS = ("KIND_AUTO", "KIND_CPU", "KIND_GPU")
-
-
-def _parameters(values: Sequence[str]) -> dict[str, str]:
-    parsed = {}
-    for value in values:
-        key, sep, setting = value.partition("=")
-        if not sep or not key:
-            msg = f"--parameter {value!r}: expected KEY=VALUE, e.g. INTRA_OP_THREAD_COUNT=4."
-            raise SpecError(msg)
-        parsed[key] = setting
-    return parsed
 
 
 def export(
@@ -68,7 +58,11 @@ def export(
                 max_batch_size=max_batch_size,
                 dynamic_axes=exporting.parse_dynamic_axes(dynamic_axes) if dynamic_axes else None,
                 instance_kind=cast(InstanceKind | None, instance_kind),
-                parameters=_parameters(parameters) if parameters else None,
+                parameters=parse_assignments(
+                    parameters, option="--parameter", example="INTRA_OP_THREAD_COUNT=4", error=SpecError
+                )
+                if parameters
+                else None,
             )
             results = [result]
         else:

@@ -43,6 +43,7 @@ from types import ModuleType
 from typing import Any, Literal, TypeAlias, cast
 
 from tritonpt.errors import DockerUnavailable, ImageError
+from tritonpt.options import parse_assignments
 from tritonpt.versions import VERSIONS, Versions
 
 DockerClient: TypeAlias = Any
@@ -192,14 +193,7 @@ def recipe_build_args(ngc: str | None = None, versions: Versions = VERSIONS) -> 
 
 def parse_build_args(values: Iterable[str]) -> dict[str, str]:
     """``["K=V", ...]`` from the command line into a mapping (a value may itself hold ``=``)."""
-    parsed: dict[str, str] = {}
-    for value in values:
-        key, sep, val = value.partition("=")
-        if not sep or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", key):
-            msg = f"Cannot read the build argument {value!r}: write it as NAME=VALUE, e.g. TRITON_NGC=25.09."
-            raise ImageError(msg)
-        parsed[key] = val
-    return parsed
+    return parse_assignments(values, option="--build-arg", example="TRITON_NGC=25.09", error=ImageError)
 
 
 def build_args_for(

@@ -265,6 +265,11 @@ def test_invoke_export_of_a_users_model(tmp_path: Path) -> None:
         pytest.param(["--model", "my_models:build"], "--model needs --name", id="no-name"),
         pytest.param(["--only", "resnet50"], "Unknown built-in model", id="unknown-builtin"),
         pytest.param(
+            ["--model", "my_models:build", "--name", "x", "--parameter", "INTRA_OP_THREAD_COUNT"],
+            "write it as NAME=VALUE",
+            id="parameter-syntax",
+        ),
+        pytest.param(
             ["--model", "my_models:build", "--name", "x", "--dynamic-axis", "0"],
             "INPUT_INDEX:AXIS",
             id="axis-syntax",
