@@ -241,13 +241,17 @@ class Server(abc.ABC):
 
     def __init__(self) -> None:
         self.startup_seconds: float | None = None  # start() to ready, when this object started the server
-
-    # --- what a runner provides ---------------------------------------------------------------------------------
+        self._endpoints: Endpoints | None = None  # set by a runner once it knows where the server answers
 
     @property
-    @abc.abstractmethod
     def endpoints(self) -> Endpoints:
         """Where the server answers; valid once ``start()`` returned."""
+        if self._endpoints is None:
+            msg = f"This {type(self).__name__} has not been started; call start() (or use it in a with block) first."
+            raise ServerError(msg)
+        return self._endpoints
+
+    # --- what a runner provides ---------------------------------------------------------------------------------
 
     @abc.abstractmethod
     def start(self) -> None:

@@ -378,17 +378,9 @@ class ContainerServer(Server):
         self._client: DockerClient | None = None
         self._container: BoundContainer | None = None
         self._id: str | None = None
-        self._endpoints: Endpoints | None = None
         self._stopped = False
 
     # --- Server ---------------------------------------------------------------------------------------------------
-
-    @property
-    def endpoints(self) -> Endpoints:
-        if self._endpoints is None:
-            msg = "This ContainerServer has not been started; call start() (or use it in a with block) first."
-            raise ServerError(msg)
-        return self._endpoints
 
     @property
     def command(self) -> list[str]:

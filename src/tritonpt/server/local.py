@@ -308,16 +308,8 @@ class LocalServer(Server):
         self._process: subprocess.Popen[bytes] | None = None
         self._stopped = False
         self._finalizer: weakref.finalize[[int], LocalServer] | None = None
-        self._endpoints: Endpoints | None = None
 
     # --- Server ---------------------------------------------------------------------------------------------------
-
-    @property
-    def endpoints(self) -> Endpoints:
-        if self._endpoints is None:
-            msg = "This LocalServer has not been started; call start() (or use it in a with block) first."
-            raise ServerError(msg)
-        return self._endpoints
 
     @property
     def log_path(self) -> Path | None:

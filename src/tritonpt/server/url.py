@@ -51,10 +51,6 @@ class UrlServer(Server):
         self.start_timeout = start_timeout
         self._endpoints = parse_endpoints(url, grpc=grpc, metrics_url=metrics_url)
 
-    @property
-    def endpoints(self) -> Endpoints:
-        return self._endpoints
-
     def _default_hint(self) -> str:
         return (
             "start the server first, or check the address: a server in a container must publish port 8000 "
