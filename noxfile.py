@@ -2,7 +2,8 @@
 
     nox -s lint          ruff, mypy; hadolint on docker/, zizmor + check-jsonschema on the workflows
     nox -s unit          fast tests with real torch and real protobuf
-    nox -s integration   export the built-in models, start Triton, run the integration matrix
+    nox -s integration   export the built-in models, build (or reuse) the official pytorch backend, start
+                         Triton with it, run the integration matrix
     nox -s container     our image built on offline stand-ins, the doctor, the matrix in a container
     nox -s gpu           (GPU runners) build the real image, doctor, the matrix in a GPU container, strict
 
@@ -29,7 +30,11 @@ nox.options.error_on_missing_interpreters = True
 
 # 3.11: the offline stand-in image runs Debian bookworm's Python 3.11 and mounts this venv's packages.
 PYTHON = "3.11"
-PINS = (f"torch=={VERSIONS.pytorch.torch}", f"torchvision=={VERSIONS.pytorch.torchvision}")
+PINS = (
+    f"torch=={VERSIONS.pytorch.torch}",
+    f"torchvision=={VERSIONS.pytorch.torchvision}",
+    f"cmake=={VERSIONS.backend.cmake}",
+)
 
 
 def _install(session: nox.Session, *groups: str) -> None:
@@ -70,8 +75,9 @@ def unit(session: nox.Session) -> None:
 
 @nox.session(python=PYTHON)
 def integration(session: nox.Session) -> None:
-    """Export the built-in models, start Triton (--target auto|local|url|container) and run the matrix.
+    """Export the built-in models, build the official pytorch backend, start Triton with it, run the matrix.
 
+    The backend is built from the pinned sources ($TRITONPT_SOURCES, else GitHub) or reused from the cache.
     Arguments after `--` go to pytest, e.g. `nox -s integration -- --target url --url http://host:8000 -k parity`.
     With `--repository DIR` your own repository is tested as it is; otherwise the built-in set is exported
     into model_repository/ first.
@@ -79,6 +85,7 @@ def integration(session: nox.Session) -> None:
     _install(session, "test")
     if not any(arg.startswith("--repository") for arg in session.posargs):
         session.run("invoke", "export")
+    session.run("invoke", "build-backend")
     _pytest(session, "tests/integration", "--junitxml=reports/junit.xml", *session.posargs)
 
 

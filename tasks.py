@@ -2,6 +2,7 @@
 
     invoke export      TorchScript + config.pbtxt + eager reference outputs into a model repository
     invoke validate    check a model repository against Triton's schema and the models themselves
+    invoke build-backend  build the official libtriton_pytorch.so from pinned sources against this torch
     invoke build-image build a Triton + PyTorch 2.9 image from a recipe in docker/
     invoke doctor      diagnose this host (and an image): Docker, GPU, driver, glibc, libraries, models
     invoke serve       run a local Triton on a repository until Ctrl-C
@@ -98,6 +99,21 @@ def build_image(
         ngc=ngc or None,
         debug=debug,
     )
+
+
+@task(
+    help={
+        "sources": "folder of the pinned source tarballs (default $TRITONPT_SOURCES; else downloaded from GitHub)",
+        "variant": "cpu (default), gpu (needs a CUDA toolkit and a CUDA torch), or auto",
+        "force": "build even when the cache holds a build of the same inputs",
+        "debug": "show tracebacks",
+    }
+)
+def build_backend(c: Context, sources: str = "", variant: str = "cpu", force: bool = False, debug: bool = False) -> None:
+    """Build the official Triton pytorch backend (libtriton_pytorch.so) against this environment's torch, or reuse the cached build."""
+    from tritonpt import cli  # noqa: PLC0415
+
+    cli.build_backend(sources=sources or None, variant=variant, force=force, debug=debug)
 
 
 @task(

@@ -1,4 +1,4 @@
-"""Shared fixtures: a repository of exported built-in models, made once per test session."""
+"""Shared fixtures: a repository of exported built-in models and the official pytorch backend, once per session."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tritonpt import export
+from tritonpt import backend, export
 
 # The small built-in models: together they cover several inputs/outputs, int64, variable length,
 # scripting, bool/int outputs and max_batch_size 0, and export in well under a second.
@@ -35,3 +35,9 @@ def repository_copy(exported_small: Path, tmp_path: Path) -> Callable[..., Path]
         return target
 
     return copy
+
+
+@pytest.fixture(scope="session")
+def pytorch_backend() -> backend.BuiltBackend:
+    """The official libtriton_pytorch.so for this torch: from the cache, else built ($TRITONPT_SOURCES or GitHub)."""
+    return backend.ensure()

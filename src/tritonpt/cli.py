@@ -106,14 +106,33 @@ def build_image(
         out.print(f"label  {key}={value}")
 
 
+def build_backend(*, sources: str | None, variant: str, force: bool, debug: bool) -> None:
+    from tritonpt import backend  # noqa: PLC0415
+
+    progress = Progress()
+    with guard(debug=debug):
+        if variant not in backend.CHOICES:
+            msg = f"--variant {variant!r}: expected one of {', '.join(backend.CHOICES)}."
+            raise SpecError(msg)
+        built = backend.ensure(
+            sources=sources, variant=cast(backend.Choice, variant), force=force, step=progress
+        )
+    if built.cached:
+        progress(f"cached: {built.describe()} (built in {built.seconds:.1f} s)")
+    out.print(f"backend  {built.library}\nkey      {built.key}")
+
+
 def serve(
     *, repository: Path, target: str, image: str | None, gpus: str, tritonserver: str | None, debug: bool
 ) -> None:
-    from tritonpt import server  # noqa: PLC0415
+    from tritonpt import backend, server  # noqa: PLC0415
 
     progress = Progress()
     with guard(debug=debug):
         _validate(repository)
+        if target == "local":
+            built = backend.find() or backend.ensure(step=progress)
+            progress(f"pytorch backend: {built.describe()}")
         if target not in ("local", "container"):
             msg = f"--target {target!r}: serve runs `local` or `container`; for a running server there is nothing to start."
             raise SpecError(msg)

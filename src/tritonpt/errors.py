@@ -4,6 +4,7 @@
     ├── SpecError          a model definition that cannot be exported as given
     ├── ExportError        tracing, scripting or the reload check failed
     ├── ValidationError    the model repository breaks one or more rules (carries the problems)
+    ├── BackendError       the official pytorch backend could not be built or found
     ├── ServerError        a Triton server could not be started, reached or stopped
     │   ├── ServerStartError   the server exited or did not become ready in time
     │   └── ModelLoadError     models did not become ready (carries Triton's reason per model)
@@ -46,6 +47,10 @@ class ValidationError(TritonPtError):
     def __init__(self, problems: list[Problem]) -> None:
         self.problems = problems
         super().__init__("\n\n".join(p.render() for p in problems))
+
+
+class BackendError(TritonPtError):
+    """The official pytorch backend could not be built, or no build of it fits this environment."""
 
 
 class ServerError(TritonPtError):

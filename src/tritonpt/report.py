@@ -12,6 +12,7 @@ import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from tritonpt.backend import Origin
 from tritonpt.parity import Comparison
 
 
@@ -54,6 +55,7 @@ class Report:
 
     environment: dict[str, str] = field(default_factory=dict)
     runtimes: dict[str, str] = field(default_factory=dict)  # model -> runtime that served it
+    backend: Origin | None = None  # where the server's libtriton_pytorch.so came from, when known
     devices: dict[str, str] = field(default_factory=dict)  # model -> cpu | gpu
     timings: dict[str, float] = field(default_factory=dict)  # label -> seconds
     parity: list[ParityRow] = field(default_factory=list)
@@ -63,8 +65,14 @@ class Report:
         return json.dumps(
             {
                 "environment": self.environment,
-                "runtimes": self.runtimes,
-                "devices": self.devices,
+                "models": {
+                    model: {
+                        "runtime": runtime,
+                        "device": self.devices.get(model, "?"),
+                        "pytorch_backend": asdict(self.backend) if self.backend is not None else None,
+                    }
+                    for model, runtime in sorted(self.runtimes.items())
+                },
                 "timings_s": {k: round(v, 3) for k, v in self.timings.items()},
                 "outcomes": self.outcomes,
                 "parity": [asdict(row) for row in self.parity],
@@ -79,10 +87,19 @@ class Report:
         lines += ["## Environment", "", "| | |", "|---|---|"]
         lines += [f"| {key} | {value} |" for key, value in self.environment.items()]
         if self.runtimes:
-            lines += ["", "## Models", "", "| model | runtime | device |", "|---|---|---|"]
+            origin = self.backend
+            lines += [
+                "",
+                "## Models",
+                "",
+                "| model | runtime | pytorch_backend | commit | built against torch | device |",
+                "|---|---|---|---|---|---|",
+            ]
             for model, runtime in sorted(self.runtimes.items()):
-                note = " (stand-in, not the official backend)" if runtime == "model.py" else ""
-                lines.append(f"| {model} | `{runtime}`{note} | {self.devices.get(model, '?')} |")
+                ref, commit, torch = (origin.ref, origin.commit, origin.torch) if origin else ("?", "?", "?")
+                lines.append(
+                    f"| {model} | `{runtime}` | {ref} | `{commit}` | {torch} | {self.devices.get(model, '?')} |"
+                )
         if self.parity:
             lines += [
                 "",

@@ -64,6 +64,50 @@ class Embedded:
 
 
 @dataclass(frozen=True, kw_only=True)
+class Source:
+    """One pinned source tree the official pytorch backend builds from: a ``git archive`` tarball of a commit."""
+
+    name: str  # "pytorch_backend": the CMake FetchContent name and the tarball's stem
+    repository: str  # "triton-inference-server/pytorch_backend" on GitHub
+    ref: str  # where the commit comes from ("r25.10"); never used to fetch anything
+    commit: str
+    sha256: str  # of the tarball
+
+    @property
+    def tarball(self) -> str:
+        """``<name>-<commit>.tar.gz``, the file name in a sources folder (as in shared/third_party)."""
+        return f"{self.name}-{self.commit}.tar.gz"
+
+    @property
+    def url(self) -> str:
+        """GitHub's archive of the commit; it unpacks to ``<repo>-<commit>/``."""
+        return f"https://github.com/{self.repository}/archive/{self.commit}.tar.gz"
+
+    @property
+    def top_folder(self) -> str:
+        return f"{self.repository.rsplit('/', 1)[-1]}-{self.commit}"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Backend:
+    """The official pytorch backend's pinned sources and the CMake that builds it."""
+
+    cmake: str
+    sources: tuple[Source, ...]
+
+    def source(self, name: str) -> Source:
+        for source in self.sources:
+            if source.name == name:
+                return source
+        msg = f"versions.toml [backend] has no source named {name!r} (it has {[s.name for s in self.sources]})."
+        raise KeyError(msg)
+
+    @property
+    def pytorch_backend(self) -> Source:
+        return self.source("pytorch_backend")
+
+
+@dataclass(frozen=True, kw_only=True)
 class Versions:
     """Every version the repository depends on."""
 
@@ -72,6 +116,7 @@ class Versions:
     triton_default: str
     tritonclient: str
     embedded: Embedded
+    backend: Backend
     image_repository: str
 
     @property
@@ -139,6 +184,14 @@ def markdown_table(versions: Versions) -> str:
             f"nvidia-pytriton {emb.pytriton}: tritonserver {emb.server} ({emb.ngc}), needs glibc >= {emb.glibc}",
         ),
         ("tritonclient", versions.tritonclient),
+        ("CMake (builds the pytorch backend; PyPI wheel)", versions.backend.cmake),
+    ]
+    rows += [
+        (
+            f"pytorch backend source `{source.name}`",
+            f"`{source.repository}` {source.ref}, commit `{source.commit}`",
+        )
+        for source in versions.backend.sources
     ]
     lines = ["| component | version |", "|---|---|"] + [f"| {name} | {value} |" for name, value in rows]
     return "\n".join(lines) + "\n"
@@ -154,6 +207,10 @@ def load(path: Path = _TOML) -> Versions:
         triton_default=triton["default"],
         tritonclient=triton["tritonclient"],
         embedded=Embedded(**raw["embedded"]),
+        backend=Backend(
+            cmake=raw["backend"]["cmake"],
+            sources=tuple(Source(**s) for s in raw["backend"]["sources"]),
+        ),
         image_repository=raw["images"]["repository"],
     )
 

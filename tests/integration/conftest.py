@@ -4,7 +4,7 @@ Options (after `nox -s integration --`):
     --target auto|local|url|container   what runs the server (auto: the best available)
     --url URL [--grpc-url H:P] [--metrics-url URL]   an already running server (target url)
     --repository DIR                    the model repository (default model_repository/)
-    --strict-backend / --no-strict-backend   require the official libtriton_pytorch.so
+    --strict-backend / --no-strict-backend   require the official libtriton_pytorch.so (default: required)
     --image TAG                         the image for target container
     --gpus auto|all|none                GPUs for target container (auto: when the engine can hand them out)
     --tritonserver PATH                 a tritonserver binary for target local
@@ -76,14 +76,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption(
         "--strict-backend",
         action="store_true",
-        default=None,
-        help="fail unless served by libtriton_pytorch.so",
+        default=True,
+        help="fail unless every model is served by libtriton_pytorch.so (the default, on every target)",
     )
     group.addoption(
         "--no-strict-backend",
         action="store_false",
         dest="strict_backend",
-        help="accept the model.py stand-in",
+        help="record, but do not require, the backend library a server at --url reports",
     )
     group.addoption("--image", default=None, help="image for target container")
     group.addoption(
@@ -194,6 +194,11 @@ def triton(pytestconfig: pytest.Config, report: Report) -> Iterator[Server]:
                 "host GPU": torch.cuda.get_device_name(0) if torch.cuda.is_available() else "none",
             }
         )
+        origin = instance.backend_origin()
+        report.backend = origin
+        report.environment["pytorch backend"] = (
+            origin.describe() if origin is not None else "the server's own (origin not known to this runner)"
+        )
         matrix_started = time.perf_counter()
         yield instance
         report.timings["matrix wall time"] = time.perf_counter() - matrix_started
@@ -212,12 +217,9 @@ def gpus_expected(triton: Server) -> bool:
 
 
 @pytest.fixture(scope="session")
-def strict_backend(pytestconfig: pytest.Config, triton: Server) -> bool:
-    """Strict by default in containers and on GPU hosts, where the official backend must serve."""
-    chosen = pytestconfig.option.strict_backend
-    if chosen is not None:
-        return bool(chosen)
-    return triton.kind == "container" or torch.cuda.is_available()
+def strict_backend(pytestconfig: pytest.Config) -> bool:
+    """The official libtriton_pytorch.so must serve every model, unless --no-strict-backend says otherwise."""
+    return bool(pytestconfig.option.strict_backend)
 
 
 @pytest.fixture(autouse=True)

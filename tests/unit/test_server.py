@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 import signal
-import stat
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -18,12 +17,13 @@ import pytest
 import torch
 from tritonclient.grpc import model_config_pb2 as mc
 
-from tritonpt import backend, server
+from tritonpt import server
+from tritonpt.backend import BuiltBackend
 from tritonpt.errors import ServerError, ServerStartError
 from tritonpt.repository import render_config
 from tritonpt.server import LocalServer, TritonFlags, TritonInstall, UrlServer
 from tritonpt.server.base import Endpoints, ModelState, hint_for, worth_reading
-from tritonpt.server.local import backend_directory, free_ports
+from tritonpt.server.local import free_ports, pytorch_backend_for, server_library_folder
 from tritonpt.server.url import parse_endpoints
 from tritonpt.versions import VERSIONS
 
@@ -41,13 +41,6 @@ def group_members(pgid: int) -> list[int]:
         if int(fields[2]) == pgid:
             members.append(int(entry.name))
     return members
-
-
-def shared_memory(local: LocalServer) -> list[Path]:
-    """The Python backend's /dev/shm files of this server (named with its prefix)."""
-    prefix = local.flags.shm_region_prefix
-    assert prefix
-    return sorted(Path("/dev/shm").glob(f"{prefix}*"))  # noqa: S108 - reading, not writing, Triton's files
 
 
 def embedded() -> TritonInstall:
@@ -83,9 +76,6 @@ def test_flags_render_the_tritonserver_command_line(tmp_path: Path) -> None:
         "--exit-timeout-secs=30",
         "--disable-auto-complete-config",
     ]
-    assert TritonFlags(model_repository=tmp_path, shm_region_prefix="p_").render()[-1] == (
-        "--backend-config=python,shm-region-prefix-name=p_"
-    )
     polled = TritonFlags(
         model_repository=tmp_path, model_control_mode="poll", exit_on_error=True, extra=("--x",)
     )
@@ -126,17 +116,34 @@ def test_the_wheels_server_is_the_embedded_default(monkeypatch: pytest.MonkeyPat
     assert not install.official_pytorch
 
 
-def test_backend_directory_holds_the_python_backend_and_our_model_py(tmp_path: Path) -> None:
+def test_without_a_built_backend_the_wheels_server_is_not_started(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     install = embedded()
-    folder = backend_directory(install, tmp_path)
-    assert folder.parent == tmp_path
-    assert folder.name.startswith(f"{install.version}-py")
-    assert (folder / "python" / "libtriton_python.so").is_file()
-    stub = folder / "python" / "triton_python_backend_stub"
-    assert stub.stat().st_mode & stat.S_IXUSR
-    assert (folder / "pytorch" / "model.py").read_bytes() == backend.MODEL_PY.read_bytes()
-    assert backend_directory(install, tmp_path) == folder  # cached by content
-    assert [p.name for p in tmp_path.iterdir()] == [folder.name]  # no staging folder left
+    monkeypatch.setenv("TRITONPT_CACHE", str(tmp_path / "empty-cache"))
+    with pytest.raises(ServerStartError, match=r"has no pytorch/libtriton_pytorch\.so and none is built") as failure:
+        pytorch_backend_for(install)
+    assert "Hint: build the official backend with `invoke build-backend`" in str(failure.value)
+    repository = tmp_path / "repository"
+    repository.mkdir()
+    refused = LocalServer(TritonFlags(model_repository=repository))
+    with pytest.raises(ServerStartError, match="invoke build-backend"):
+        refused.start()
+    assert refused.pid is None  # nothing else was started in its place
+
+
+def test_the_wheels_server_library_gets_its_plain_name(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    install = embedded()
+    monkeypatch.setenv("TRITONPT_CACHE", str(tmp_path))
+    folder = server_library_folder(install)
+    assert folder is not None
+    assert folder.parent == tmp_path / "server-libs"
+    link = folder / "libtritonserver.so"
+    assert link.is_symlink()
+    assert link.resolve().parent == install.libraries
+    assert link.resolve().name.startswith("libtritonserver-")
+    assert server_library_folder(install) == folder  # the second start reuses it
+    assert sorted(p.name for p in folder.iterdir()) == ["libtritonserver.so"]  # no staged link left
 
 
 def test_free_ports_are_distinct_and_bindable() -> None:
@@ -244,16 +251,18 @@ def repository(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture
-def local(repository: Path, tmp_path: Path) -> Iterator[LocalServer]:
+def local(repository: Path, tmp_path: Path, pytorch_backend: BuiltBackend) -> Iterator[LocalServer]:
     instance = LocalServer(
-        TritonFlags(model_repository=repository), log_path=tmp_path / "reports" / "tritonserver.log"
+        TritonFlags(model_repository=repository),
+        log_path=tmp_path / "reports" / "tritonserver.log",
+        pytorch_backend=pytorch_backend,
     )
     yield instance
     instance.stop()
 
 
 @pytest.mark.slow
-def test_local_server_lifecycle_and_a_url_view_of_it(local: LocalServer) -> None:
+def test_local_server_lifecycle_and_a_url_view_of_it(local: LocalServer, pytorch_backend: BuiltBackend) -> None:
     with local:
         assert local.is_alive()
         assert local.is_live()
@@ -270,22 +279,23 @@ def test_local_server_lifecycle_and_a_url_view_of_it(local: LocalServer) -> None
         with same:
             assert same.endpoints == local.endpoints
             runtime = same.model_runtime("double")
-            assert runtime.stand_in
-            assert runtime.library == "model.py"
+            assert runtime.official
+            assert runtime.library == "libtriton_pytorch.so"
             assert same.model_config("double").max_batch_size == 4
         assert local.is_alive()  # leaving the UrlServer's block does not stop the server
         pid = local.pid
         assert pid is not None
-        assert len(group_members(pid)) >= 2  # the server and its Python backend stub
-        assert shared_memory(local)
+        assert group_members(pid)
+        assert local.backend_origin() == pytorch_backend.origin
     assert not local.is_alive()
     assert group_members(pid) == []
-    assert shared_memory(local) == []
     local.stop()  # a second stop does nothing
 
 
 @pytest.mark.slow
-def test_ctrl_c_in_the_owning_process_stops_the_server(repository: Path, tmp_path: Path) -> None:
+def test_ctrl_c_in_the_owning_process_stops_the_server(
+    repository: Path, tmp_path: Path, pytorch_backend: BuiltBackend
+) -> None:
     script = (
         "import time\n"
         "from pathlib import Path\n"
@@ -315,13 +325,12 @@ def test_a_crashed_server_fails_fast_and_leaves_nothing_behind(local: LocalServe
     local.start()
     pid = local.pid
     assert pid is not None
-    os.kill(pid, signal.SIGKILL)  # the server dies; its stub processes would outlive it
+    os.kill(pid, signal.SIGKILL)
     with pytest.raises(ServerStartError, match="was killed by signal SIGKILL"):
         local.wait_ready(30)
     assert not local.is_alive()
     local.stop()
     assert group_members(pid) == []
-    assert shared_memory(local) == []
 
 
 @pytest.mark.slow

@@ -3,7 +3,7 @@
     server = create("local", repository=Path("model_repository"), log_path=Path("reports/tritonserver.log"))
     with server:                                  # started on free ports, always torn down
         server.wait_models_ready(["resnet18"])    # Triton's own load error per model if one fails
-        server.model_runtime("resnet18").library  # "model.py" (our stand-in) or "libtriton_pytorch.so"
+        server.model_runtime("resnet18").library  # "libtriton_pytorch.so", the official backend
 
 The checks only see :class:`~tritonpt.server.base.Server` and its :class:`~tritonpt.server.base.Endpoints`.
 """

@@ -32,7 +32,7 @@ from typing import Any, ClassVar, Literal, Self
 from google.protobuf import json_format
 from tritonclient.grpc import model_config_pb2
 
-from tritonpt.backend import STAND_IN_RUNTIME
+from tritonpt.backend import LIBRARY, Origin
 from tritonpt.errors import ModelLoadError, ServerError, ServerStartError
 
 ServerKind = Literal["local", "url", "container"]
@@ -90,7 +90,7 @@ class ModelState:
 
     @property
     def summary(self) -> str:
-        """The reason without the Python stub's traceback (``\\n\\nAt:\\n  ...``) Triton appends to it."""
+        """The reason without a traceback (``\\n\\nAt:\\n  ...``) that a backend may append to it."""
         return self.reason.split("\n\nAt:\n", 1)[0].strip()
 
     def describe(self) -> str:
@@ -108,7 +108,7 @@ class ModelRuntime:
     name: str
     platform: str  # "pytorch_libtorch"
     backend: str  # "pytorch"
-    runtime: str  # "model.py" for tritonpt's stand-in, "libtriton_pytorch.so" for the official backend
+    runtime: str  # "" for the official backend (server 2.51.0 leaves it empty), else what the server names
 
     @property
     def library(self) -> str:
@@ -116,9 +116,9 @@ class ModelRuntime:
         return self.runtime or f"libtriton_{self.backend}.so"
 
     @property
-    def stand_in(self) -> bool:
-        """Served by a Python-based backend (our ``model.py``), not by a compiled one."""
-        return self.runtime == STAND_IN_RUNTIME
+    def official(self) -> bool:
+        """Served by the official pytorch backend, ``libtriton_pytorch.so``."""
+        return self.backend == "pytorch" and self.library == LIBRARY
 
 
 # Heuristics for the Hint: sentence, first match wins; each key is text Triton (or the loader) writes.
@@ -136,19 +136,24 @@ HINTS: tuple[tuple[str, str], ...] = (
         "this tritonserver needs a newer glibc than the system has; run it in an image built for it.",
     ),
     (
+        "libtorch.so: cannot open shared object file",
+        "the pytorch backend cannot find libtorch: a built backend runs the torch of the environment it serves "
+        "from (LocalServer puts its torch/lib on LD_LIBRARY_PATH); in an image, torch/lib must be on its library path.",
+    ),
+    (
         "cannot open shared object file",
         "a shared library is missing; the nvidia-pytriton server needs site-packages/nvidia_pytriton.libs on "
         "LD_LIBRARY_PATH (LocalServer sets it), other builds need their own lib folder or their image.",
     ),
     (
         "unable to find backend library for backend 'pytorch'",
-        "the backend directory has neither libtriton_pytorch.so nor tritonpt's model.py stand-in in pytorch/; "
-        "LocalServer installs the stand-in, an image must copy it to backends/pytorch/model.py.",
+        "the server's backend directory has no pytorch/libtriton_pytorch.so; build it with `invoke build-backend` "
+        "(LocalServer then serves with it), or use an image whose /opt/tritonserver/backends/pytorch holds it.",
     ),
     (
-        "No module named",
-        "the Python backend stub imports packages from the python3 found first on PATH; LocalServer puts the "
-        "running interpreter's folder first, so install the missing package into this environment.",
+        "triton backend API version",
+        "the pytorch backend was built for another Triton backend API; build it from the pinned sources "
+        "(`invoke build-backend`), whose API (1.19) servers 2.51 to 2.62 accept.",
     ),
     (
         "unsupported datatype",
@@ -278,6 +283,10 @@ class Server(abc.ABC):
         with path.open(encoding="utf-8", errors="replace") as handle:
             return "".join(deque(handle, maxlen=lines)).rstrip("\n")
 
+    def backend_origin(self) -> Origin | None:
+        """Where the server's libtriton_pytorch.so came from, when this runner knows (None: it cannot tell)."""
+        return None
+
     def describe(self) -> str:
         """A few words naming this server in messages."""
         return f"the {self.kind} Triton server at {self.endpoints.http_url}"
@@ -363,7 +372,7 @@ class Server(abc.ABC):
             raise ServerError(msg) from exc
 
     def model_runtime(self, name: str) -> ModelRuntime:
-        """Which code serves the model: the official backend's library or our ``model.py`` stand-in."""
+        """Which code serves the model, as the server reports it."""
         config = self.model_config(name)
         return ModelRuntime(
             name=name, platform=config.platform, backend=config.backend, runtime=config.runtime

@@ -2,30 +2,27 @@
 
     TritonInstall.locate()   which tritonserver: argument > $TRITONSERVER > PATH > /opt/tritonserver
                              > the one inside the nvidia-pytriton wheel (server 2.51.0, runs on the CPU)
-    backend_directory()      the server's own backends when they hold libtriton_pytorch.so; otherwise a cached
-                             folder with python/ (libtriton_python.so + the stub for this Python) and our
-                             pytorch/model.py stand-in, which Triton then uses for platform "pytorch_libtorch"
+    backend directory        the server's own backends when they hold libtriton_pytorch.so (an NGC install);
+                             otherwise the official backend that `invoke build-backend` built for this torch
+                             (tritonpt.backend): one mechanism, no fallback that serves something else
     TritonFlags              the tritonserver command line, one field per flag we render
     LocalServer              the process: own process group, log to a file, SIGTERM -> wait -> SIGKILL
 
-The Python backend stub embeds an interpreter that finds its packages through the ``python3`` first on
-``PATH``, so the server runs with this interpreter's folder first on ``PATH`` (torch and numpy then come from
-the same environment as tritonpt). The wheel's shared libraries need ``nvidia_pytriton.libs`` on
-``LD_LIBRARY_PATH``; both are set for the child process only.
+A built backend runs the environment's own libtorch: ``torch/lib`` goes on the child's ``LD_LIBRARY_PATH``,
+beside the wheel's ``nvidia_pytriton.libs``. The backend links ``libtritonserver.so``, which the wheel names
+``libtritonserver-<hash>.so``; a folder in the cache holds a link under the plain name (tritonpt.backend's
+cache, ``server-libs/``). All of it is set for the child process only.
 """
 
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import importlib.util
 import os
-import secrets
 import shutil
 import signal
 import socket
 import subprocess
-import sys
 import tempfile
 import time
 import weakref
@@ -34,16 +31,14 @@ from pathlib import Path
 from typing import ClassVar, Literal
 
 from tritonpt import backend
-from tritonpt.errors import ServerError, ServerStartError
+from tritonpt.backend import BuiltBackend
+from tritonpt.errors import BackendError, ServerError, ServerStartError
 from tritonpt.server.base import Endpoints, Server, ServerKind
 from tritonpt.versions import VERSIONS
 
 TRITONSERVER_ENV = "TRITONSERVER"
 SYSTEM_TRITONSERVER = Path("/opt/tritonserver/bin/tritonserver")
-PYTHON_VERSION = f"{sys.version_info.major}.{sys.version_info.minor}"
-STUB = "triton_python_backend_stub"
-PYTHON_BACKEND_LIBRARY = "libtriton_python.so"
-OFFICIAL_PYTORCH_LIBRARY = "libtriton_pytorch.so"
+SERVER_LIBRARY = "libtritonserver.so"
 GROUP_EXIT_TIMEOUT_S = 10.0
 
 
@@ -55,12 +50,11 @@ class TritonInstall:
     version: str  # "2.51.0", or "unknown" when nothing beside the binary says
     backends: Path  # <root>/backends
     libraries: Path | None = None  # nvidia_pytriton.libs, for the wheel's server
-    stubs: Path | None = None  # <root>/python_backend_stubs/<X.Y>/, for the wheel's server
 
     @property
     def official_pytorch(self) -> bool:
-        """Whether the server's own backends hold the official LibTorch backend."""
-        return (self.backends / "pytorch" / OFFICIAL_PYTORCH_LIBRARY).is_file()
+        """Whether the server's own backends hold the official LibTorch backend (an NGC install does)."""
+        return (self.backends / "pytorch" / backend.LIBRARY).is_file()
 
     @classmethod
     def locate(cls, explicit: Path | str | None = None) -> TritonInstall:
@@ -111,17 +105,12 @@ class TritonInstall:
             version = VERSIONS.embedded.server
         else:
             version = "unknown"
-        libraries = None
-        stubs = None
-        if is_wheel:
-            libraries = root.parent.parent / "nvidia_pytriton.libs"  # site-packages/nvidia_pytriton.libs
-            stubs = root / "python_backend_stubs" / PYTHON_VERSION
+        libraries = root.parent.parent / "nvidia_pytriton.libs" if is_wheel else None  # site-packages/...
         return cls(
             binary=binary,
             version=version,
             backends=root / "backends",
             libraries=libraries if libraries is not None and libraries.is_dir() else None,
-            stubs=stubs if stubs is not None and stubs.is_dir() else None,
         )
 
 
@@ -134,72 +123,49 @@ def _embedded_binary() -> Path | None:
     return binary if binary.is_file() else None
 
 
-def default_cache() -> Path:
-    """``$XDG_CACHE_HOME/tritonpt/backends`` (``~/.cache/tritonpt/backends``)."""
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "tritonpt" / "backends"
+def pytorch_backend_for(install: TritonInstall, built: BuiltBackend | None = None) -> BuiltBackend | None:
+    """The built backend to serve with, or None when the server's own backends hold the official one.
 
-
-def backend_directory(install: TritonInstall, cache: Path | None = None) -> Path:
-    """The --backend-directory to run ``install`` with, so that pytorch models load.
-
-    The server's own ``backends/`` when it holds ``pytorch/libtriton_pytorch.so``. Otherwise a folder under
-    ``cache`` named ``<server-version>-py<X.Y>-<hash>`` (the hash covers our model.py, libtriton_python.so
-    and the stub), holding ``python/`` with the stub for this Python, ``pytorch/model.py``, and links to the
-    server's other backends. Built in a staging folder and renamed into place, so it is complete or absent.
+    Raises ``ServerStartError`` when neither the server nor the cache has one: nothing else is served.
     """
     if install.official_pytorch:
-        return install.backends
-    python = install.backends / "python"
-    if not (python / PYTHON_BACKEND_LIBRARY).is_file():
+        return None
+    if built is not None:
+        return built
+    try:
+        found = backend.find()
+    except BackendError as exc:
+        raise ServerStartError(str(exc)) from exc
+    if found is None:
+        torch = backend.Torch.locate()
         msg = (
-            f"Cannot serve pytorch models with {install.binary}, as its backends folder {install.backends} has "
-            f"neither pytorch/{OFFICIAL_PYTORCH_LIBRARY} nor python/{PYTHON_BACKEND_LIBRARY} (needed to run "
-            "tritonpt's model.py stand-in).\n"
-            "Hint: use a Triton build that ships the Python backend, e.g. the one in the nvidia-pytriton wheel."
+            f"Cannot serve pytorch_libtorch models with {install.binary}, as its backends folder {install.backends} "
+            f"has no pytorch/{backend.LIBRARY} and none is built for torch {torch.version} in "
+            f"{backend.cache_root() / 'backends'}.\n"
+            f"Hint: build the official backend with `invoke build-backend` (add --sources DIR without GitHub; "
+            f"`nox -s integration` does this itself)."
         )
         raise ServerStartError(msg)
-    stub = _stub(install)
-    digest = hashlib.sha256()
-    for part in (backend.MODEL_PY, python / PYTHON_BACKEND_LIBRARY, stub):
-        digest.update(part.read_bytes())
-    root = cache or default_cache()
-    target = root / f"{install.version}-py{PYTHON_VERSION}-{digest.hexdigest()[:12]}"
-    if target.is_dir():
-        return target
-    root.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=root))
-    try:
-        shutil.copytree(python, staging / "python", ignore=shutil.ignore_patterns(STUB))
-        shutil.copy2(stub, staging / "python" / STUB)
-        backend.install(staging)
-        for other in sorted(install.backends.iterdir()):
-            if other.is_dir() and other.name not in ("python", "pytorch"):
-                (staging / other.name).symlink_to(other, target_is_directory=True)
-        try:
-            staging.rename(target)
-        except OSError:
-            if not target.is_dir():  # not a concurrent twin that won the rename
-                raise
-    finally:
-        if staging.exists():
-            shutil.rmtree(staging)
-    return target
+    return found
 
 
-def _stub(install: TritonInstall) -> Path:
-    """The Python backend stub for the running Python: the wheel's per-version one, else the server's own."""
-    candidates = [install.stubs / STUB] if install.stubs else []
-    candidates.append(install.backends / "python" / STUB)
-    for candidate in candidates:
-        if candidate.is_file():
-            return candidate
-    msg = (
-        f"Cannot run the Python backend of {install.binary} with Python {PYTHON_VERSION}, as there is no "
-        f"{STUB} for it (looked at {', '.join(str(c) for c in candidates)}).\n"
-        "Hint: run with a Python version the nvidia-pytriton wheel ships a stub for (3.8 to 3.13)."
-    )
-    raise ServerStartError(msg)
+def server_library_folder(install: TritonInstall) -> Path | None:
+    """A folder holding ``libtritonserver.so`` -> the wheel's ``libtritonserver-<hash>.so`` (None if not needed)."""
+    if install.libraries is None or (install.libraries / SERVER_LIBRARY).exists():
+        return None
+    hashed = sorted(install.libraries.glob("libtritonserver-*.so"))
+    if not hashed:
+        msg = f"Cannot find libtritonserver-*.so in {install.libraries}; reinstall nvidia-pytriton."
+        raise ServerStartError(msg)
+    folder = backend.cache_root() / "server-libs" / hashed[0].stem
+    link = folder / SERVER_LIBRARY
+    if link.resolve() != hashed[0].resolve():
+        folder.mkdir(parents=True, exist_ok=True)
+        staged = folder / f".{SERVER_LIBRARY}.{os.getpid()}"
+        staged.unlink(missing_ok=True)
+        staged.symlink_to(hashed[0])
+        staged.replace(link)  # atomic: a concurrent start sees the old link or the new one
+    return folder
 
 
 def free_ports(count: int, host: str = "127.0.0.1") -> list[int]:
@@ -223,16 +189,14 @@ class TritonFlags:
     Defaults suit verification: explicit model control with every model loaded at startup (so the repository
     API works and each model's load error can be read), and ``exit_on_error=False`` so that one model that
     fails to load does not hide the others. Auto-complete is off: the pytorch backend cannot auto-complete
-    (reference/triton.md 3.2), and asking costs the stand-in one more stub process (a torch import) per model.
+    (reference/triton.md 3.2).
 
     On SIGTERM Triton 2.51 first waits for open HTTP connections (a client that keeps its keep-alive
-    connection open holds the stop), then unloads the models, all within ``exit_timeout_secs``; when that runs
-    out it exits at once and the Python backend's shared-memory files stay in /dev/shm (LocalServer removes
-    them, as it names them with ``shm_region_prefix``).
+    connection open holds the stop), then unloads the models, all within ``exit_timeout_secs``.
     """
 
     model_repository: Path
-    backend_directory: Path | None = None  # None: LocalServer assembles one (see backend_directory())
+    backend_directory: Path | None = None  # None: LocalServer picks one (see pytorch_backend_for())
     address: str = "127.0.0.1"  # --http-address, --grpc-address, --metrics-address
     http_port: int = 0  # 0: a free port picked at start
     grpc_port: int = 0
@@ -244,7 +208,6 @@ class TritonFlags:
     disable_auto_complete_config: bool = True
     log_verbose: int = 0
     exit_timeout_secs: int = 30  # on SIGTERM: first for open HTTP connections, then for model unloads
-    shm_region_prefix: str | None = None  # the Python backend's /dev/shm file prefix; LocalServer sets one
     extra: tuple[str, ...] = field(default=())  # more flags, rendered as given
 
     def render(self) -> list[str]:
@@ -275,8 +238,6 @@ class TritonFlags:
         ]
         if self.disable_auto_complete_config:
             args.append("--disable-auto-complete-config")
-        if self.shm_region_prefix:
-            args.append(f"--backend-config=python,shm-region-prefix-name={self.shm_region_prefix}")
         args += list(self.extra)
         return args
 
@@ -292,7 +253,7 @@ class LocalServer(Server):
         *,
         tritonserver: Path | str | None = None,
         log_path: Path | None = None,
-        cache: Path | None = None,
+        pytorch_backend: BuiltBackend | None = None,
         start_timeout: float = 240.0,
         stop_timeout: float = 45.0,
     ) -> None:
@@ -300,7 +261,7 @@ class LocalServer(Server):
         self.requested = flags
         self.flags = flags  # the effective flags (ports, backend directory) once started
         self.tritonserver = tritonserver
-        self.cache = cache
+        self.pytorch_backend = pytorch_backend  # the built one it serves with; None for the server's own
         self.start_timeout = start_timeout
         self.stop_timeout = stop_timeout
         self.install: TritonInstall | None = None
@@ -324,6 +285,10 @@ class LocalServer(Server):
         """The command line as run (or as it would run)."""
         binary = self.install.binary if self.install else Path(self.tritonserver or "tritonserver")
         return [str(binary), *self.flags.render()]
+
+    def backend_origin(self) -> backend.Origin | None:
+        """The built backend's origin; None for a server whose own backends hold it (an NGC install)."""
+        return self.pytorch_backend.origin if self.pytorch_backend is not None else None
 
     def describe(self) -> str:
         where = f", HTTP {self._endpoints.http}" if self._endpoints else ""
@@ -365,9 +330,9 @@ class LocalServer(Server):
         self.install = TritonInstall.locate(self.tritonserver)
         flags = replace(self.requested, model_repository=repository)
         if flags.backend_directory is None:
-            flags = replace(flags, backend_directory=backend_directory(self.install, self.cache))
-        if flags.shm_region_prefix is None:
-            flags = replace(flags, shm_region_prefix=f"tritonpt_{secrets.token_hex(4)}_")
+            self.pytorch_backend = pytorch_backend_for(self.install, self.pytorch_backend)
+            if self.pytorch_backend is not None:
+                flags = replace(flags, backend_directory=self.pytorch_backend.directory)
         wanted = (flags.http_port, flags.grpc_port, flags.metrics_port)
         picked = iter(free_ports(wanted.count(0), flags.address))
         http, grpc, metrics = (port or next(picked) for port in wanted)
@@ -413,35 +378,28 @@ class LocalServer(Server):
                 except subprocess.TimeoutExpired:
                     _kill_group(process.pid)
         finally:
-            _kill_group(process.pid)  # stub processes left by a crash or a kill share the group
+            _kill_group(process.pid)  # anything the server started shares the group
             process.wait()
             _wait_group_gone(process.pid, GROUP_EXIT_TIMEOUT_S)
             if self._finalizer is not None:
                 self._finalizer.detach()
-            _remove_shared_memory(self.flags.shm_region_prefix)
 
     def _environment(self) -> dict[str, str]:
+        """The child's environment: the wheel's libraries and, for a built backend, this torch's libraries."""
         env = dict(os.environ)
-        env["PATH"] = os.pathsep.join(p for p in (str(Path(sys.executable).parent), env.get("PATH")) if p)
-        if self.install is not None and self.install.libraries is not None:
-            env["LD_LIBRARY_PATH"] = os.pathsep.join(
-                p for p in (str(self.install.libraries), env.get("LD_LIBRARY_PATH")) if p
-            )
+        folders: list[str] = []
+        if self.install is not None:
+            shim = server_library_folder(self.install)
+            folders += [str(p) for p in (shim, self.install.libraries) if p is not None]
+        if self.pytorch_backend is not None:
+            folders += [str(backend.Torch.locate().lib_dir), *self.pytorch_backend.library_dirs]
+        if folders:
+            env["LD_LIBRARY_PATH"] = os.pathsep.join([*folders, *filter(None, [env.get("LD_LIBRARY_PATH")])])
         return env
 
 
-def _remove_shared_memory(prefix: str | None) -> None:
-    """Delete the Python backend's /dev/shm files a hard exit left behind (only ours: they carry our prefix)."""
-    shm = Path("/dev/shm")  # noqa: S108 - where Triton puts them; we only delete names we chose
-    if not prefix or not shm.is_dir():
-        return
-    for leftover in shm.glob(f"{prefix}*"):
-        with contextlib.suppress(OSError):
-            leftover.unlink()
-
-
 def _wait_group_gone(pgid: int, timeout: float) -> None:
-    """Wait until no process of the group is left (orphaned stubs are reaped by init, not by us)."""
+    """Wait until no process of the group is left (orphans are reaped by init, not by us)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         try:
@@ -452,6 +410,6 @@ def _wait_group_gone(pgid: int, timeout: float) -> None:
 
 
 def _kill_group(pgid: int) -> None:
-    """SIGKILL every process left in the group (the server and its Python backend stubs)."""
+    """SIGKILL every process left in the group (the server and whatever it started)."""
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pgid, signal.SIGKILL)
