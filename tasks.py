@@ -109,7 +109,9 @@ def build_image(
         "debug": "show tracebacks",
     }
 )
-def build_backend(c: Context, sources: str = "", variant: str = "cpu", force: bool = False, debug: bool = False) -> None:
+def build_backend(
+    c: Context, sources: str = "", variant: str = "cpu", force: bool = False, debug: bool = False
+) -> None:
     """Build the official Triton pytorch backend (libtriton_pytorch.so) against this environment's torch, or reuse the cached build."""
     from tritonpt import cli  # noqa: PLC0415
 

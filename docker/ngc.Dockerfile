@@ -36,6 +36,9 @@ ARG TRITON_IMAGE
 ARG TRITON_NGC
 ARG TRITON_SERVER_VERSION
 ARG TRITON_BACKEND_TORCH
+ARG TRITON_BACKEND_REF
+ARG TRITON_BACKEND_COMMIT
+ARG TRITON_BACKEND_VARIANT
 ARG TRITON_CUDA
 ARG TRITON_MIN_DRIVER
 ARG TORCH_VERSION
@@ -92,6 +95,9 @@ LABEL org.opencontainers.image.title="tritonpt Triton ${TRITON_NGC} + PyTorch" \
       io.tritonpt.ngc="${TRITON_NGC}" \
       io.tritonpt.cuda="${TRITON_CUDA}" \
       io.tritonpt.backend-torch="${TRITON_BACKEND_TORCH}" \
+      io.tritonpt.backend-ref="${TRITON_BACKEND_REF}" \
+      io.tritonpt.backend-commit="${TRITON_BACKEND_COMMIT}" \
+      io.tritonpt.backend-variant="${TRITON_BACKEND_VARIANT}" \
       io.tritonpt.min-driver="${TRITON_MIN_DRIVER}"
 
 WORKDIR /opt/tritonserver

@@ -219,7 +219,9 @@ def _program(*names: str | None) -> Path | None:
 
 def _first_line(command: Sequence[str]) -> str:
     result = subprocess.run(command, capture_output=True, text=True, check=False, timeout=30)
-    return (result.stdout or result.stderr).strip().splitlines()[0] if (result.stdout or result.stderr) else ""
+    return (
+        (result.stdout or result.stderr).strip().splitlines()[0] if (result.stdout or result.stderr) else ""
+    )
 
 
 def _check_cxx17(cxx: Path) -> None:
@@ -331,7 +333,9 @@ class BuiltBackend:
     compiler: str
     cmake_version: str
     cuda_toolkit: str | None
-    library_dirs: tuple[str, ...]  # besides torch/lib, what the library needs at run time (the CUDA toolkit's)
+    library_dirs: tuple[
+        str, ...
+    ]  # besides torch/lib, what the library needs at run time (the CUDA toolkit's)
     seconds: float  # how long the build took
     cached: bool = False  # True when this call found it in the cache
 
@@ -368,7 +372,9 @@ class BuiltBackend:
         manifest = directory / MANIFEST
         try:
             data = json.loads(manifest.read_text(encoding="utf-8"))
-            built = cls(directory=directory, cached=True, **{**data, "library_dirs": tuple(data["library_dirs"])})
+            built = cls(
+                directory=directory, cached=True, **{**data, "library_dirs": tuple(data["library_dirs"])}
+            )
         except (OSError, ValueError, TypeError, KeyError) as exc:
             msg = f"Cannot read the backend build in {directory} ({exc}); remove that folder and build again."
             raise BackendError(msg) from exc
@@ -378,7 +384,9 @@ class BuiltBackend:
         return built
 
 
-def build_key(torch: Torch, toolchain: Toolchain, variant: Variant, backend: Backend = VERSIONS.backend) -> str:
+def build_key(
+    torch: Torch, toolchain: Toolchain, variant: Variant, backend: Backend = VERSIONS.backend
+) -> str:
     """``r25.10-3281319-torch2.9.1+cu128-cpu-<hash of every input>``: the cache entry's name."""
     inputs = {
         "sources": {s.name: [s.commit, s.sha256] for s in backend.sources},
@@ -413,7 +421,9 @@ def find(
             built = BuiltBackend.read(entry)
             if built.matches(torch):
                 found.append(built)
-    wanted: tuple[Variant, ...] = (variant,) if variant else (("gpu", "cpu") if NVIDIA_DEVICE.exists() else ("cpu",))
+    wanted: tuple[Variant, ...] = (
+        (variant,) if variant else (("gpu", "cpu") if NVIDIA_DEVICE.exists() else ("cpu",))
+    )
     for kind in wanted:
         builds = sorted((b for b in found if b.variant == kind), key=lambda b: b.library.stat().st_mtime)
         if builds:
@@ -460,7 +470,11 @@ def verify(source: Source, path: Path, *, where: str) -> None:
 
 
 def fetch_sources(
-    folder: Path | None, *, cache: Path | None = None, step: Step = _quiet, backend: Backend = VERSIONS.backend
+    folder: Path | None,
+    *,
+    cache: Path | None = None,
+    step: Step = _quiet,
+    backend: Backend = VERSIONS.backend,
 ) -> dict[str, Path]:
     """Each pinned source's tarball, verified: from ``folder``, or downloaded into the cache once."""
     found: dict[str, Path] = {}
@@ -499,8 +513,11 @@ def _download(source: Source, target: Path) -> None:
     handle, name = tempfile.mkstemp(prefix=f".{source.tarball}.", dir=target.parent)
     partial = Path(name)
     try:
-        with os.fdopen(handle, "wb") as out, urllib.request.urlopen(source.url, timeout=DOWNLOAD_TIMEOUT_S) as response:  # noqa: S310 - a fixed https URL built from the pins
-            shutil.copyfileobj(response, out)
+        url = source.url  # https://github.com/..., built from the pins
+        with os.fdopen(handle, "wb") as out:
+            response = urllib.request.urlopen(url, timeout=DOWNLOAD_TIMEOUT_S)  # noqa: S310
+            with response:
+                shutil.copyfileobj(response, out)
         verify(source, partial, where=f"downloaded from {source.url}")
         partial.replace(target)
     except (urllib.error.URLError, OSError) as exc:
@@ -519,7 +536,13 @@ def _download(source: Source, target: Path) -> None:
 
 
 def configure_command(
-    *, source_dirs: Mapping[str, Path], build_dir: Path, prefix: Path, torch: Torch, toolchain: Toolchain, variant: Variant
+    *,
+    source_dirs: Mapping[str, Path],
+    build_dir: Path,
+    prefix: Path,
+    torch: Torch,
+    toolchain: Toolchain,
+    variant: Variant,
 ) -> list[str]:
     """The cmake configure line of pytorch_backend: :data:`DEFINITION` plus the paths of this build."""
     include, api_include = torch.include_dirs
@@ -598,7 +621,9 @@ def ensure(
         with contextlib.suppress(BackendError):
             return BuiltBackend.read(entry)
     tarballs = fetch_sources(sources_folder(sources), cache=root, step=step)
-    return _build(key, entry, tarballs, torch=torch, toolchain=toolchain, variant=chosen, step=step, jobs=jobs)
+    return _build(
+        key, entry, tarballs, torch=torch, toolchain=toolchain, variant=chosen, step=step, jobs=jobs
+    )
 
 
 def _build(
@@ -619,17 +644,32 @@ def _build(
         source_dirs = _unpack(tarballs, staging / "src", step)
         prefix, build_dir = staging / "rapidjson", staging / "build"
         step("configuring and installing RapidJSON (headers) into the build folder")
-        rapidjson = [str(toolchain.cmake), "-S", str(source_dirs["rapidjson"]), "-B", str(staging / "rapidjson-build")]
-        rapidjson += [f"-D{k}={v}" for k, v in {**RAPIDJSON_DEFINITION, "CMAKE_INSTALL_PREFIX": str(prefix)}.items()]
+        rapidjson = [
+            str(toolchain.cmake),
+            "-S",
+            str(source_dirs["rapidjson"]),
+            "-B",
+            str(staging / "rapidjson-build"),
+        ]
+        rapidjson += [
+            f"-D{k}={v}" for k, v in {**RAPIDJSON_DEFINITION, "CMAKE_INSTALL_PREFIX": str(prefix)}.items()
+        ]
         _checked(log, rapidjson, "configure RapidJSON")
-        _checked(log, [str(toolchain.cmake), "--install", str(staging / "rapidjson-build")], "install RapidJSON")
+        _checked(
+            log, [str(toolchain.cmake), "--install", str(staging / "rapidjson-build")], "install RapidJSON"
+        )
         source = VERSIONS.backend.pytorch_backend
         step(
             f"configuring pytorch_backend {source.ref} ({source.commit[:7]}), {variant} variant, against torch "
             f"{torch.version} in {torch.root}"
         )
         configure = configure_command(
-            source_dirs=source_dirs, build_dir=build_dir, prefix=prefix, torch=torch, toolchain=toolchain, variant=variant
+            source_dirs=source_dirs,
+            build_dir=build_dir,
+            prefix=prefix,
+            torch=torch,
+            toolchain=toolchain,
+            variant=variant,
         )
         _checked(log, configure, "configure pytorch_backend")
         parallel = str(jobs or os.cpu_count() or 2)
@@ -637,7 +677,10 @@ def _build(
         seen: set[str] = set()
 
         def progress(line: str) -> None:
-            match = re.match(r"\[\s*(\d+)%\]\s+(Building|Linking)\s+\S+\s+(?:object|(?:shared|static) (?:library|module))\s+(\S+)", line)
+            match = re.match(
+                r"\[\s*(\d+)%\]\s+(Building|Linking)\s+\S+\s+(?:object|(?:shared|static) (?:library|module))\s+(\S+)",
+                line,
+            )
             if match and match.group(3) not in seen:
                 seen.add(match.group(3))
                 step(f"  [{match.group(1):>3}%] {match.group(2).lower()} {Path(match.group(3)).name}")
@@ -729,11 +772,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         description="Build the official Triton pytorch backend (libtriton_pytorch.so) from the sources pinned in "
         "versions.toml, against this environment's torch; reuse the cached build when nothing changed.",
     )
-    parser.add_argument("--sources", type=Path, help=f"folder of the source tarballs (default ${SOURCES_ENV}, else download)")
+    parser.add_argument(
+        "--sources", type=Path, help=f"folder of the source tarballs (default ${SOURCES_ENV}, else download)"
+    )
     parser.add_argument("--variant", choices=CHOICES, default="cpu", help="cpu (default), gpu, or auto")
-    parser.add_argument("--cache", type=Path, help=f"cache folder (default ${CACHE_ENV} or ~/.cache/tritonpt)")
+    parser.add_argument(
+        "--cache", type=Path, help=f"cache folder (default ${CACHE_ENV} or ~/.cache/tritonpt)"
+    )
     parser.add_argument("--force", action="store_true", help="build even when the cache has this build")
-    parser.add_argument("--copy-to", type=Path, help="then copy the pytorch/ folder into this backends folder")
+    parser.add_argument(
+        "--copy-to", type=Path, help="then copy the pytorch/ folder into this backends folder"
+    )
     parser.add_argument("--quiet", action="store_true", help="print only the build folder")
     options = parser.parse_args(argv)
 

@@ -114,9 +114,8 @@ def build_backend(*, sources: str | None, variant: str, force: bool, debug: bool
         if variant not in backend.CHOICES:
             msg = f"--variant {variant!r}: expected one of {', '.join(backend.CHOICES)}."
             raise SpecError(msg)
-        built = backend.ensure(
-            sources=sources, variant=cast(backend.Choice, variant), force=force, step=progress
-        )
+        choice: backend.Choice = variant  # narrowed by the check against CHOICES above
+        built = backend.ensure(sources=sources, variant=choice, force=force, step=progress)
     if built.cached:
         progress(f"cached: {built.describe()} (built in {built.seconds:.1f} s)")
     out.print(f"backend  {built.library}\nkey      {built.key}")

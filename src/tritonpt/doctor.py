@@ -54,7 +54,6 @@ SERVER_BINARY = "/opt/tritonserver/bin/tritonserver"
 SERVER_LIBRARIES = "/opt/tritonserver/lib"
 BACKENDS = "/opt/tritonserver/backends"
 PYTORCH_BACKEND = f"{BACKENDS}/pytorch/libtriton_pytorch.so"
-PYTORCH_STANDIN = f"{BACKENDS}/pytorch/model.py"
 SCANNED = (SERVER_BINARY, SERVER_LIBRARIES, BACKENDS)
 """What the glibc check reads: every ELF file in (or at) these paths of the image."""
 
@@ -384,15 +383,6 @@ def check_pytorch_backend(*, tag: str, files: ImageFiles, ldd: Ran | None) -> Re
     """Every library ``libtriton_pytorch.so`` needs resolves inside the image (from ``ldd`` output)."""
     name = "pytorch backend"
     if PYTORCH_BACKEND not in files.paths:
-        if PYTORCH_STANDIN in files.paths:
-            return Result(
-                name=name,
-                status=Status.WARN,
-                finding=f"{tag} has no {PYTORCH_BACKEND}: pytorch_libtorch models are served by the Python-based "
-                f"stand-in ({PYTORCH_STANDIN}), not the official backend",
-                fix="Fine for CPU-only CI; to test the official backend, build the ngc recipe on NVIDIA's image "
-                "(`invoke build-image --recipe ngc`) and run the doctor on it.",
-            )
         return Result(
             name=name,
             status=Status.FAIL,
@@ -642,9 +632,12 @@ def run_in_image(
     command: Sequence[str],
     *,
     gpus: bool = False,
+    volumes: Sequence[str] = (),
     timeout: int = COMMAND_TIMEOUT_S,
 ) -> Ran:
     """Run ``command`` in a container of ``tag`` (entrypoint replaced, the image's environment, no network).
+
+    ``volumes`` are ``SOURCE:TARGET:ro`` bind mounts, for images that need host files at run time.
 
     The container is removed whatever happens. ``code`` is -1 when the command could not start (no such
     executable, no GPU runtime) or did not finish within ``timeout`` seconds; ``output`` then says why.
@@ -658,6 +651,8 @@ def run_in_image(
         "labels": {CONTAINER_LABEL: "1"},
         "network_disabled": True,
     }
+    if volumes:
+        options["volumes"] = list(volumes)
     if gpus:
         options["device_requests"] = [docker.types.DeviceRequest(count=-1, capabilities=[["gpu"]])]
     try:
@@ -795,12 +790,27 @@ def image_files(client: DockerClient, tag: str, scanned: Sequence[str] = SCANNED
     )
 
 
-def ldd_in_image(client: DockerClient, tag: str, path: str = PYTORCH_BACKEND) -> Ran:
+def ldd_in_image(
+    client: DockerClient, tag: str, path: str = PYTORCH_BACKEND, *, volumes: Sequence[str] = ()
+) -> Ran:
     """``ldd PATH`` inside the image (its LD_LIBRARY_PATH applies), else the dynamic loader's ``--list``."""
-    ran = run_in_image(client, tag, ["ldd", path])
+    ran = run_in_image(client, tag, ["ldd", path], volumes=volumes)
     if ran.code == -1:
-        ran = run_in_image(client, tag, ["/lib64/ld-linux-x86-64.so.2", "--list", path])
+        ran = run_in_image(client, tag, ["/lib64/ld-linux-x86-64.so.2", "--list", path], volumes=volumes)
     return ran
+
+
+def run_volumes(info: Mapping[str, Any]) -> list[str]:
+    """What a container of the image must mount to run as served: for our offline stand-ins (label
+    ``io.tritonpt.standin``), the host's site-packages, whose libtorch their pytorch backend links."""
+    from tritonpt import standin  # noqa: PLC0415 - CI's stand-ins; only images that carry their label need it
+
+    labels = (info.get("Config") or {}).get("Labels") or {}
+    if standin.LABEL not in labels:
+        return []
+    return [
+        standin.Mount(source=standin.torch_site_packages(), target=standin.CONTAINER_SITE_PACKAGES).volume()
+    ]
 
 
 def backend_of(tag: str, info: Mapping[str, Any], versions: Versions = VERSIONS) -> tuple[Backend, bool]:
@@ -1045,7 +1055,11 @@ def run(
             image_rows.append(
                 check_glibc(tag=image, glibc=glibc, files=files, glibc_error=why, backend=backend)
             )
-            ldd = ldd_in_image(facts.client, image) if PYTORCH_BACKEND in files.paths else None
+            ldd = (
+                ldd_in_image(facts.client, image, volumes=run_volumes(facts.client.api.inspect_image(image)))
+                if PYTORCH_BACKEND in files.paths
+                else None
+            )
             image_rows.append(check_pytorch_backend(tag=image, files=files, ldd=ldd))
 
     results.append(check_driver(host, backend))

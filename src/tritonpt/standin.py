@@ -2,20 +2,18 @@
 
     debootstrap Debian bookworm -> docker import          (the base:   tritonpt-standin:base-bookworm-<hash>)
       -> docker/standin.Dockerfile + the pytriton server  (the Triton: tritonpt-standin:triton-2.51.0-<hash>)
+         + the official libtriton_pytorch.so that tritonpt.backend built for the host's torch
       -> docker/ngc.Dockerfile built FROM the stand-in     (what CI tests: tritonpt-standin:ngc-<hash>)
 
 Nothing is pulled: the base comes from the Debian mirror apt already uses (``/etc/apt/sources.list.d/``), the
-server, its libraries and the Python backend from the installed ``nvidia-pytriton`` wheel (server 2.51.0),
-and the Python-based pytorch backend from ``src/tritonpt/backend/pytorch/model.py``. Each image is tagged with
-a hash of its inputs and is not rebuilt while that tag exists (``--force`` rebuilds).
+server and its libraries from the installed ``nvidia-pytriton`` wheel (server 2.51.0), and the pytorch backend
+from :func:`tritonpt.backend.ensure`, the same build `invoke build-backend` makes (no second recipe). Each image
+is tagged with a hash of its inputs and is not rebuilt while that tag exists (``--force`` rebuilds).
 
 torch is not in the images (the wheel and its CUDA libraries are gigabytes): run the container with the
 host venv's site-packages mounted read-only at ``/usr/local/lib/python3.11/dist-packages``, see
-:func:`run_settings`. Not at a folder of our own with ``PYTHONPATH``: the Python backend stub embeds an
-interpreter that ignores ``PYTHONPATH`` (seen: the variable is in the stub's environment, its ``sys.path`` lacks
-it), while Debian's python3 puts that dist-packages folder on ``sys.path`` for the stub and python3 alike, and
-before Debian's own packages. The host and the stand-in must run the same Python minor version (3.11,
-Debian bookworm's).
+:func:`run_settings`; the image's ``LD_LIBRARY_PATH`` names its ``torch/lib``, where the backend finds libtorch.
+The image's Python does not matter for that: only torch's shared libraries are used.
 
 Needs root (debootstrap), ``debootstrap`` and ``tar`` on PATH, and a Docker engine (``.ci/docker-engine.sh``).
 Usage: ``python -m tritonpt.standin --help``.
@@ -37,7 +35,8 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tritonpt import image
+from tritonpt import backend, image
+from tritonpt.backend import BuiltBackend
 from tritonpt.errors import ImageError, TritonPtError
 from tritonpt.image import DockerClient
 from tritonpt.versions import VERSIONS
@@ -46,18 +45,14 @@ REPOSITORY = "tritonpt-standin"
 """Every stand-in image is a tag of this repository (``docker images tritonpt-standin`` lists them)."""
 
 SUITE = "bookworm"
-PYTHON = "3.11"
-"""Debian bookworm's python3; the host venv whose site-packages is mounted must have the same minor version."""
-PACKAGES = ("python3", "libpython3.11", "python3-numpy", "ca-certificates")
-"""python3 runs the Python backend stub and the health check; libpython3.11 is what the stub links against."""
+PACKAGES = ("python3", "ca-certificates")
+"""python3 runs the recipes' health check (and the pytorch recipe's backend build)."""
 
 STANDIN_DOCKERFILE = image.DOCKER_DIR / "standin.Dockerfile"
 STANDIN_ENTRYPOINT = image.DOCKER_DIR / "standin-entrypoint.sh"
-PYTORCH_BACKEND = Path(__file__).resolve().parent / "backend" / "pytorch" / "model.py"
-"""The Python-based pytorch backend copied to ``/opt/tritonserver/backends/pytorch/model.py``."""
 
-CONTAINER_SITE_PACKAGES = f"/usr/local/lib/python{PYTHON}/dist-packages"
-"""Where the host's site-packages goes: a folder Debian's python3 (and the backend stub) already search first."""
+CONTAINER_SITE_PACKAGES = "/opt/tritonpt/site-packages"
+"""Where the host's site-packages goes; the stand-in's LD_LIBRARY_PATH names its torch/lib."""
 CONTAINER_MODELS = "/models"
 LABEL = "io.tritonpt.standin"
 """Label of the stand-in images (``base`` or ``triton``; images built FROM them inherit it).
@@ -184,15 +179,9 @@ def run_settings(repository: Path, *, site_packages: Path | None = None) -> RunS
     """Mounts and environment for running a stand-in based container on ``repository``.
 
     - the model repository, read-only, at ``/models`` (it must be readable by uid 1000, the image's user);
-    - the host's site-packages (torch, numpy), read-only, at ``/usr/local/lib/python3.11/dist-packages``, so
-      the Python backend stub imports the host's torch (no environment variable needed or honoured).
+    - the host's site-packages, read-only, at ``/opt/tritonpt/site-packages``: the backend's libtorch is its
+      ``torch/lib`` (on the image's ``LD_LIBRARY_PATH``), which finds its CUDA libraries beside it.
     """
-    if sys.version_info[:2] != tuple(int(p) for p in PYTHON.split(".")):
-        msg = (
-            f"Cannot mount this Python's packages into the stand-in: it runs Python {PYTHON} and this is "
-            f"{sys.version_info[0]}.{sys.version_info[1]}; run the tests from a Python {PYTHON} venv."
-        )
-        raise ImageError(msg)
     site = site_packages or torch_site_packages()
     return RunSettings(
         mounts=(
@@ -202,14 +191,17 @@ def run_settings(repository: Path, *, site_packages: Path | None = None) -> RunS
     )
 
 
-def ngc_build_args(triton_tag: str) -> dict[str, str]:
+def ngc_build_args(triton_tag: str, built: BuiltBackend) -> dict[str, str]:
     """Overrides for building docker/ngc.Dockerfile on the stand-in, with labels that tell the truth about it."""
     return {
         "TRITON_IMAGE": triton_tag,
         "TRITON_NGC": VERSIONS.embedded.ngc,
         "TRITON_SERVER_VERSION": VERSIONS.embedded.server,
-        # The stand-in's pytorch backend runs the host's torch, mounted at run time; it has no CUDA.
-        "TRITON_BACKEND_TORCH": f"{VERSIONS.pytorch.torch} (host, mounted)",
+        # The stand-in's pytorch backend was built against the host's torch, mounted at run time; no CUDA.
+        "TRITON_BACKEND_TORCH": built.torch_version,
+        "TRITON_BACKEND_REF": built.ref,
+        "TRITON_BACKEND_COMMIT": built.commit,
+        "TRITON_BACKEND_VARIANT": built.variant,
         "TRITON_CUDA": "none",
         "TRITON_MIN_DRIVER": "none",
     }
@@ -337,34 +329,25 @@ def _place(source: Path, target: Path) -> None:
         shutil.copy2(source, target)
 
 
-def stage_triton_context(dest: Path, *, pytorch_backend: Path | None = None) -> dict[str, str]:
+def stage_triton_context(dest: Path, *, pytorch_backend: BuiltBackend) -> dict[str, str]:
     """Lay out the stand-in's build context in ``dest``; return ``{relative path: sha256}`` of every file.
 
     The context holds only what the image gets: the recipe, the entrypoint, ``tritonserver/`` (bin, lib,
-    backends/python, caches/local, python_backend_stubs) and ``pytorch/`` (model.py, or a note saying it is
-    missing). Never the repository. ``pytorch_backend`` defaults to :data:`PYTORCH_BACKEND`.
+    caches/local) and ``pytorch/`` (the built ``libtriton_pytorch.so`` and its ``build.json``). Never the
+    repository.
     """
     server, libs = pytriton_server()
-    pytorch_backend = pytorch_backend or PYTORCH_BACKEND
     _place(STANDIN_DOCKERFILE, dest / "Dockerfile")
     _place(STANDIN_ENTRYPOINT, dest / "standin-entrypoint.sh")
-    for folder in ("bin", "backends/python", "caches/local", "python_backend_stubs"):
+    for folder in ("bin", "caches/local"):
         for path in sorted((server / folder).rglob("*")):
             if path.is_file() and "__pycache__" not in path.parts:
                 _place(path, dest / "tritonserver" / path.relative_to(server))
     for path in sorted(libs.iterdir()):
         if path.is_file():
             _place(path, dest / "tritonserver" / "lib" / path.name)
-    if pytorch_backend.is_file():
-        _place(pytorch_backend, dest / "pytorch" / "model.py")
-    else:
-        note = dest / "pytorch" / "MISSING.txt"
-        note.parent.mkdir(parents=True, exist_ok=True)
-        note.write_text(
-            f"{pytorch_backend} did not exist when this stand-in was built: platform pytorch_libtorch models "
-            "will not load. Rebuild with `python -m tritonpt.standin` once it exists.\n",
-            encoding="utf-8",
-        )
+    _place(pytorch_backend.library, dest / "pytorch" / backend.LIBRARY)
+    _place(pytorch_backend.directory / backend.MANIFEST, dest / "pytorch" / backend.MANIFEST)
     digests: dict[str, str] = {}
     for path in sorted(dest.rglob("*")):
         if path.is_file():
@@ -373,13 +356,17 @@ def stage_triton_context(dest: Path, *, pytorch_backend: Path | None = None) -> 
     return digests
 
 
-def triton_build_args(base: str) -> dict[str, str]:
-    """The values of docker/standin.Dockerfile's ARGs (from versions.toml ``[embedded]``)."""
+def triton_build_args(base: str, built: BuiltBackend) -> dict[str, str]:
+    """The values of docker/standin.Dockerfile's ARGs (versions.toml ``[embedded]`` and the built backend)."""
     return {
         "STANDIN_BASE": base,
         "PYTRITON_VERSION": VERSIONS.embedded.pytriton,
         "EMBEDDED_SERVER_VERSION": VERSIONS.embedded.server,
         "EMBEDDED_NGC": VERSIONS.embedded.ngc,
+        "SITE_PACKAGES": CONTAINER_SITE_PACKAGES,
+        "BACKEND_REF": built.ref,
+        "BACKEND_COMMIT": built.commit,
+        "BACKEND_TORCH": built.torch_version,
     }
 
 
@@ -387,18 +374,18 @@ def build_triton(
     client: DockerClient,
     *,
     base: str,
-    pytorch_backend: Path | None = None,
+    pytorch_backend: BuiltBackend,
     workdir: Path | None = None,
     force: bool = False,
     no_cache: bool = False,
     on_line: image.OnLine | None = None,
 ) -> StandinImage:
-    """The Triton stand-in, FROM ``base``; skipped when an image with the same inputs exists."""
+    """The Triton stand-in, FROM ``base``, holding ``pytorch_backend``; skipped when the same inputs exist."""
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="tritonpt-standin-ctx-", dir=workdir) as tmp:
         context = Path(tmp)
         digests = stage_triton_context(context, pytorch_backend=pytorch_backend)
-        args = triton_build_args(base)
+        args = triton_build_args(base, pytorch_backend)
         tag = f"{REPOSITORY}:triton-{VERSIONS.embedded.server}-{_digest({'files': digests, 'args': args})}"
         if not force and _existing(client, tag) is not None:
             return _result(client, "triton", tag, cached=True, seconds=0.0)
@@ -410,13 +397,15 @@ def build_ngc_on(
     client: DockerClient,
     *,
     triton: str,
+    pytorch_backend: BuiltBackend,
     force: bool = False,
     no_cache: bool = False,
     on_line: image.OnLine | None = None,
 ) -> StandinImage:
     """The project's docker/ngc.Dockerfile built FROM the Triton stand-in (what CI runs and tests)."""
     recipe = image.recipe_path("ngc").read_text(encoding="utf-8")
-    args = image.build_args_for(recipe, overrides=ngc_build_args(triton), source="docker/ngc.Dockerfile")
+    overrides = ngc_build_args(triton, pytorch_backend)
+    args = image.build_args_for(recipe, overrides=overrides, source="docker/ngc.Dockerfile")
     tag = f"{REPOSITORY}:ngc-{_digest({'recipe': recipe, 'args': args})}"
     if not force and not no_cache and _existing(client, tag) is not None:
         return _result(client, "ngc", tag, cached=True, seconds=0.0)
@@ -424,7 +413,7 @@ def build_ngc_on(
     built = image.build_image(
         recipe="ngc",
         tag=tag,
-        build_args=ngc_build_args(triton),
+        build_args=overrides,
         no_cache=no_cache,
         on_line=on_line,
         client=client,
@@ -436,21 +425,29 @@ def build_all(
     client: DockerClient | None = None,
     *,
     mirror: str | None = None,
-    pytorch_backend: Path | None = None,
+    sources: Path | None = None,
     recipe: bool = True,
     force: bool = False,
     workdir: Path | None = None,
     on_line: image.OnLine | None = None,
 ) -> list[StandinImage]:
-    """Base, Triton stand-in and (with ``recipe``) docker/ngc.Dockerfile on top, each skipped when cached."""
+    """Base, Triton stand-in and (with ``recipe``) docker/ngc.Dockerfile on top, each skipped when cached.
+
+    The pytorch backend is :func:`tritonpt.backend.ensure`'s CPU build for this torch (built if not cached).
+    """
     client = client or image.docker_client()
+    pytorch_backend = backend.ensure(sources=sources, step=on_line or (lambda _: None))
     base = build_base(client, mirror=mirror, workdir=workdir, force=force, on_line=on_line)
     triton = build_triton(
         client, base=base.tag, pytorch_backend=pytorch_backend, workdir=workdir, force=force, on_line=on_line
     )
     built = [base, triton]
     if recipe:
-        built.append(build_ngc_on(client, triton=triton.tag, force=force, on_line=on_line))
+        built.append(
+            build_ngc_on(
+                client, triton=triton.tag, pytorch_backend=pytorch_backend, force=force, on_line=on_line
+            )
+        )
     return built
 
 
@@ -478,8 +475,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         prog="python -m tritonpt.standin",
         description=(
             "Build, without any registry, a Debian bookworm base (debootstrap + docker import), a Triton "
-            f"stand-in on it (server {VERSIONS.embedded.server} from nvidia-pytriton {VERSIONS.embedded.pytriton}, "
-            "the Python backend, our Python-based pytorch backend) and docker/ngc.Dockerfile built on that. "
+            f"stand-in on it (server {VERSIONS.embedded.server} from nvidia-pytriton {VERSIONS.embedded.pytriton} "
+            "and the official libtriton_pytorch.so built for this torch) and docker/ngc.Dockerfile built on that. "
             "Images already built from the same inputs are reused. Needs root and a Docker engine."
         ),
         epilog=(
@@ -491,10 +488,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--mirror", help="Debian mirror for debootstrap (default: the one apt uses)")
     parser.add_argument(
-        "--pytorch-backend",
+        "--sources",
         type=Path,
-        default=PYTORCH_BACKEND,
-        help=f"the Python-based pytorch backend to install (default: {PYTORCH_BACKEND})",
+        help=f"folder of the pytorch backend's source tarballs (default ${backend.SOURCES_ENV}, else GitHub)",
     )
     parser.add_argument(
         "--no-recipe", action="store_true", help="do not build docker/ngc.Dockerfile on the stand-in"
@@ -523,7 +519,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         built = build_all(
             client,
             mirror=options.mirror,
-            pytorch_backend=options.pytorch_backend,
+            sources=options.sources,
             recipe=not options.no_recipe,
             force=options.force,
             workdir=options.workdir,
@@ -553,7 +549,7 @@ def run_settings_example() -> list[str]:
     settings = RunSettings(
         mounts=(
             Mount(source=Path("<model repository>"), target=CONTAINER_MODELS),
-            Mount(source=Path("<venv>/lib/python3.11/site-packages"), target=CONTAINER_SITE_PACKAGES),
+            Mount(source=Path("<venv>/lib/python3.X/site-packages"), target=CONTAINER_SITE_PACKAGES),
         ),
     )
     return settings.docker_run("<tag>")

@@ -99,7 +99,9 @@ class Backend:
         for source in self.sources:
             if source.name == name:
                 return source
-        msg = f"versions.toml [backend] has no source named {name!r} (it has {[s.name for s in self.sources]})."
+        msg = (
+            f"versions.toml [backend] has no source named {name!r} (it has {[s.name for s in self.sources]})."
+        )
         raise KeyError(msg)
 
     @property
@@ -142,6 +144,10 @@ class Versions:
             "TRITON_IMAGE": release.image,
             "TRITON_FULL_IMAGE": release.full_image,
             "TRITON_BACKEND_TORCH": release.backend_torch,
+            # NVIDIA builds the release's backend from its pytorch_backend branch; the exact commit is not published.
+            "TRITON_BACKEND_REF": f"r{release.ngc}",
+            "TRITON_BACKEND_COMMIT": "unpublished (NVIDIA's build)",
+            "TRITON_BACKEND_VARIANT": "gpu",
             "TRITON_CUDA": release.cuda,
             "TRITON_MIN_DRIVER": release.min_driver,
             "PYTORCH_IMAGE": self.pytorch.image,

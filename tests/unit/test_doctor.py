@@ -200,11 +200,7 @@ def test_backend_libraries_report_version_needs_ldd_prints() -> None:
     assert "GLIBCXX_3.4.32 (required by /opt/tritonserver/backends/pytorch/libtorch_cpu.so)" in result.finding
 
 
-def test_backend_stand_in_warns_and_no_backend_fails() -> None:
-    standin = ImageFiles(needs=(), elf_files=1, paths=frozenset({doctor.PYTORCH_STANDIN}))
-    result = doctor.check_pytorch_backend(tag="t", files=standin, ldd=None)
-    assert result.status is Status.WARN
-    assert "served by the Python-based stand-in" in result.finding
+def test_no_backend_fails() -> None:
     result = doctor.check_pytorch_backend(tag="t", files=_files(), ldd=None)
     assert result.status is Status.FAIL
     assert "unable to find backend library for backend 'pytorch'" in result.finding

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from tritonpt import image, standin
+from tritonpt.backend import BuiltBackend
 from tritonpt.errors import DockerUnavailable, ImageError
 from tritonpt.versions import VERSIONS
 
@@ -62,9 +63,9 @@ def test_every_recipe_arg_comes_from_versions(name: str) -> None:
     assert set(declared) <= set(available), set(declared) - set(available)
 
 
-def test_standin_args_are_the_ones_standin_passes() -> None:
+def test_standin_args_are_the_ones_standin_passes(pytorch_backend: BuiltBackend) -> None:
     declared = image.declared_args(standin.STANDIN_DOCKERFILE.read_text(encoding="utf-8"))
-    assert set(declared) == set(standin.triton_build_args("base:tag"))
+    assert set(declared) == set(standin.triton_build_args("base:tag", pytorch_backend))
 
 
 @pytest.mark.parametrize("name", sorted(ALL_DOCKERFILES))
@@ -187,19 +188,21 @@ def test_standin_tags_follow_their_inputs() -> None:
     assert a.startswith(f"{standin.REPOSITORY}:base-bookworm-")
 
 
-def test_stage_triton_context_holds_only_what_the_image_gets(tmp_path: Path) -> None:
-    model = tmp_path / "model.py"
-    model.write_text("# backend\n", encoding="utf-8")
+def test_stage_triton_context_holds_only_what_the_image_gets(
+    tmp_path: Path, pytorch_backend: BuiltBackend
+) -> None:
     context = tmp_path / "context"
-    digests = standin.stage_triton_context(context, pytorch_backend=model)
+    digests = standin.stage_triton_context(context, pytorch_backend=pytorch_backend)
     tops = {Path(p).parts[0] for p in digests}
     assert tops == {"Dockerfile", "standin-entrypoint.sh", "tritonserver", "pytorch"}
-    assert "pytorch/model.py" in digests
+    assert sorted(p for p in digests if p.startswith("pytorch/")) == [
+        "pytorch/build.json",
+        "pytorch/libtriton_pytorch.so",
+    ]
+    assert (context / "pytorch" / "libtriton_pytorch.so").read_bytes() == pytorch_backend.library.read_bytes()
     assert "tritonserver/bin/tritonserver" in digests
-    assert f"tritonserver/python_backend_stubs/{standin.PYTHON}/triton_python_backend_stub" in digests
+    assert not any("python" in p.split("/")[1] for p in digests if p.startswith("tritonserver/backends"))
     assert sum(p.stat().st_size for p in context.rglob("*") if p.is_file()) < 400e6
-    missing = standin.stage_triton_context(tmp_path / "other", pytorch_backend=tmp_path / "absent.py")
-    assert "pytorch/MISSING.txt" in missing
 
 
 def test_run_settings_mount_repository_and_host_packages(tmp_path: Path) -> None:
@@ -207,17 +210,20 @@ def test_run_settings_mount_repository_and_host_packages(tmp_path: Path) -> None
     volumes = [m.volume() for m in settings.mounts]
     assert volumes == [
         f"{tmp_path.resolve()}:/models:ro",
-        f"{(tmp_path / 'site').resolve()}:/usr/local/lib/python3.11/dist-packages:ro",
+        f"{(tmp_path / 'site').resolve()}:/opt/tritonpt/site-packages:ro",
     ]
     command = settings.docker_run("some:tag")
     assert command[-1] == "some:tag"
     assert "127.0.0.1::8000" in command
 
 
-def test_ngc_build_args_on_standin_are_declared_by_the_recipe() -> None:
+def test_ngc_build_args_on_standin_are_declared_by_the_recipe(pytorch_backend: BuiltBackend) -> None:
     text = RECIPES["ngc"].read_text(encoding="utf-8")
-    args = image.build_args_for(text, overrides=standin.ngc_build_args("tritonpt-standin:triton-x"))
+    args = image.build_args_for(
+        text, overrides=standin.ngc_build_args("tritonpt-standin:triton-x", pytorch_backend)
+    )
     assert args["TRITON_IMAGE"] == "tritonpt-standin:triton-x"
+    assert args["TRITON_BACKEND_COMMIT"] == VERSIONS.backend.pytorch_backend.commit
     assert args["TRITON_SERVER_VERSION"] == VERSIONS.embedded.server
     assert args["TRITON_NGC"] == VERSIONS.embedded.ngc
 
@@ -228,4 +234,4 @@ def test_standin_has_help() -> None:
     )
     assert result.returncode == 0, result.stderr
     assert "debootstrap" in result.stdout
-    assert "/usr/local/lib/python3.11/dist-packages:ro" in result.stdout
+    assert "/opt/tritonpt/site-packages:ro" in result.stdout

@@ -121,7 +121,9 @@ def test_without_a_built_backend_the_wheels_server_is_not_started(
 ) -> None:
     install = embedded()
     monkeypatch.setenv("TRITONPT_CACHE", str(tmp_path / "empty-cache"))
-    with pytest.raises(ServerStartError, match=r"has no pytorch/libtriton_pytorch\.so and none is built") as failure:
+    with pytest.raises(
+        ServerStartError, match=r"has no pytorch/libtriton_pytorch\.so and none is built"
+    ) as failure:
         pytorch_backend_for(install)
     assert "Hint: build the official backend with `invoke build-backend`" in str(failure.value)
     repository = tmp_path / "repository"
@@ -132,7 +134,9 @@ def test_without_a_built_backend_the_wheels_server_is_not_started(
     assert refused.pid is None  # nothing else was started in its place
 
 
-def test_the_wheels_server_library_gets_its_plain_name(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_wheels_server_library_gets_its_plain_name(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     install = embedded()
     monkeypatch.setenv("TRITONPT_CACHE", str(tmp_path))
     folder = server_library_folder(install)
@@ -262,7 +266,9 @@ def local(repository: Path, tmp_path: Path, pytorch_backend: BuiltBackend) -> It
 
 
 @pytest.mark.slow
-def test_local_server_lifecycle_and_a_url_view_of_it(local: LocalServer, pytorch_backend: BuiltBackend) -> None:
+def test_local_server_lifecycle_and_a_url_view_of_it(
+    local: LocalServer, pytorch_backend: BuiltBackend
+) -> None:
     with local:
         assert local.is_alive()
         assert local.is_live()

@@ -37,7 +37,6 @@ def test_container_flags_point_inside_the_container_and_keep_the_rest() -> None:
         http_port=9000,
         exit_on_error=True,
         log_verbose=1,
-        shm_region_prefix="x_",
     )
     flags = container_flags(given)
     args = flags.render()

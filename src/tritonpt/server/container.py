@@ -38,6 +38,7 @@ from testcontainers.core.labels import SESSION_ID
 from testcontainers.core.wait_strategies import LogMessageWaitStrategy
 
 from tritonpt import image, standin
+from tritonpt.backend import Origin
 from tritonpt.errors import ImageError, ServerError, ServerStartError, TritonPtError
 from tritonpt.image import DockerClient
 from tritonpt.server.base import Endpoints, Gpus, Server, ServerKind
@@ -94,7 +95,6 @@ def container_flags(flags: TritonFlags) -> TritonFlags:
         http_port=HTTP_PORT,
         grpc_port=GRPC_PORT,
         metrics_port=METRICS_PORT,
-        shm_region_prefix=None,  # /dev/shm is the container's own
     )
 
 
@@ -334,8 +334,8 @@ class ContainerServer(Server):
       start); until then ``docker logs`` has it and :meth:`log_tail` reads it from there.
     - ``bind_address``: the host address the ports are published on; ``0.0.0.0`` for an engine on another
       machine (the endpoints then use the engine's host).
-    - Images labelled ``io.tritonpt.standin`` (our offline stand-ins) also get the host's site-packages mounted,
-      as they carry no torch (:func:`tritonpt.standin.run_settings`).
+    - Images labelled ``io.tritonpt.standin`` (our offline stand-ins) also get the host's site-packages mounted:
+      their pytorch backend runs the host's libtorch (:func:`tritonpt.standin.run_settings`).
     """
 
     kind: ClassVar[ServerKind] = "container"
@@ -378,6 +378,7 @@ class ContainerServer(Server):
         self._client: DockerClient | None = None
         self._container: BoundContainer | None = None
         self._id: str | None = None
+        self._labels: dict[str, str] = {}  # the image's, read at start
         self._stopped = False
 
     # --- Server ---------------------------------------------------------------------------------------------------
@@ -404,6 +405,19 @@ class ContainerServer(Server):
                 raw: bytes = self._client.api.logs(self._id, stdout=True, stderr=True, tail=lines)
                 return raw.decode("utf-8", errors="replace").rstrip("\n")
         return super().log_tail(lines)
+
+    def backend_origin(self) -> Origin | None:
+        """From the image's ``io.tritonpt.backend-*`` labels (our recipes set them); None without them."""
+        labels = self._labels
+        ref = labels.get("io.tritonpt.backend-ref")
+        if not ref:
+            return None
+        return Origin(
+            ref=ref,
+            commit=labels.get("io.tritonpt.backend-commit", ""),
+            torch=labels.get("io.tritonpt.backend-torch", ""),
+            variant=labels.get("io.tritonpt.backend-variant", ""),
+        )
 
     def describe(self) -> str:
         if self._id is None:
@@ -477,7 +491,8 @@ class ContainerServer(Server):
             )
             raise ServerStartError(msg) from None
         config = info.get("Config") or {}
-        self.standin = standin.LABEL in (config.get("Labels") or {})
+        self._labels = dict(config.get("Labels") or {})
+        self.standin = standin.LABEL in self._labels
         check_readable(repository, str(config.get("User") or ""))
         mounts = self._mounts(repository)
         devices = gpu_requests(client, self.gpus, image_tag=self.image)
@@ -524,7 +539,7 @@ class ContainerServer(Server):
         try:
             return standin.run_settings(repository).mounts
         except ImageError as exc:
-            msg = f"{exc}\nHint: {self.image} is a tritonpt stand-in (label {standin.LABEL}): it runs the host's torch."
+            msg = f"{exc}\nHint: {self.image} is a tritonpt stand-in (label {standin.LABEL}): it runs the host's libtorch."
             raise ServerStartError(msg) from exc
 
     def _created_id(self) -> str | None:
