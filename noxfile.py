@@ -4,7 +4,9 @@
     nox -s unit          fast tests with real torch and real protobuf
     nox -s integration   export the built-in models, build (or reuse) the official pytorch backend, start
                          Triton with it, run the integration matrix
-    nox -s container     our image built on offline stand-ins, the doctor, the matrix in a container
+    nox -s differential  the validator's verdict on each broken repository against the real server's
+    nox -s container     our image built on offline stand-ins, the doctor, the matrix in a container;
+                         docker/pytorch.Dockerfile's backend stage on a stand-in of its devel base
     nox -s gpu           (GPU runners) build the real image, doctor, the matrix in a GPU container, strict
 
 Every session installs the exact torch pins from src/tritonpt/versions.toml. The uv backend hard-links
@@ -90,6 +92,17 @@ def integration(session: nox.Session) -> None:
 
 
 @nox.session(python=PYTHON)
+def differential(session: nox.Session) -> None:
+    """The validator held against the real server: every rule's broken repository loaded and inferred by Triton.
+
+    Writes reports/differential.md: each mutation, what Triton did with it, what `invoke validate` said.
+    """
+    _install(session, "test")
+    session.run("invoke", "build-backend")
+    _pytest(session, "tests/differential", "--junitxml=reports/differential-junit.xml", *session.posargs)
+
+
+@nox.session(python=PYTHON)
 def container(session: nox.Session) -> None:
     """Container lane without a registry: stand-in bases built offline, our ngc recipe on them, doctor, matrix.
 
@@ -104,7 +117,15 @@ def container(session: nox.Session) -> None:
     session.run("invoke", "build-backend")
     _pytest(session, "tests/docker", *session.posargs)
     tag = session.run(
-        "python", "-m", "tritonpt.standin", "--quiet", "--prune", "--print-tag", "ngc", silent=True
+        "python",
+        "-m",
+        "tritonpt.standin",
+        "--quiet",
+        "--pytorch-devel",
+        "--prune",
+        "--print-tag",
+        "ngc",
+        silent=True,
     )
     image = str(tag).strip().splitlines()[-1]
     session.run("invoke", "export")

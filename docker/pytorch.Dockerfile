@@ -1,109 +1,49 @@
 # Triton on the user's own PyTorch image: pytorch/pytorch:2.9.1-cuda12.8-cudnn9-runtime extended with Triton
-# server 2.51.0 and a pytorch backend compiled against that image's libtorch. Use it when the host driver is
-# older than the R580 that the NGC 25.10 image needs (CUDA 12.8 needs R570, or R525+ with minor-version
+# server 2.51.0 and the official pytorch backend compiled against that image's libtorch. Use it when the host
+# driver is older than the R580 that the NGC 25.10 image needs (CUDA 12.8 needs R570, or R525+ with minor-version
 # compatibility), or when the server must run the very torch the models were exported with.
 #
-#   invoke build-image --recipe pytorch
-#   docker build -t tritonpt:pytorch-2.9.1 --build-arg PYTORCH_IMAGE=... (every ARG below) - < docker/pytorch.Dockerfile
+#   invoke build-image --recipe pytorch [--sources DIR]     (the build context is made by tritonpt.image)
 #   docker run --gpus all --shm-size=1g -p 8000:8000 -p 8001:8001 -p 8002:8002 \
 #       -v "$PWD/model_repository:/models:ro" tritonpt:pytorch-2.9.1
 #
-# STATUS: THIS RECIPE HAS NOT BEEN BUILT YET. No registry is reachable from the machines this project is developed on;
-# each choice below rests on the sources named, and the recipe checks at build time what it can (RUN steps
-# that fail with a sentence). Run `invoke build-image --recipe pytorch` on a networked machine before trusting it.
+# One build definition: the backend stage runs `python3 -m tritonpt.backend`, the code behind
+# `invoke build-backend`, on the pinned sources of versions.toml [backend] (pytorch_backend, backend, core,
+# common at r25.10, RapidJSON, googletest; sha256 checked) with CMake from the PyPI wheel. The context carries
+# all of them, so the stage needs no GitHub and no PyPI. r25.10's backend API (1.19) is the server's.
 #
-# Why each choice (sources: shared/reference/triton.md sections 1.3, 2.1-2.4, 4; shared/FACTS.md):
-# 1. The base is Ubuntu 22.04, glibc 2.35: pytorch/pytorch's Dockerfile builds its runtime stage FROM
-#    ubuntu:22.04 with PYTHON_VERSION=3.11 and pip-installs torch into /opt/conda (pytorch/pytorch Dockerfile,
-#    stages conda-installs and official), so torch's CUDA 12.8 libraries are the nvidia-* wheels in
-#    /opt/conda/lib/python3.11/site-packages/nvidia. The recipe asks python for these paths instead of
-#    assuming them.
-# 2. The server cannot come from NGC 25.10 (server 2.62.0): every Triton image from 24.11 on is Ubuntu 24.04
-#    (glibc 2.39), and its binaries need glibc symbols newer than 2.35. Its CUDA 13 libtorch would also need R580.
-#    24.10 (2.51.0) is the newest Ubuntu 22.04 release. Its server is taken from the nvidia-pytriton wheel,
-#    which pytriton's build copies out of the NGC tritonserver 24.10 image (pytriton scripts/build_triton.sh,
-#    extract_triton.sh) and makes self-contained (auditwheel, manylinux_2_35; at most GLIBC_2.34, checked here
-#    with objdump). That makes the wheel a ~55 MB pip download instead of a ~10 GB NGC pull. It also carries the
-#    Python backend and a backend stub for each Python 3.8-3.13. FACTS.md: it serves models on a glibc 2.36 host.
-# 3. 24.10's own pytorch backend bundles libtorch 2.5.0a0, too old for TorchScript saved by 2.9 (newer
-#    operators and upgraders). So the backend is compiled from triton-inference-server/pytorch_backend,
-#    branch r24.10 (the same tag for its core, backend and common dependencies), against the base's libtorch
-#    in LIB_PATHS mode (README, "Build the PyTorch Backend With Custom PyTorch"). r24.10 matches the
-#    server's backend API: TRITONBACKEND_ApiVersion of the wheel's libtritonserver answers 1.19, checked
-#    here. A backend built from a newer branch may need a newer minor and would be refused ("triton backend API
-#    version does not support this backend").
-#    - TRITON_PYTORCH_ENABLE_TORCHVISION=OFF: the wheel has no libtorchvision.so, and linking fails with
-#      `cannot find -ltorchvision` otherwise (pytorch_backend issues #3010, #3058).
-#    - The compile needs the CUDA toolkit (find_package(CUDAToolkit REQUIRED) with TRITON_ENABLE_GPU=ON), so
-#      it runs in the -devel twin of the base (same /opt/conda, same torch, plus /usr/local/cuda 12.8).
-#    - Only libtriton_pytorch.so is kept. `make install` would copy libtorch* next to it and patchelf their
-#      RPATH to $ORIGIN, which cuts them off from the nvidia/* wheels (reference 2.3). Instead the backend's
-#      RPATH points at the base's own torch/lib and nvidia/cuda_runtime/lib.
-#    - The backend links libtritonserver.so (core's server stub). The wheel's server library is called
-#      libtritonserver-<hash>.so (auditwheel), so the NEEDED entry is rewritten to that name.
-#    - ABI: torch 2.9.1 wheels use the CXX11 ABI (torch.compiled_with_cxx11_abi() is True, checked), like
-#      Triton and GCC 11's default.
-#    - torch 2.9.1 still has the C++ API that pytorch_backend's libtorch.cc calls. Checked here: a probe that
-#      includes the headers libtorch_utils.h includes (among them torch/csrc/jit/codegen/cuda/interface.h) and
-#      makes every torch call of libtorch.cc compiled with g++ 12 -std=c++17 against the 2.9.1 wheel. The
-#      2023 monolithic libtorch.cc (the newest revision found) was used; the r24.10 revision itself could not be
-#      identified. Those calls are jit::load(istream, device), get_method().function().getSchema(), the
-#      executor, profiling and fuser switches, fuser::cuda::setEnabled, InferenceMode, from_blob, IValue tuple,
-#      list and dict access, getStreamFromExternal, setCurrentCUDAStream and CUDACachingAllocator::emptyCache.
-#      The probe also linked, loaded a TorchScript file saved by torch 2.9.1 and ran it on the CPU.
-#      fuser::cuda::setEnabled is deprecated in 2.9 (a runtime warning only).
-# 4. Final stage: the runtime base plus /opt/tritonserver; no compiler, no CUDA toolkit. A RUN step fails the
-#    build if ldd finds an unresolved library for tritonserver, the Python backend stub or the new backend.
+# SEEN (2026-12-01, CPU only): CI builds the backend stage (`--target backend`, BACKEND_VARIANT=cpu) on an offline
+#   stand-in of the devel base (Debian bookworm with the same torch 2.9.1 wheel); the same code built outside
+#   Docker serves the integration matrix on server 2.51.0 with parity error 0.
+# UNVERIFIED: the real pytorch/pytorch bases (no registry here); the GPU variant in this stage (CUDA 12.8
+#   toolkit of the devel image); stages 2 and 3 (they pip-install nvidia-pytriton); two CUDA runtimes in one
+#   process (the server's bundled cudart 12.6 and torch's 12.8) on a GPU.
 #
-# SEEN on the CPU (2026-11-30, outside this repository; no third-party code is kept here): a CPU-only
-#   libtriton_pytorch.so compiled with g++ from stored revisions of pytorch_backend (the single-file 2023
-#   libtorch.cc), backend, core (backend API 1.19) and common, against the torch 2.9.1 wheel: no compile error and
-#   no change to the torch-facing code. Linked against the wheel's libtritonserver, server 2.51.0 loaded all five
-#   built-in models with it (backend API 1.19 on both sides), and the integration matrix passed against it with
-#   --strict-backend: 59 passed, 6 GPU-only skips, parity error 0 on every output over HTTP and gRPC.
-#   The GPU variant of libtorch.cc also compiled (not linked, not run).
-# UNVERIFIED, in order of risk:
-#   a. The exact r24.10 revisions through this recipe's CMake build (the revisions above were the nearest
-#      stored ones; the CMake path, its FetchContent of core/backend/common and the GPU link were not run).
-#   b. Two CUDA runtimes in one process: the server's libcudart 12.6 (bundled, hashed soname) and torch's
-#      12.8. Both sit on the same driver context, so pointers should pass between them; not seen on a GPU.
-#   c. The FetchContent clone of core/backend/common at r24.10 and `git clone` need GitHub at build time.
-#   d. The exact python minor of the 2.9.1 images (3.11 is the pytorch Dockerfile's default). The recipe
-#      derives every path from `python`, so another minor changes nothing but the stub it picks.
-#
-# Build arguments: all from src/tritonpt/versions.toml through tritonpt.image.recipe_build_args
-# (PYTORCH_DEVEL_IMAGE, EMBEDDED_*, PYTORCH_BACKEND_REF and TRITONPT_VERSION are derived there). Defaults equal
-# versions.toml; tests/unit/test_image.py checks them. Works with the classic builder and with BuildKit (no
-# RUN --mount, no heredocs). Private registries: `docker login` on the host; never put secrets in --build-arg.
+# Choices, with sources (shared/reference/triton.md 1.3, 2.1-2.4, 4; shared/FACTS.md): the base is Ubuntu 22.04,
+# glibc 2.35, torch in /opt/conda; every Triton image from 24.11 on needs glibc 2.39, so the server is 2.51.0 from
+# the nvidia-pytriton wheel (at most GLIBC_2.35); 24.10's own backend bundles libtorch 2.5, too old for TorchScript
+# saved by 2.9, hence a backend built here. Only libtriton_pytorch.so is kept: its RPATH points at the base's own
+# torch/lib and nvidia/cuda_runtime/lib. The final stage has no compiler; a RUN step fails the build if ldd finds
+# an unresolved library. Build arguments all come from src/tritonpt/versions.toml (tritonpt.image.recipe_build_args);
+# tests/unit/test_image.py checks the defaults. Classic builder and BuildKit alike (no RUN --mount, no heredocs).
+# Private registries: `docker login` on the host; never put secrets in --build-arg.
 ARG PYTORCH_IMAGE=pytorch/pytorch:2.9.1-cuda12.8-cudnn9-runtime
 ARG PYTORCH_DEVEL_IMAGE=pytorch/pytorch:2.9.1-cuda12.8-cudnn9-devel
 
-# --- 1. libtriton_pytorch.so against the base's own libtorch ------------------------------------------------
+# --- 1. libtriton_pytorch.so against the base's own libtorch, by tritonpt.backend ----------------------------
 FROM ${PYTORCH_DEVEL_IMAGE} AS backend
-ARG PYTORCH_BACKEND_REF
+ARG BACKEND_VARIANT=gpu
 SHELL ["/bin/bash", "-o", "pipefail", "-c"]
-# Build-only stage: distribution versions of the tools are fine, nothing of it ships.
+# Build-only stage: the distribution's compiler is fine, nothing of it ships.
 # hadolint ignore=DL3008
 RUN apt-get update \
-    && apt-get install -y --no-install-recommends build-essential ca-certificates cmake git rapidjson-dev \
+    && apt-get install -y --no-install-recommends build-essential \
     && rm -rf /var/lib/apt/lists/*
-WORKDIR /build
-RUN git clone --depth 1 --branch "${PYTORCH_BACKEND_REF}" \
-        https://github.com/triton-inference-server/pytorch_backend.git src \
-    && torch_dir="$(python -c 'import os, torch; print(os.path.dirname(torch.__file__))')" \
-    && cmake -S src -B out \
-        -DCMAKE_BUILD_TYPE=Release \
-        -DTRITON_BACKEND_REPO_TAG="${PYTORCH_BACKEND_REF}" \
-        -DTRITON_CORE_REPO_TAG="${PYTORCH_BACKEND_REF}" \
-        -DTRITON_COMMON_REPO_TAG="${PYTORCH_BACKEND_REF}" \
-        -DTRITON_ENABLE_GPU=ON \
-        -DTRITON_PYTORCH_ENABLE_TORCHVISION=OFF \
-        -DTRITON_PYTORCH_ENABLE_TORCHTRT=OFF \
-        -DTRITON_PYTORCH_INCLUDE_PATHS="${torch_dir}/include;${torch_dir}/include/torch/csrc/api/include" \
-        -DTRITON_PYTORCH_LIB_PATHS="${torch_dir}/lib" \
-        -DPython3_EXECUTABLE="$(command -v python)" \
-    && cmake --build out --target triton-pytorch-backend --parallel "$(nproc)" \
-    && install -D -m 0644 out/libtriton_pytorch.so /opt/tritonserver/backends/pytorch/libtriton_pytorch.so
+COPY python/ /build/python/
+COPY third_party/ /build/third_party/
+RUN PYTHONPATH=/build/python python3 -m tritonpt.backend --sources /build/third_party \
+        --variant "${BACKEND_VARIANT}" --cache /build/cache --copy-to /opt/tritonserver/backends \
+    && rm -rf /build/cache
 
 # --- 2. Triton server 2.51.0 (NGC 24.10) from the nvidia-pytriton wheel, with the backend wired in ----------
 FROM ${PYTORCH_IMAGE} AS server
@@ -147,6 +87,8 @@ ARG PYTRITON_VERSION
 ARG EMBEDDED_SERVER_VERSION
 ARG EMBEDDED_NGC
 ARG PYTORCH_BACKEND_REF
+ARG PYTORCH_BACKEND_COMMIT
+ARG BACKEND_VARIANT=gpu
 ARG TRITONPT_VERSION
 SHELL ["/bin/bash", "-o", "pipefail", "-c"]
 USER 0:0
@@ -189,6 +131,8 @@ LABEL org.opencontainers.image.title="tritonpt Triton ${EMBEDDED_SERVER_VERSION}
       io.tritonpt.cuda="${PYTORCH_CUDA}" \
       io.tritonpt.backend-torch="${TORCH_VERSION}" \
       io.tritonpt.backend-ref="${PYTORCH_BACKEND_REF}" \
+      io.tritonpt.backend-commit="${PYTORCH_BACKEND_COMMIT}" \
+      io.tritonpt.backend-variant="${BACKEND_VARIANT}" \
       io.tritonpt.pytriton="${PYTRITON_VERSION}"
 
 WORKDIR /opt/tritonserver

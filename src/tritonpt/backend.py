@@ -753,13 +753,26 @@ def _unpack(tarballs: Mapping[str, Path], into: Path, step: Step) -> dict[str, P
     folders: dict[str, Path] = {}
     for source in VERSIONS.backend.sources:
         with tarfile.open(tarballs[source.name]) as archive:
-            archive.extractall(into, filter="data")
+            _extract(archive, into, tarballs[source.name])
         folder = into / source.top_folder
         if not folder.is_dir():
             msg = f"Cannot find {source.top_folder}/ in {tarballs[source.name]}: it is not {source.repository}'s archive."
             raise BackendError(msg)
         folders[source.name] = folder
     return folders
+
+
+def _extract(archive: tarfile.TarFile, into: Path, path: Path) -> None:
+    """Unpack with tarfile's ``data`` filter; on Pythons without it (Debian 12's 3.11.2), refuse the same things."""
+    if hasattr(tarfile, "data_filter"):
+        archive.extractall(into, filter="data")
+        return
+    for member in archive.getmembers():
+        name = Path(member.name)
+        if name.is_absolute() or ".." in name.parts or not (member.isfile() or member.isdir()):
+            msg = f"Cannot unpack {path}: it holds {member.name!r}, which is not a plain file or folder inside it."
+            raise BackendError(msg)
+    archive.extractall(into)  # noqa: S202 - every member was checked above
 
 
 # --- Command line (also run inside docker/pytorch.Dockerfile) -----------------------------------------------

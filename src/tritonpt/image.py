@@ -7,16 +7,19 @@ Recipes (``docker/<name>.Dockerfile``):
 
 - ``ngc`` (recommended): NVIDIA's ``tritonserver:<release>-pyt-python-py3``, whose pytorch backend bundles the
   PyTorch 2.9 build of that release; adds a non-root user, a health check and version labels.
-- ``pytorch``: the official ``pytorch/pytorch`` runtime image extended with Triton 2.51.0 and a pytorch
-  backend compiled against the image's own libtorch (see the recipe's header for what is verified).
+- ``pytorch``: the official ``pytorch/pytorch`` runtime image extended with Triton 2.51.0 and the official pytorch
+  backend compiled against the image's own libtorch by :mod:`tritonpt.backend`, the code behind
+  ``invoke build-backend`` (see the recipe's header for what is verified).
 
 Every ``ARG`` of a recipe gets its value from :data:`tritonpt.versions.VERSIONS` (``build_args()``, plus the
 few values derived from it in :func:`recipe_build_args`); ``--build-arg K=V`` overrides one for this build only.
 
 The build goes through the Docker Engine API (docker-py), which uses the classic builder: it works on Docker
 20.10 without buildx and on engines with BuildKit, and the recipes use nothing BuildKit-only (no
-``RUN --mount``, no heredocs). The build context holds the recipe alone, never the repository (no venvs, no
-model files).
+``RUN --mount``, no heredocs). The build context is the recipe alone (``ngc``), or for ``pytorch`` what its
+backend stage builds from (:func:`stage_context`): the stdlib-only modules of this package that build the
+backend, the installed CMake wheel's files and the six verified source tarballs. Never the repository (no
+venvs, no model files).
 
 Private base images and credentials: log in on the host first (``docker login nvcr.io``, user ``$oauthtoken``,
 password your NGC API key). docker-py sends the stored credentials with the build request so the engine can
@@ -33,7 +36,9 @@ import importlib
 import io
 import os
 import re
+import shutil
 import socket
+import tempfile
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -169,8 +174,8 @@ def derived_build_args(versions: Versions = VERSIONS) -> dict[str, str]:
       /opt/conda, plus the CUDA toolkit and compilers), used to compile the pytorch backend.
     - ``EMBEDDED_SERVER_VERSION`` / ``EMBEDDED_NGC``: the Triton server the nvidia-pytriton wheel carries and the
       NGC release it was taken from (versions.toml ``[embedded]``).
-    - ``PYTORCH_BACKEND_REF``: the triton-inference-server/pytorch_backend (and core, backend, common) branch of
-      that release, ``r<ngc>``.
+    - ``PYTORCH_BACKEND_REF`` / ``PYTORCH_BACKEND_COMMIT``: the pinned pytorch_backend source (versions.toml
+      ``[backend]``) the recipe builds with :mod:`tritonpt.backend`; ``BACKEND_VARIANT``: ``gpu``.
     - ``TRITONPT_VERSION``: this package's version, for the ``org.opencontainers.image.version`` label.
     """
     try:
@@ -181,7 +186,9 @@ def derived_build_args(versions: Versions = VERSIONS) -> dict[str, str]:
         "PYTORCH_DEVEL_IMAGE": versions.pytorch.image.replace("-runtime", "-devel"),
         "EMBEDDED_SERVER_VERSION": versions.embedded.server,
         "EMBEDDED_NGC": versions.embedded.ngc,
-        "PYTORCH_BACKEND_REF": f"r{versions.embedded.ngc}",
+        "PYTORCH_BACKEND_REF": versions.backend.pytorch_backend.ref,
+        "PYTORCH_BACKEND_COMMIT": versions.backend.pytorch_backend.commit,
+        "BACKEND_VARIANT": "gpu",
         "TRITONPT_VERSION": own_version,
     }
 
@@ -229,6 +236,43 @@ def default_tag(recipe: str, versions: Versions = VERSIONS) -> str:
 # --- Building -----------------------------------------------------------------------------------------------
 
 
+# What docker/pytorch.Dockerfile's backend stage runs: tritonpt.backend and what it imports, nothing else.
+BACKEND_MODULES = ("__init__.py", "errors.py", "versions.py", "versions.toml", "backend.py")
+CONTEXT_RECIPES = frozenset({"pytorch"})
+"""Recipes that build from a context (:func:`stage_context`); the others are sent as the Dockerfile alone."""
+
+
+def stage_context(
+    dest: Path, *, recipe_text: str, sources: Path | None = None, on_line: OnLine | None = None
+) -> None:
+    """The pytorch recipe's build context in ``dest``: ``Dockerfile``, ``python/tritonpt/`` (the backend build),
+    ``python/cmake/`` (this environment's CMake wheel, as PyPI ships it) and ``third_party/`` (the pinned
+    sources from ``sources`` / $TRITONPT_SOURCES, else downloaded; every sha256 checked)."""
+    from importlib import util  # noqa: PLC0415
+
+    from tritonpt import backend  # noqa: PLC0415
+
+    (dest / "Dockerfile").write_text(recipe_text, encoding="utf-8")
+    package = Path(__file__).resolve().parent
+    (dest / "python" / "tritonpt").mkdir(parents=True)
+    for name in BACKEND_MODULES:
+        shutil.copy2(package / name, dest / "python" / "tritonpt" / name)
+    spec = util.find_spec("cmake")
+    if spec is None or not spec.submodule_search_locations:
+        msg = f'Cannot build the pytorch recipe without CMake in this environment: pip install "cmake=={VERSIONS.backend.cmake}".'
+        raise ImageError(msg)
+    shutil.copytree(
+        Path(next(iter(spec.submodule_search_locations))),
+        dest / "python" / "cmake",
+        ignore=shutil.ignore_patterns("__pycache__"),
+    )
+    (dest / "third_party").mkdir()
+    for path in backend.fetch_sources(
+        backend.sources_folder(sources), step=on_line or (lambda _: None)
+    ).values():
+        shutil.copy2(path, dest / "third_party" / path.name)
+
+
 def run_build(
     client: DockerClient,
     *,
@@ -237,6 +281,7 @@ def run_build(
     dockerfile: str | None = None,
     context: Path | None = None,
     dockerfile_name: str = "Dockerfile",
+    target: str | None = None,
     no_cache: bool = False,
     on_line: OnLine | None = None,
 ) -> str:
@@ -258,6 +303,8 @@ def run_build(
         "decode": True,
         "timeout": None,
     }
+    if target:
+        kwargs["target"] = target
     if dockerfile is not None:
         kwargs["fileobj"] = io.BytesIO(dockerfile.encode("utf-8"))
     elif context is not None:
@@ -341,11 +388,14 @@ def build_image(
     on_line: OnLine | None = None,
     client: DockerClient | None = None,
     docker_dir: Path = DOCKER_DIR,
+    target: str | None = None,
+    sources: Path | None = None,
 ) -> BuiltImage:
     """Build ``docker/<recipe>.Dockerfile`` and return what the engine reports about the result.
 
     ``build_args`` (a mapping, or ``K=V`` strings as typed on the command line) override the values from
-    versions.toml for this build; ``ngc`` picks another supported Triton release (``25.09``).
+    versions.toml for this build; ``ngc`` picks another supported Triton release (``25.09``). ``target`` builds
+    one stage only (the pytorch recipe's ``backend``); ``sources`` is the pytorch backend's tarball folder.
     """
     if recipe not in RECIPES:
         msg = f"Cannot build the recipe {recipe!r}: choose one of {', '.join(RECIPES)}."
@@ -359,7 +409,28 @@ def build_image(
     client = client or docker_client()
     try:
         started = time.perf_counter()
-        run_build(client, tag=tag, build_args=args, dockerfile=text, no_cache=no_cache, on_line=on_line)
+        if recipe in CONTEXT_RECIPES:
+            with tempfile.TemporaryDirectory(prefix=f"tritonpt-{recipe}-context-") as folder:
+                stage_context(Path(folder), recipe_text=text, sources=sources, on_line=on_line)
+                run_build(
+                    client,
+                    tag=tag,
+                    build_args=args,
+                    context=Path(folder),
+                    target=target,
+                    no_cache=no_cache,
+                    on_line=on_line,
+                )
+        else:
+            run_build(
+                client,
+                tag=tag,
+                build_args=args,
+                dockerfile=text,
+                target=target,
+                no_cache=no_cache,
+                on_line=on_line,
+            )
         return describe(client, tag, recipe=recipe, build_args=args, seconds=time.perf_counter() - started)
     finally:
         if own:

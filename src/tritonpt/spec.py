@@ -28,8 +28,9 @@ DEFAULT_PARAMETERS: Mapping[str, str] = {
     "DISABLE_OPTIMIZED_EXECUTION": "true",
 }
 
-# Parameters the pytorch backend reads (pytorch_backend src/pt/model_state.cc).
-KNOWN_PARAMETERS: frozenset[str] = frozenset(
+# Parameters the pytorch backend reads (pytorch_backend r25.10 src/libtorch.cc, ModelState::ParseParameters):
+# booleans through backend's ParseBoolValue (true/on/1, false/off/0, any case), counts through std::stoi.
+BOOL_PARAMETERS: frozenset[str] = frozenset(
     {
         "DISABLE_OPTIMIZED_EXECUTION",
         "INFERENCE_MODE",
@@ -39,10 +40,11 @@ KNOWN_PARAMETERS: frozenset[str] = frozenset(
         "ENABLE_JIT_EXECUTOR",
         "ENABLE_WEIGHT_SHARING",
         "ENABLE_CACHE_CLEANING",
-        "INTRA_OP_THREAD_COUNT",
-        "INTER_OP_THREAD_COUNT",
     }
 )
+INT_PARAMETERS: frozenset[str] = frozenset({"INTRA_OP_THREAD_COUNT", "INTER_OP_THREAD_COUNT"})
+KNOWN_PARAMETERS: frozenset[str] = BOOL_PARAMETERS | INT_PARAMETERS
+BOOL_VALUES: frozenset[str] = frozenset({"true", "on", "1", "false", "off", "0"})
 
 _NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$")
 

@@ -4,6 +4,9 @@
       -> docker/standin.Dockerfile + the pytriton server  (the Triton: tritonpt-standin:triton-2.51.0-<hash>)
          + the official libtriton_pytorch.so that tritonpt.backend built for the host's torch
       -> docker/ngc.Dockerfile built FROM the stand-in     (what CI tests: tritonpt-standin:ngc-<hash>)
+    base -> docker/standin-pytorch.Dockerfile + host torch  (tritonpt-standin:pytorch-devel-<torch>-<hash>, the
+                                                          base on which CI builds docker/pytorch.Dockerfile's
+                                                          backend stage)
 
 Nothing is pulled: the base comes from the Debian mirror apt already uses (``/etc/apt/sources.list.d/``), the
 server and its libraries from the installed ``nvidia-pytriton`` wheel (server 2.51.0), and the pytorch backend
@@ -50,6 +53,9 @@ PACKAGES = ("python3", "ca-certificates")
 
 STANDIN_DOCKERFILE = image.DOCKER_DIR / "standin.Dockerfile"
 STANDIN_ENTRYPOINT = image.DOCKER_DIR / "standin-entrypoint.sh"
+PYTORCH_DEVEL_DOCKERFILE = image.DOCKER_DIR / "standin-pytorch.Dockerfile"
+BACKEND_STAGE_TAG = f"{REPOSITORY}:pytorch-backend-stage"
+"""docker/pytorch.Dockerfile's backend stage as CI builds it on the devel stand-in."""
 
 CONTAINER_SITE_PACKAGES = "/opt/tritonpt/site-packages"
 """Where the host's site-packages goes; the stand-in's LD_LIBRARY_PATH names its torch/lib."""
@@ -451,10 +457,60 @@ def build_all(
     return built
 
 
+def build_pytorch_devel(
+    client: DockerClient,
+    *,
+    base: str,
+    workdir: Path | None = None,
+    force: bool = False,
+    on_line: image.OnLine | None = None,
+) -> StandinImage:
+    """The stand-in of the pytorch recipe's devel base: ``base`` + g++ + Python headers + the host's torch.
+
+    Tagged by the torch build (version and git commit) and the recipe text, not by hashing gigabytes of files.
+    """
+    torch = backend.Torch.locate()
+    recipe = PYTORCH_DEVEL_DOCKERFILE.read_text(encoding="utf-8")
+    inputs = {"base": base, "torch": [torch.version, torch.git_version], "recipe": recipe}
+    tag = f"{REPOSITORY}:pytorch-devel-{torch.version.replace('+', '-')}-{_digest(inputs)}"
+    if not force and _existing(client, tag) is not None:
+        return _result(client, "pytorch-devel", tag, cached=True, seconds=0.0)
+    started = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="tritonpt-standin-devel-", dir=workdir) as tmp:
+        context = Path(tmp)
+        _place(PYTORCH_DEVEL_DOCKERFILE, context / "Dockerfile")
+        for path in sorted(torch.root.rglob("*")):
+            if path.is_file() and "__pycache__" not in path.parts:
+                _place(path, context / "torch" / path.relative_to(torch.root))
+        args = {"STANDIN_BASE": base, "TORCH_VERSION": torch.version}
+        image.run_build(client, tag=tag, build_args=args, context=context, on_line=on_line)
+    return _result(client, "pytorch-devel", tag, cached=False, seconds=time.perf_counter() - started)
+
+
+def build_pytorch_backend_stage(
+    client: DockerClient,
+    *,
+    devel: str,
+    sources: Path | None = None,
+    on_line: image.OnLine | None = None,
+) -> image.BuiltImage:
+    """docker/pytorch.Dockerfile's ``backend`` stage (CPU variant) built FROM the devel stand-in, as CI runs it."""
+    return image.build_image(
+        recipe="pytorch",
+        tag=BACKEND_STAGE_TAG,
+        target="backend",
+        build_args={"PYTORCH_DEVEL_IMAGE": devel, "BACKEND_VARIANT": "cpu"},
+        sources=sources,
+        on_line=on_line,
+        client=client,
+    )
+
+
 def prune(client: DockerClient, *, keep: Sequence[str]) -> list[str]:
     """Remove every ``tritonpt-standin`` tag except ``keep`` (older inputs pile up otherwise), and untagged
     images carrying the stand-in label; return what was removed."""
     removed: list[str] = []
+    keep = [*keep, BACKEND_STAGE_TAG]  # one fixed tag, overwritten by each build: it cannot pile up
     for found in client.images.list(name=REPOSITORY):
         for tag in found.tags:
             if tag.startswith(f"{REPOSITORY}:") and tag not in keep:
@@ -496,6 +552,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--no-recipe", action="store_true", help="do not build docker/ngc.Dockerfile on the stand-in"
     )
     parser.add_argument(
+        "--pytorch-devel",
+        action="store_true",
+        help="also build the stand-in of the pytorch recipe's devel base (Debian + g++ + this torch)",
+    )
+    parser.add_argument(
         "--force", action="store_true", help="rebuild even when images with the same inputs exist"
     )
     parser.add_argument(
@@ -506,7 +567,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--json", action="store_true", help="print the result as JSON on stdout")
     parser.add_argument(
         "--print-tag",
-        choices=("base", "triton", "ngc"),
+        choices=("base", "triton", "ngc", "pytorch-devel"),
         help="print only this image's tag on stdout (for scripts: the ngc one is what the container lane runs)",
     )
     options = parser.parse_args(argv)
@@ -525,6 +586,16 @@ def main(argv: Sequence[str] | None = None) -> int:
             workdir=options.workdir,
             on_line=None if options.quiet else echo,
         )
+        if options.pytorch_devel:
+            built.append(
+                build_pytorch_devel(
+                    client,
+                    base=built[0].tag,
+                    workdir=options.workdir,
+                    force=options.force,
+                    on_line=None if options.quiet else echo,
+                )
+            )
         removed = prune(client, keep=[b.tag for b in built]) if options.prune else []
     except TritonPtError as exc:
         print(f"error: {exc}", file=sys.stderr)

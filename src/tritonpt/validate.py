@@ -27,7 +27,7 @@ from tritonclient.grpc.model_config_pb2 import (
     ModelOutput,
 )
 
-from tritonpt import dtypes, reference
+from tritonpt import dtypes, reference, spec
 from tritonpt.errors import first_line
 from tritonpt.repository import CONFIG, MODEL_FILE, PLATFORM, ModelDir, models, parse_config
 
@@ -35,7 +35,10 @@ Severity = Literal["error", "warning"]
 
 _INDEXED = re.compile(r"^.+__(\d+)$")
 _FIELD = re.compile(r'has no field named "([^"]+)"')
-_SYNTH_LENGTH = 4  # length used for a -1 axis when no reference input says better
+_SYNTH_LENGTH = 5  # length sent on a -1 axis: any length must work there
+_INT_PREFIX = re.compile(r"^\s*[+-]?\d")  # what std::stoi accepts (it reads a leading number)
+
+Array = npt.NDArray[np.generic]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -97,7 +100,9 @@ class _Problems(list[Problem]):
     """The problems found so far in one model folder."""
 
     def add(self, severity: Severity, path: Path, field: str, message: str, fix: str) -> None:
-        self.append(Problem(severity=severity, path=path, field=field, message=message, fix=fix))
+        problem = Problem(severity=severity, path=path, field=field, message=message, fix=fix)
+        if problem not in self:  # the same finding on several inputs is one problem
+            self.append(problem)
 
     @property
     def failed(self) -> bool:
@@ -105,7 +110,10 @@ class _Problems(list[Problem]):
 
 
 def validate_model(model: ModelDir, *, gpu_available: bool | None = None) -> list[Problem]:
-    """Validate one model folder; returns its problems (empty when it is sound)."""
+    """Validate one model folder; returns its problems (empty when it is sound).
+
+    ``gpu_available`` is whether the server that will load it has a GPU (default: this host has one).
+    """
     problems = _Problems()
     add = problems.add
 
@@ -128,12 +136,12 @@ def validate_model(model: ModelDir, *, gpu_available: bool | None = None) -> lis
     for group in config.instance_group:
         if group.kind == ModelInstanceGroup.KIND_GPU and not gpu_available:
             add(
-                "warning",
+                "error",
                 config_path,
                 "instance_group.kind",
-                "KIND_GPU on a host without a usable GPU: Triton will refuse to load the model here "
+                "KIND_GPU, and this host has no usable GPU: Triton refuses to load the model here "
                 "(`has kind KIND_GPU but no GPUs are available`).",
-                "use KIND_AUTO (GPU where there is one, CPU otherwise), or run on a GPU host.",
+                "use KIND_AUTO (GPU where there is one, CPU otherwise), or validate on the GPU host that serves it.",
             )
     if problems.failed:
         return list(problems)
@@ -146,6 +154,18 @@ def validate_model(model: ModelDir, *, gpu_available: bool | None = None) -> lis
             "version folder",
             "no numeric version folder (e.g. 1/) inside the model folder; Triton finds no version to load.",
             f"put the TorchScript file at {model.root / '1' / MODEL_FILE} (re-export with `invoke export`).",
+        )
+        return list(problems)
+    wanted = [str(v) for v in config.version_policy.specific.versions]
+    missing = [v for v in wanted if v not in versions]
+    if missing:
+        add(
+            "error",
+            config_path,
+            "version_policy",
+            f"version_policy asks for version(s) {', '.join(missing)}, but the model folder has only "
+            f"{', '.join(versions)}; Triton loads no version and the model never becomes ready.",
+            f"list versions that exist ({', '.join(versions)}), or remove the version_policy block.",
         )
         return list(problems)
     filename = config.default_model_filename or MODEL_FILE
@@ -219,28 +239,38 @@ def _check_config(model: ModelDir, config: ModelConfig, problems: _Problems) -> 
         )
     elif not platform and not backend:
         add(
-            "error",
+            "warning",
             path,
             "platform",
-            "neither platform nor backend is set; Triton has to guess from the file name.",
-            f'write `platform: "{PLATFORM}"`.',
+            "neither platform nor backend is set; Triton picks the pytorch backend from the file name "
+            f"{config.default_model_filename or MODEL_FILE} (seen with server 2.51.0), which a renamed file would break.",
+            f'write `platform: "{PLATFORM}"` to make it explicit.',
         )
     if config.max_batch_size < 0:
         add(
             "error",
             path,
             "max_batch_size",
-            f"{config.max_batch_size} is negative.",
+            f"{config.max_batch_size} is negative; Triton refuses to load the model.",
             "use 0 (no batching) or a positive size.",
         )
     if config.HasField("dynamic_batching") and config.max_batch_size == 0:
         add(
-            "error",
+            "warning",
             path,
             "dynamic_batching",
-            "dynamic_batching with max_batch_size 0: without a batch axis there is nothing to batch, and Triton "
-            "rejects the config.",
+            "dynamic_batching with max_batch_size 0 does nothing: without a batch axis there is nothing to combine "
+            "(Triton 2.51.0 loads and serves the model regardless).",
             "set max_batch_size to the largest batch the model accepts, or remove the dynamic_batching block.",
+        )
+    too_large = [s for s in config.dynamic_batching.preferred_batch_size if s > config.max_batch_size > 0]
+    if too_large:
+        add(
+            "error",
+            path,
+            "dynamic_batching.preferred_batch_size",
+            f"{too_large} exceed max_batch_size {config.max_batch_size}; Triton refuses to load the model.",
+            f"keep every preferred_batch_size at or below {config.max_batch_size}.",
         )
     for kind, tensors in (("input", config.input), ("output", config.output)):
         if not tensors:
@@ -279,19 +309,55 @@ def _check_config(model: ModelDir, config: ModelConfig, problems: _Problems) -> 
                     "error",
                     path,
                     f"{kind} {tensor.name!r} dims",
-                    f"{list(tensor.dims)} has a 0 or a negative size other than -1.",
+                    f"{list(tensor.dims)} has a 0 or a negative size other than -1; Triton refuses to load the model.",
                     "use positive sizes, and -1 for variable-length axes.",
                 )
     outputs = [t.name for t in config.output]
     if outputs and not all(_INDEXED.match(n) for n in outputs):
         add(
-            "error",
+            "warning",
             path,
             "output names",
-            f"{outputs} do not all follow the <name>__<index> rule; the backend then maps outputs by config order, "
-            "which silently swaps them if the order is wrong.",
+            f"{outputs} do not all follow the <name>__<index> rule; the backend then maps outputs to what forward() "
+            "returns by their order in the config, which silently swaps them if that order is wrong.",
             "name outputs OUTPUT__0, OUTPUT__1, ... in the order forward() returns them.",
         )
+    _check_parameters(config, path, problems)
+
+
+def _check_parameters(config: ModelConfig, path: Path, problems: _Problems) -> None:
+    """The backend parses its own parameters at load and refuses values it cannot read; others it ignores."""
+    for key in sorted(config.parameters):
+        value = config.parameters[key].string_value
+        if key in spec.BOOL_PARAMETERS and value.lower() not in spec.BOOL_VALUES:
+            problems.add(
+                "error",
+                path,
+                f"parameters {key}",
+                f"{value!r} is not a boolean; the pytorch backend refuses to load the model "
+                f"(`failed to convert '{value}' to boolean`).",
+                'write "true" or "false" (on/off and 1/0 work too).',
+            )
+        elif key in spec.INT_PARAMETERS and not _INT_PREFIX.match(value):
+            problems.add(
+                "error",
+                path,
+                f"parameters {key}",
+                f"{value!r} is not a number; the pytorch backend refuses to load the model "
+                f"(`failed to convert '{value}' to integral number`).",
+                'write a thread count such as "2" (0 or less leaves torch\'s default).',
+            )
+        elif key not in spec.KNOWN_PARAMETERS:
+            close = difflib.get_close_matches(key, sorted(spec.KNOWN_PARAMETERS), n=1)
+            problems.add(
+                "warning",
+                path,
+                f"parameters {key}",
+                "the pytorch backend does not read this parameter and ignores it.",
+                f"did you mean {close[0]}?"
+                if close
+                else f"the backend reads {', '.join(sorted(spec.KNOWN_PARAMETERS))}.",
+            )
 
 
 def _config_type(tensor: ModelInput | ModelOutput) -> str:
@@ -300,6 +366,8 @@ def _config_type(tensor: ModelInput | ModelOutput) -> str:
 
 
 def _check_model_file(model: ModelDir, config: ModelConfig, model_file: Path, problems: _Problems) -> None:
+    """Load the TorchScript file and run it the way the backend would: on inputs shaped and typed as the config
+    declares (another length on every -1 axis), and on the reference inputs where they fit the config."""
     add = problems.add
     path = model.config
     try:
@@ -316,165 +384,202 @@ def _check_model_file(model: ModelDir, config: ModelConfig, model_file: Path, pr
         )
         return
 
-    # Input names: all forward() arguments, or all <name>__<index>.
     arguments = [a.name for a in module.forward.schema.arguments[1:]]
     names = [t.name for t in config.input]
-    by_argument = bool(names) and all(n in arguments for n in names)
-    indexed = [_INDEXED.match(n) for n in names]
-    if names and not by_argument and not all(indexed):
-        add(
-            "error",
-            path,
-            "input names",
-            f"{names} follow neither forward()'s argument names {arguments} nor the <name>__<index> rule; the "
-            "backend then falls back to config order, which silently swaps inputs if the order is wrong.",
-            f"name inputs {', '.join(f'INPUT__{i}' for i in range(len(arguments)))} or {', '.join(arguments)}.",
-        )
-        return
     if len(names) != len(arguments):
         add(
             "error",
             path,
             "input",
             f"{len(names)} input(s) declared, forward() takes {len(arguments)} ({', '.join(arguments)}); the backend "
-            f"fails with `configuration expects {len(names)} inputs, model provides {len(arguments)}`.",
+            f"refuses to load it (`configuration expects {len(names)} inputs, model provides {len(arguments)}`).",
             "declare one input per forward() argument.",
         )
         return
-    if all(indexed) and not by_argument:
-        order = sorted(range(len(names)), key=lambda i: int(indexed[i].group(1)))  # type: ignore[union-attr]
-        positions = [int(indexed[i].group(1)) for i in order]  # type: ignore[union-attr]
-        if positions != list(range(len(names))):
-            add(
-                "error",
-                path,
-                "input names",
-                f"indices {positions} are not 0..{len(names) - 1}.",
-                "number inputs INPUT__0, INPUT__1, ... without gaps.",
-            )
-            return
-    else:
-        order = sorted(range(len(names)), key=lambda i: arguments.index(names[i]))
+    order = _input_order(names, arguments, path, problems)
+    if order is None:
+        return
 
-    batch = config.max_batch_size > 0
-    ref = reference.load(model) if reference.exists(model) else None
-    if ref is not None:
-        declared = {t.name: _config_type(t) for t in config.input}
-        for info in ref.inputs:
-            if info.name in declared and declared[info.name] != info.data_type:
-                add(
-                    "error",
-                    path,
-                    f"input {info.name!r} data_type",
-                    f"{declared[info.name]} is declared, the model was exported with {info.data_type} inputs.",
-                    f"declare {info.data_type}.",
-                )
-                return
-        feeds = [[case.inputs[[i.name for i in ref.inputs].index(n)] for n in names] for case in ref.cases]
-    elif any(_config_type(t) == "TYPE_STRING" for t in config.input):
+    if any(_config_type(t) == "TYPE_STRING" for t in config.input):
         add(
             "warning",
             path,
             "input",
-            "TYPE_STRING inputs and no reference data: the model was not run, so dims, data types and the output "
-            "count are unchecked against it.",
-            "export the model with `invoke export` so reference inputs exist, or check it by serving it.",
+            "TYPE_STRING inputs: the model was not run, so dims, data types and the output count are unchecked.",
+            "check it by serving it (`nox -s integration -- --repository ...`).",
         )
         return
-    else:
-        feeds = [[_synthesize(t, batch) for t in config.input]]
+    batch = config.max_batch_size > 0
+    feeds = [
+        (
+            "inputs shaped and typed as the config declares",
+            [_synthesize(t, config.max_batch_size) for t in config.input],
+        )
+    ]
+    feeds += _reference_feeds(model, config, problems)
 
-    for feed in feeds:
-        for tensor, array in zip(config.input, feed, strict=True):
-            expected = _config_type(tensor)
-            actual = dtypes.from_numpy(array.dtype).config
-            if actual != expected:
-                add(
-                    "error",
-                    path,
-                    f"input {tensor.name!r} data_type",
-                    f"{expected} is declared but the reference input is {actual}.",
-                    f"declare {actual}, or re-export.",
-                )
-                return
-            shape = array.shape[1:] if batch else array.shape
-            if not _dims_match(tensor.dims, shape):
-                add(
-                    "error",
-                    path,
-                    f"input {tensor.name!r} dims",
-                    f"{list(tensor.dims)} does not fit the model's input shape {list(shape)}"
-                    f"{' (after the batch axis)' if batch else ''}.",
-                    f"declare dims {list(shape)} (with -1 on variable-length axes).",
-                )
-                return
+    for what, feed in feeds:
         ordered = [torch.from_numpy(np.array(feed[i])) for i in order]
         try:
             with torch.inference_mode():
                 result = module(*ordered)
         except Exception as exc:
-            first = first_line(exc)
+            shapes = ", ".join(
+                f"{t.name} {list(a.shape)} {a.dtype}" for t, a in zip(config.input, feed, strict=True)
+            )
             add(
                 "error",
                 path,
                 "input",
-                f"the model fails on inputs shaped and typed as the config declares: {first}",
-                "make input dims and data_type match what forward() expects (re-export to generate them).",
+                f"the model fails on {what} ({shapes}): {first_line(exc)}; Triton's inference would fail the same way.",
+                "make input dims (-1 only where any length works) and data_type match what forward() expects "
+                "(re-export to generate them).",
             )
             return
-        outputs = (
-            (result,)
-            if isinstance(result, torch.Tensor)
-            else tuple(result)
-            if isinstance(result, tuple | list)
-            else None
-        )
-        if outputs is None or not all(isinstance(o, torch.Tensor) for o in outputs):
-            add(
+        if not _check_outputs(model_file, path, config, result, batch=batch, problems=problems):
+            return
+
+
+def _input_order(names: list[str], arguments: list[str], path: Path, problems: _Problems) -> list[int] | None:
+    """Which config input feeds each forward() argument, as the backend maps them; None after an error."""
+    if all(n in arguments for n in names):
+        return sorted(range(len(names)), key=lambda i: arguments.index(names[i]))
+    indexed = [_INDEXED.match(n) for n in names]
+    if all(indexed):
+        positions = [int(m.group(1)) for m in indexed if m]
+        if sorted(positions) != list(range(len(names))):
+            problems.add(
                 "error",
-                model_file,
-                "outputs",
-                f"forward() returns {type(result).__name__}; the backend serves a Tensor or a tuple of Tensors.",
-                "return a tuple of tensors from forward().",
+                path,
+                "input names",
+                f"indices {sorted(positions)} are not 0..{len(names) - 1}; the backend then feeds forward() a missing "
+                "argument (`Expected a value of type 'Tensor' ... found type 'NoneType'`, and server 2.51.0 was seen "
+                "to crash on it).",
+                "number inputs INPUT__0, INPUT__1, ... without gaps.",
             )
-            return
-        if len(outputs) != len(config.output):
+            return None
+        return sorted(range(len(names)), key=lambda i: positions[i])
+    problems.add(
+        "warning",
+        path,
+        "input names",
+        f"{names} follow neither forward()'s argument names {arguments} nor the <name>__<index> rule; the backend "
+        "then feeds them to forward() in config order, which silently swaps inputs if that order is wrong.",
+        f"name inputs {', '.join(f'INPUT__{i}' for i in range(len(arguments)))} or {', '.join(arguments)}.",
+    )
+    return list(range(len(names)))
+
+
+def _reference_feeds(
+    model: ModelDir, config: ModelConfig, problems: _Problems
+) -> list[tuple[str, list[Array]]]:
+    """The reference cases whose inputs fit the config; a warning when some do not (parity cannot use them)."""
+    if not reference.exists(model):
+        return []
+    ref = reference.load(model)
+    by_name = {info.name: index for index, info in enumerate(ref.inputs)}
+    batch = config.max_batch_size > 0
+    feeds: list[tuple[str, list[Array]]] = []
+    for case in ref.cases:
+        arrays = [case.inputs[by_name[t.name]] if t.name in by_name else None for t in config.input]
+        misfit = next(
+            (
+                (t, a)
+                for t, a in zip(config.input, arrays, strict=True)
+                if a is None
+                or dtypes.from_numpy(a.dtype).config != _config_type(t)
+                or not _dims_match(t.dims, a.shape[1:] if batch else a.shape)
+                or (batch and a.shape[0] > config.max_batch_size)
+            ),
+            None,
+        )
+        if misfit is None:
+            feeds.append((f"reference case {case.id!r}", [a for a in arrays if a is not None]))
+            continue
+        tensor, array = misfit
+        got = "absent" if array is None else f"{dtypes.from_numpy(array.dtype).config} {list(array.shape)}"
+        problems.add(
+            "warning",
+            model.reference_json,
+            f"reference case {case.id!r}",
+            f"its input {tensor.name!r} ({got}) does not fit the config ({_config_type(tensor)}, dims "
+            f"{list(tensor.dims)}{', after the batch axis' if batch else ''}): the parity checks cannot send it.",
+            "re-export the model so that the reference data matches its config.",
+        )
+        break
+    return feeds
+
+
+def _check_outputs(
+    model_file: Path, path: Path, config: ModelConfig, result: object, *, batch: bool, problems: _Problems
+) -> bool:
+    """Outputs as the backend maps them (by <name>__<index>, else by config order); False after an error."""
+    add = problems.add
+    outputs = (
+        (result,)
+        if isinstance(result, torch.Tensor)
+        else tuple(result)
+        if isinstance(result, tuple | list)
+        else None
+    )
+    if outputs is None or not all(isinstance(o, torch.Tensor) for o in outputs):
+        add(
+            "error",
+            model_file,
+            "outputs",
+            f"forward() returns {type(result).__name__}; the backend serves a Tensor or a tuple of Tensors.",
+            "return a tuple of tensors from forward().",
+        )
+        return False
+    declared = list(config.output)
+    indexed = all(_INDEXED.match(t.name) for t in declared)
+    positions = [_index_of(t.name) if indexed else j for j, t in enumerate(declared)]
+    beyond = [t.name for t, k in zip(declared, positions, strict=True) if k >= len(outputs)]
+    if beyond:
+        add(
+            "error",
+            path,
+            "output",
+            f"{', '.join(beyond)} refer(s) to an output forward() does not return (it returns {len(outputs)}); every "
+            "inference fails (`refers to an output index which doesn't exist`).",
+            "declare one output per returned tensor, OUTPUT__0 ... in order.",
+        )
+        return False
+    if len(declared) < len(outputs):
+        add(
+            "warning",
+            path,
+            "output",
+            f"{len(declared)} output(s) declared, forward() returns {len(outputs)}; Triton serves the declared ones only.",
+            "declare every returned tensor if clients need them (OUTPUT__0 ... in order).",
+        )
+    found = len(problems)
+    for tensor, position in zip(declared, positions, strict=True):
+        value = outputs[position]
+        try:
+            actual = dtypes.from_torch(value.dtype).config
+        except ValueError:
+            actual = str(value.dtype)
+        if actual != _config_type(tensor):
             add(
                 "error",
                 path,
-                "output",
-                f"{len(config.output)} output(s) declared, the model returns {len(outputs)}.",
-                "declare one output per returned tensor, OUTPUT__0 ... in order.",
+                f"output {tensor.name!r} data_type",
+                f"{_config_type(tensor)} is declared, the model returns {actual}; every inference fails "
+                f"(`configuration expects datatype {_config_type(tensor)} for output '{tensor.name}'`).",
+                f"declare {actual}.",
             )
-            return
-        found = len(problems)
-        output_order = sorted(range(len(config.output)), key=lambda j: _index_of(config.output[j].name))
-        for position, j in enumerate(output_order):
-            tensor, value = config.output[j], outputs[position]
-            try:
-                actual = dtypes.from_torch(value.dtype).config
-            except ValueError:
-                actual = str(value.dtype)
-            if actual != _config_type(tensor):
-                add(
-                    "error",
-                    path,
-                    f"output {tensor.name!r} data_type",
-                    f"{_config_type(tensor)} is declared, the model returns {actual}.",
-                    f"declare {actual}.",
-                )
-            shape = tuple(value.shape[1:]) if batch else tuple(value.shape)
-            if not _dims_match(tensor.dims, shape):
-                add(
-                    "error",
-                    path,
-                    f"output {tensor.name!r} dims",
-                    f"{list(tensor.dims)} is declared, the model returns shape {list(shape)}"
-                    f"{' after the batch axis' if batch else ''}.",
-                    f"declare dims {list(shape)} (with -1 on variable-length axes).",
-                )
-        if len(problems) > found:
-            return  # one report per rule, not one per reference case
+        shape = tuple(value.shape[1:]) if batch else tuple(value.shape)
+        if not _dims_match(tensor.dims, shape):
+            add(
+                "error",
+                path,
+                f"output {tensor.name!r} dims",
+                f"{list(tensor.dims)} is declared, the model returns shape {list(shape)}"
+                f"{' after the batch axis' if batch else ''}; Triton serves the model's shape, not the declared one.",
+                f"declare dims {list(shape)} (with -1 on variable-length axes).",
+            )
+    return not any(p.severity == "error" for p in problems[found:])
 
 
 def _index_of(name: str) -> int:
@@ -488,9 +593,10 @@ def _dims_match(declared: Iterable[int], shape: tuple[int, ...]) -> bool:
     return len(dims) == len(shape) and all(d in (-1, s) for d, s in zip(dims, shape, strict=True))
 
 
-def _synthesize(tensor: ModelInput, batch: bool) -> npt.NDArray[np.generic]:
+def _synthesize(tensor: ModelInput, max_batch_size: int) -> Array:
+    """Zeros of the declared type and dims: -1 axes get a length no exporter picks by accident, batch 2 (or 1)."""
     shape = [(_SYNTH_LENGTH if d == -1 else d) for d in tensor.dims]
-    if batch:
-        shape = [2, *shape]
+    if max_batch_size > 0:
+        shape = [min(2, max_batch_size), *shape]
     dtype = dtypes.from_config(_config_type(tensor))
     return np.zeros(shape, dtype=dtype.numpy)

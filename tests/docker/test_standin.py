@@ -20,6 +20,7 @@ import pytest
 import torch
 
 from tritonpt import image, standin
+from tritonpt.backend import BuiltBackend
 from tritonpt.errors import ImageError
 from tritonpt.versions import VERSIONS
 
@@ -154,17 +155,24 @@ def test_second_build_reuses_every_image(client: Any, built: dict[str, standin.S
     assert {r: b.id for r, b in again.items()} == {r: b.id for r, b in built.items()}
 
 
-def test_recipe_build_streams_its_output(client: Any, built: dict[str, standin.StandinImage]) -> None:
+def test_recipe_build_streams_its_output(
+    client: Any, built: dict[str, standin.StandinImage], pytorch_backend: BuiltBackend
+) -> None:
     lines: list[str] = []
-    rebuilt = standin.build_ngc_on(client, triton=built["triton"].tag, force=True, on_line=lines.append)
+    rebuilt = standin.build_ngc_on(
+        client, triton=built["triton"].tag, pytorch_backend=pytorch_backend, force=True, on_line=lines.append
+    )
     assert any(line.startswith("Step 1/") for line in lines), lines[:5]
     assert rebuilt.id == built["ngc"].id, "a rebuild from the layer cache must give the same image"
 
 
 def test_recipe_refuses_a_base_of_another_release(
-    client: Any, built: dict[str, standin.StandinImage]
+    client: Any, built: dict[str, standin.StandinImage], pytorch_backend: BuiltBackend
 ) -> None:
-    overrides = {**standin.ngc_build_args(built["triton"].tag), "TRITON_NGC": VERSIONS.triton.ngc}
+    overrides = {
+        **standin.ngc_build_args(built["triton"].tag, pytorch_backend),
+        "TRITON_NGC": VERSIONS.triton.ngc,
+    }
     with pytest.raises(ImageError, match=rf"is Triton {VERSIONS.embedded.ngc}, not {VERSIONS.triton.ngc}"):
         image.build_image(recipe="ngc", tag="tritonpt-standin:refused", build_args=overrides, client=client)
     assert not client.images.list(name="tritonpt-standin:refused")

@@ -12,6 +12,9 @@ from tritonpt.server.base import Server
 
 from .conftest import Model
 
+# What a bad request must answer: the client's fault, never a server error (HTTP 500 / gRPC INTERNAL).
+CLIENT_ERROR = {"http": "400", "grpc": "StatusCode.INVALID_ARGUMENT"}
+NOT_FOUND = {"http": "404", "grpc": "StatusCode.NOT_FOUND"}
 _OTHER_DTYPE = {np.dtype(np.float32): np.float64, np.dtype(np.int64): np.float32}
 
 
@@ -39,8 +42,13 @@ def test_bad_request_is_a_client_error(
         name = "no_such_model"
     with pytest.raises(InferenceServerException) as info:
         checks.infer(triton.endpoints, protocol, name, inputs, probe.output_names)
-    message = str(info.value)
-    assert message, "the server gave an error without a message"
+    status = str(info.value.status())
+    expected = (NOT_FOUND if fault == "unknown-model" else CLIENT_ERROR)[protocol]
+    assert status == expected, (
+        f"{fault} over {protocol} answered {status} ({info.value.message()}); a bad request is the client's "
+        f"error, {expected}, not a server failure"
+    )
+    assert info.value.message(), "the server gave an error without a message"
 
     # Still live, and still right.
     assert checks.live_and_ready(triton.endpoints, protocol) == (True, True)

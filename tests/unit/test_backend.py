@@ -63,14 +63,18 @@ def test_a_tarball_that_is_not_the_pinned_one_is_refused_with_what_it_is(tmp_pat
 
 
 def test_a_missing_source_names_which_and_where(tmp_path: Path) -> None:
-    with pytest.raises(BackendError, match=rf"no {VERSIONS.backend.sources[0].tarball} in {tmp_path}") as failure:
+    with pytest.raises(
+        BackendError, match=rf"no {VERSIONS.backend.sources[0].tarball} in {tmp_path}"
+    ) as failure:
         backend.fetch_sources(tmp_path)
     assert "TRITONPT_SOURCES" in str(failure.value)
     with pytest.raises(BackendError, match="is not a folder"):
         backend.fetch_sources(tmp_path / "nope")
 
 
-def test_the_sources_folder_comes_from_the_option_then_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_sources_folder_comes_from_the_option_then_the_environment(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     monkeypatch.setenv("TRITONPT_SOURCES", "/from/env")
     assert backend.sources_folder("/given") == Path("/given")
     assert backend.sources_folder() == Path("/from/env")
@@ -189,7 +193,9 @@ def test_a_compile_error_gives_its_first_line_and_the_log_and_leaves_no_entry(
     cache = tmp_path / "cache"
     sources = backend.sources_folder()
     if sources is None:
-        pytest.skip("$TRITONPT_SOURCES is unset: this test builds in an empty cache and would download every source")
+        pytest.skip(
+            "$TRITONPT_SOURCES is unset: this test builds in an empty cache and would download every source"
+        )
     with pytest.raises(BackendError) as failure:
         backend.ensure(sources=sources, cache=cache)
     message = str(failure.value)

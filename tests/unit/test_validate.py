@@ -32,21 +32,29 @@ def test_sound_repository_has_no_problems(exported_small: Path) -> None:
     assert validate_repository(exported_small, gpu_available=False) == []
 
 
-# (model, file edit (pattern, replacement) in config.pbtxt, expected field, words in message or fix)
+# (model, file edit (pattern, replacement) in config.pbtxt, severity, field, words in message or fix). Which of
+# them are errors follows what the real server does with each (tests/differential holds the two side by side).
 CONFIG_BREAKS = [
     pytest.param(
         "multi_io",
         (r"^max_batch_size:", "max_batch_sise:"),
+        "error",
         "max_batch_sise",
         "max_batch_size",
         id="misspelled-field",
     ),
     pytest.param(
-        "multi_io", (r"^platform:", 'flavour: "x"\nplatform:'), "flavour", "remove it", id="unknown-field"
+        "multi_io",
+        (r"^platform:", 'flavour: "x"\nplatform:'),
+        "error",
+        "flavour",
+        "remove it",
+        id="unknown-field",
     ),
     pytest.param(
         "multi_io",
         (r'^platform: "pytorch_libtorch"', 'platform: "pytorch"'),
+        "error",
         "platform",
         "pytorch_libtorch",
         id="platform-pytorch",
@@ -54,13 +62,23 @@ CONFIG_BREAKS = [
     pytest.param(
         "multi_io",
         (r"^platform: .*$", 'platform: "onnxruntime_onnx"'),
+        "error",
         "platform",
         "pytorch_libtorch",
         id="other-platform",
     ),
     pytest.param(
         "multi_io",
+        (r"^platform: .*\n", ""),
+        "warning",
+        "platform",
+        "picks the pytorch backend from the file name",
+        id="no-platform",
+    ),
+    pytest.param(
+        "multi_io",
         (r'^name: "multi_io"', 'name: "multi-io"'),
+        "error",
         "name",
         "differs from the folder",
         id="name-differs",
@@ -68,13 +86,26 @@ CONFIG_BREAKS = [
     pytest.param(
         "fixed_shape",
         (r"^platform:", "dynamic_batching { }\nplatform:"),
+        "warning",
         "dynamic_batching",
-        "max_batch_size 0",
+        "does nothing",
         id="dynamic-batching-without-batch",
     ),
     pytest.param(
         "multi_io",
+        (
+            r"max_queue_delay_microseconds: 1000",
+            "max_queue_delay_microseconds: 1000\n  preferred_batch_size: 32",
+        ),
+        "error",
+        "dynamic_batching.preferred_batch_size",
+        "exceed max_batch_size 16",
+        id="preferred-batch-size",
+    ),
+    pytest.param(
+        "multi_io",
         (r"data_type: TYPE_FP32", "data_type: TYPE_BF16"),
+        "error",
         "input 'features' data_type",
         "TYPE_BF16",
         id="bf16",
@@ -82,6 +113,7 @@ CONFIG_BREAKS = [
     pytest.param(
         "multi_io",
         (r"data_type: TYPE_FP32", "data_type: TYPE_UINT32"),
+        "error",
         "input 'features' data_type",
         "unsupported datatype TYPE_UINT32",
         id="uint32",
@@ -89,20 +121,50 @@ CONFIG_BREAKS = [
     pytest.param(
         "multi_io",
         (r'name: "OUTPUT__1"', 'name: "score"'),
+        "warning",
         "output names",
         "<name>__<index>",
         id="output-names",
     ),
     pytest.param(
-        "multi_io", (r'name: "features"', 'name: "image"'), "input names", "follow neither", id="input-names"
+        "multi_io",
+        (r'name: "features"', 'name: "image"'),
+        "warning",
+        "input names",
+        "follow neither",
+        id="input-names",
     ),
-    pytest.param("multi_io", (r"dims: 16", "dims: 15"), "input 'features' dims", "[16]", id="input-dims"),
     pytest.param(
-        "multi_io", (r"dims: 8\n}\noutput", "dims: 8\n}\noutput"), None, None, id="unchanged-control"
+        "multi_io",
+        (r'name: "features"', 'name: "INPUT__0"'),
+        "warning",
+        "input names",
+        "in config order",
+        id="input-names-mixed",
+    ),
+    pytest.param(
+        "multi_io",
+        (r"dims: 16", "dims: 15"),
+        "error",
+        "input",
+        "fails on inputs shaped and typed as the config declares",
+        id="input-dims",
+    ),
+    pytest.param(
+        "multi_io",
+        (r"dims: 16", "dims: -1"),
+        "error",
+        "input",
+        "features [2, 5]",
+        id="variable-axis-the-model-does-not-have",
+    ),
+    pytest.param(
+        "multi_io", (r"dims: 8\n}\noutput", "dims: 8\n}\noutput"), None, None, None, id="unchanged-control"
     ),
     pytest.param(
         "scripted_gate",
         (r"data_type: TYPE_BOOL", "data_type: TYPE_INT8"),
+        "error",
         "output 'OUTPUT__1' data_type",
         "TYPE_BOOL",
         id="output-dtype",
@@ -110,13 +172,15 @@ CONFIG_BREAKS = [
     pytest.param(
         "multi_io",
         (r"data_type: TYPE_FP32\n  dims: 16", "data_type: TYPE_FP64\n  dims: 16"),
-        "input 'features' data_type",
-        "TYPE_FP32",
+        "error",
+        "input",
+        "float64",
         id="input-dtype",
     ),
     pytest.param(
         "fixed_shape",
         (r"dims: 4\n  dims: 3", "dims: 4\n  dims: 2"),
+        "error",
         "output 'OUTPUT__0' dims",
         "[4, 3]",
         id="output-dims",
@@ -124,18 +188,60 @@ CONFIG_BREAKS = [
     pytest.param(
         "multi_io",
         (r"output \{\n  name: \"OUTPUT__1\"[^}]*\}\n", ""),
+        "warning",
         "output",
-        "the model returns 2",
+        "returns 2",
         id="output-count",
+    ),
+    pytest.param(
+        "multi_io",
+        (r'name: "OUTPUT__1"', 'name: "OUTPUT__2"'),
+        "error",
+        "output",
+        "does not return",
+        id="output-index-beyond",
+    ),
+    pytest.param(
+        "multi_io",
+        (r'string_value: "true"', 'string_value: "maybe"'),
+        "error",
+        "parameters DISABLE_OPTIMIZED_EXECUTION",
+        "to boolean",
+        id="bad-boolean-parameter",
+    ),
+    pytest.param(
+        "multi_io",
+        (r'key: "INFERENCE_MODE"', 'key: "INTRA_OP_THREAD_COUNT"'),
+        "error",
+        "parameters INTRA_OP_THREAD_COUNT",
+        "integral number",
+        id="bad-count-parameter",
+    ),
+    pytest.param(
+        "multi_io",
+        (r'key: "INFERENCE_MODE"', 'key: "INFERENCE_MOD"'),
+        "warning",
+        "parameters INFERENCE_MOD",
+        "did you mean INFERENCE_MODE",
+        id="unknown-parameter",
+    ),
+    pytest.param(
+        "multi_io",
+        (r"^platform:", "version_policy { specific { versions: 3 } }\nplatform:"),
+        "error",
+        "version_policy",
+        "has only 1",
+        id="missing-policy-version",
     ),
 ]
 
 
-@pytest.mark.parametrize(("model", "edit", "field", "words"), CONFIG_BREAKS)
+@pytest.mark.parametrize(("model", "edit", "severity", "field", "words"), CONFIG_BREAKS)
 def test_config_rule(
     repository_copy: Callable[..., Path],
     model: str,
     edit: tuple[str, str],
+    severity: str | None,
     field: str | None,
     words: str | None,
 ) -> None:
@@ -145,10 +251,13 @@ def test_config_rule(
     if field is None:
         assert problems == []
         return
-    problem = _one(problems, "error", field)
+    assert severity is not None
+    problem = _one(problems, severity, field)
     assert words is not None
-    assert words in problem.message + problem.fix
+    assert words in problem.message + problem.fix, problem.render()
     assert problem.path.name in ("config.pbtxt", "model.pt")
+    if severity == "warning":
+        assert not [p for p in problems if p.severity == "error"], "\n".join(p.render() for p in problems)
 
 
 def test_missing_version_folder(repository_copy: Callable[..., Path]) -> None:
@@ -183,13 +292,13 @@ def test_model_with_other_input_count(repository_copy: Callable[..., Path]) -> N
     assert "configuration expects 2 inputs, model provides 1" in _one(problems, "error", "input").message
 
 
-def test_kind_gpu_without_gpu_is_a_warning(repository_copy: Callable[..., Path]) -> None:
+def test_kind_gpu_fails_where_there_is_no_gpu(repository_copy: Callable[..., Path]) -> None:
     repository = repository_copy("multi_io")
     _edit(
         repository / "multi_io" / "config.pbtxt", r"^instance_group \{", "instance_group {\n  kind: KIND_GPU"
     )
     problems = validate_model(ModelDir(root=repository / "multi_io"), gpu_available=False)
-    assert "no GPUs are available" in _one(problems, "warning", "instance_group.kind").message
+    assert "no GPUs are available" in _one(problems, "error", "instance_group.kind").message
     assert validate_model(ModelDir(root=repository / "multi_io"), gpu_available=True) == []
 
 

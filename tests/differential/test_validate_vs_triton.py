@@ -1,0 +1,449 @@
+"""`invoke validate` held against the real server: every rule's broken repository, loaded and inferred.
+
+Each mutation below breaks one exported model in one way (or writes something unusual that is fine). All of
+them go into one repository, which one tritonserver (the embedded 2.51.0 with the official libtriton_pytorch.so
+built from the pinned r25.10 sources) loads at once. The server's verdict per model:
+
+- ``refused``: the model did not become READY (Triton's reason is kept);
+- ``failed``: it loaded, but an inference with inputs shaped and typed as its config declares failed;
+- ``wrong``: it answered, but an output's shape or data type differs from what the config declares;
+- ``served``: it answered with every declared output as declared;
+- ``crashed``: the server died while it served the request (it is started again for the next mutation).
+
+The validator must report an error exactly where the verdict is not ``served``; where Triton serves the model
+correctly it may warn, never fail. The expected verdict is not written down anywhere: it is what the server
+does, so a rule that disagrees with the real backend fails here, whichever side moved.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pytest
+import tritonclient.grpc as grpcclient
+from tritonclient.grpc.model_config_pb2 import DataType, ModelConfig, ModelInstanceGroup
+from tritonclient.utils import InferenceServerException
+
+from tritonpt import dtypes, export
+from tritonpt.backend import BuiltBackend
+from tritonpt.repository import ModelDir, read_config, render_config
+from tritonpt.server import LocalServer, TritonFlags
+from tritonpt.server.base import ModelState
+from tritonpt.validate import validate_model
+
+pytestmark = pytest.mark.slow
+
+Edit = Callable[[ModelDir, ModelConfig], None]
+"""Changes a copied model folder; the config it is given is written back afterwards (with its name set)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Mutation:
+    id: str
+    base: str  # a built-in model
+    edit: Edit
+    raw_config: str | None = None  # text written as config.pbtxt as is (for text the proto cannot hold)
+
+
+def _set(**fields: object) -> Edit:
+    def edit(_: ModelDir, config: ModelConfig) -> None:
+        for key, value in fields.items():
+            setattr(config, key, value)
+
+    return edit
+
+
+def _input(index: int, **fields: object) -> Edit:
+    def edit(_: ModelDir, config: ModelConfig) -> None:
+        tensor = config.input[index]
+        for key, value in fields.items():
+            if key == "dims":
+                del tensor.dims[:]
+                tensor.dims.extend(value)  # type: ignore[arg-type]
+            else:
+                setattr(tensor, key, value)
+
+    return edit
+
+
+def _output(index: int, **fields: object) -> Edit:
+    def edit(_: ModelDir, config: ModelConfig) -> None:
+        tensor = config.output[index]
+        for key, value in fields.items():
+            if key == "dims":
+                del tensor.dims[:]
+                tensor.dims.extend(value)  # type: ignore[arg-type]
+            else:
+                setattr(tensor, key, value)
+
+    return edit
+
+
+def _both(*edits: Edit) -> Edit:
+    def edit(model: ModelDir, config: ModelConfig) -> None:
+        for one in edits:
+            one(model, config)
+
+    return edit
+
+
+def _nothing(_: ModelDir, __: ModelConfig) -> None:
+    pass
+
+
+def _parameter(key: str, value: str) -> Edit:
+    def edit(_: ModelDir, config: ModelConfig) -> None:
+        config.parameters[key].string_value = value
+
+    return edit
+
+
+def _remove_version(model: ModelDir, _: ModelConfig) -> None:
+    shutil.rmtree(model.root / "1")
+
+
+def _remove_model_file(model: ModelDir, _: ModelConfig) -> None:
+    model.model_file().unlink()
+
+
+def _corrupt_model_file(model: ModelDir, _: ModelConfig) -> None:
+    model.model_file().write_bytes(b"not a zip archive")
+
+
+def _rename_model_file(model: ModelDir, config: ModelConfig) -> None:
+    model.model_file().rename(model.root / "1" / "weights.pt")
+    config.default_model_filename = "weights.pt"
+
+
+def _drop_output(index: int) -> Edit:
+    def edit(_: ModelDir, config: ModelConfig) -> None:
+        del config.output[index]
+
+    return edit
+
+
+def _drop_input(index: int) -> Edit:
+    def edit(_: ModelDir, config: ModelConfig) -> None:
+        del config.input[index]
+
+    return edit
+
+
+def _swap_inputs(_: ModelDir, config: ModelConfig) -> None:
+    first, second = ModelConfig().input.add(), ModelConfig().input.add()
+    first.CopyFrom(config.input[0])
+    second.CopyFrom(config.input[1])
+    config.input[0].CopyFrom(second)
+    config.input[1].CopyFrom(first)
+
+
+def _instances(kind: int, count: int = 1) -> Edit:
+    def edit(_: ModelDir, config: ModelConfig) -> None:
+        del config.instance_group[:]
+        config.instance_group.add(kind=kind, count=count)  # type: ignore[arg-type]
+
+    return edit
+
+
+def _preferred(*sizes: int) -> Edit:
+    def edit(_: ModelDir, config: ModelConfig) -> None:
+        config.dynamic_batching.preferred_batch_size.extend(sizes)
+
+    return edit
+
+
+def _no_dynamic_batching(_: ModelDir, config: ModelConfig) -> None:
+    config.ClearField("dynamic_batching")
+
+
+def _version_policy_specific(*versions: int) -> Edit:
+    def edit(_: ModelDir, config: ModelConfig) -> None:
+        config.version_policy.specific.versions.extend(versions)
+
+    return edit
+
+
+FP32, FP64, INT32, INT64 = DataType.TYPE_FP32, DataType.TYPE_FP64, DataType.TYPE_INT32, DataType.TYPE_INT64
+
+MUTATIONS: tuple[Mutation, ...] = (
+    # Unchanged exports: the baseline every rule is measured from.
+    Mutation(id="as_exported_multi_io", base="multi_io", edit=_nothing),
+    Mutation(id="as_exported_fixed_shape", base="fixed_shape", edit=_nothing),
+    Mutation(id="as_exported_token_encoder", base="token_encoder", edit=_nothing),
+    # platform and backend
+    Mutation(id="platform_pytorch", base="multi_io", edit=_set(platform="pytorch")),
+    Mutation(id="platform_onnx", base="multi_io", edit=_set(platform="onnxruntime_onnx")),
+    Mutation(id="backend_only", base="multi_io", edit=_set(platform="", backend="pytorch")),
+    Mutation(id="platform_and_backend", base="multi_io", edit=_set(backend="pytorch")),
+    Mutation(id="no_platform_no_backend", base="multi_io", edit=_set(platform="")),
+    # name, versions, files
+    Mutation(id="name_differs", base="multi_io", edit=_nothing),  # the name is set to another below
+    Mutation(id="no_version_folder", base="multi_io", edit=_remove_version),
+    Mutation(id="no_model_file", base="multi_io", edit=_remove_model_file),
+    Mutation(id="corrupt_model_file", base="multi_io", edit=_corrupt_model_file),
+    Mutation(id="default_model_filename", base="multi_io", edit=_rename_model_file),
+    Mutation(id="version_policy_missing_version", base="multi_io", edit=_version_policy_specific(7)),
+    # the schema
+    Mutation(
+        id="unknown_field",
+        base="multi_io",
+        edit=_nothing,
+        raw_config='name: "unknown_field"\nplatform: "pytorch_libtorch"\nmax_batch_sise: 16\n',
+    ),
+    # batching
+    Mutation(id="max_batch_size_negative", base="multi_io", edit=_set(max_batch_size=-1)),
+    Mutation(id="max_batch_size_larger", base="multi_io", edit=_set(max_batch_size=64)),
+    Mutation(
+        id="max_batch_size_zero_with_dynamic_batching",
+        base="multi_io",
+        edit=_both(
+            _set(max_batch_size=0),
+            _input(0, dims=[2, 16]),
+            _input(1, dims=[2, 8]),
+            _output(0, dims=[2, 8]),
+            _output(1, dims=[2, 1]),
+        ),
+    ),
+    Mutation(
+        id="max_batch_size_zero_full_shapes",
+        base="multi_io",
+        edit=_both(
+            _set(max_batch_size=0),
+            _no_dynamic_batching,
+            _input(0, dims=[2, 16]),
+            _input(1, dims=[2, 8]),
+            _output(0, dims=[2, 8]),
+            _output(1, dims=[2, 1]),
+        ),
+    ),
+    Mutation(id="preferred_batch_size_above_max", base="multi_io", edit=_preferred(32)),
+    Mutation(id="preferred_batch_size_within_max", base="multi_io", edit=_preferred(4, 8)),
+    # input and output names
+    Mutation(
+        id="inputs_indexed_names",
+        base="multi_io",
+        edit=_both(_input(0, name="INPUT__0"), _input(1, name="INPUT__1")),
+    ),
+    Mutation(
+        id="inputs_other_names", base="multi_io", edit=_both(_input(0, name="left"), _input(1, name="right"))
+    ),
+    Mutation(id="inputs_swapped_order", base="multi_io", edit=_swap_inputs),
+    Mutation(
+        id="inputs_index_gap",
+        base="multi_io",
+        edit=_both(_input(0, name="INPUT__0"), _input(1, name="INPUT__2")),
+    ),
+    Mutation(
+        id="outputs_other_names",
+        base="multi_io",
+        edit=_both(_output(0, name="mixed"), _output(1, name="summary")),
+    ),
+    # counts
+    Mutation(id="one_input_missing", base="multi_io", edit=_drop_input(1)),
+    Mutation(id="one_output_missing", base="multi_io", edit=_drop_output(1)),
+    # dims
+    Mutation(id="input_dims_wrong", base="multi_io", edit=_input(0, dims=[17])),
+    Mutation(id="input_dims_variable", base="multi_io", edit=_input(0, dims=[-1])),
+    Mutation(id="input_dims_zero", base="multi_io", edit=_input(0, dims=[0])),
+    Mutation(id="output_dims_wrong", base="multi_io", edit=_output(0, dims=[9])),
+    Mutation(id="output_dims_variable", base="multi_io", edit=_output(0, dims=[-1])),
+    Mutation(id="output_rank_wrong", base="multi_io", edit=_output(0, dims=[8, 1])),
+    # data types
+    Mutation(id="input_dtype_fp64", base="multi_io", edit=_input(0, data_type=FP64)),
+    Mutation(id="output_dtype_int32", base="multi_io", edit=_output(0, data_type=INT32)),
+    Mutation(id="output_dtype_fp64", base="multi_io", edit=_output(0, data_type=FP64)),
+    Mutation(id="input_dtype_bf16", base="multi_io", edit=_input(0, data_type=DataType.TYPE_BF16)),
+    Mutation(id="output_dtype_uint32", base="multi_io", edit=_output(0, data_type=DataType.TYPE_UINT32)),
+    Mutation(id="token_input_int32", base="token_encoder", edit=_input(0, data_type=INT32)),
+    # placement
+    Mutation(id="kind_gpu", base="multi_io", edit=_instances(ModelInstanceGroup.KIND_GPU)),
+    Mutation(id="kind_cpu_two_instances", base="multi_io", edit=_instances(ModelInstanceGroup.KIND_CPU, 2)),
+    Mutation(id="instance_count_zero", base="multi_io", edit=_instances(ModelInstanceGroup.KIND_CPU, 0)),
+    # backend parameters
+    Mutation(id="parameter_unknown", base="multi_io", edit=_parameter("NOT_A_PARAMETER", "1")),
+    Mutation(id="parameter_bad_bool", base="multi_io", edit=_parameter("INFERENCE_MODE", "maybe")),
+    Mutation(
+        id="parameter_bad_thread_count", base="multi_io", edit=_parameter("INTRA_OP_THREAD_COUNT", "many")
+    ),
+    Mutation(id="parameter_thread_count", base="multi_io", edit=_parameter("INTRA_OP_THREAD_COUNT", "1")),
+)
+
+BATCH = 2
+VARIABLE_LENGTH = 5
+
+
+@dataclass(frozen=True, kw_only=True)
+class Verdict:
+    kind: str  # refused | failed | wrong | served
+    detail: str
+
+
+@pytest.fixture(scope="module")
+def exported(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("differential-exports") / "repository"
+    export.export_builtin(sorted({m.base for m in MUTATIONS}), repository=root)
+    return root
+
+
+@pytest.fixture(scope="module")
+def broken(exported: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One repository holding every mutation, each in a folder named after it."""
+    root = tmp_path_factory.mktemp("differential") / "repository"
+    root.mkdir()
+    for mutation in MUTATIONS:
+        folder = root / mutation.id
+        shutil.copytree(exported / mutation.base, folder)
+        model = ModelDir(root=folder)
+        if mutation.raw_config is not None:
+            model.config.write_text(mutation.raw_config, encoding="utf-8")
+            continue
+        config = read_config(model.config)
+        config.name = "another_name" if mutation.id == "name_differs" else mutation.id
+        mutation.edit(model, config)
+        model.config.write_text(render_config(config), encoding="utf-8")
+    return root
+
+
+class Harness:
+    """One server for every mutation, started again (with a new log) if a request kills it."""
+
+    def __init__(self, repository: Path, built: BuiltBackend, logs: Path) -> None:
+        self.repository, self.built, self.logs = repository, built, logs
+        self.starts = 0
+        self.server = self._start()
+        self.states = self.server.model_states([m.id for m in MUTATIONS])
+
+    def _start(self) -> LocalServer:
+        self.starts += 1
+        log = self.logs / f"tritonserver-{self.starts}.log"
+        server = LocalServer(
+            TritonFlags(model_repository=self.repository), log_path=log, pytorch_backend=self.built
+        )
+        server.start()
+        return server
+
+    def restart(self) -> str:
+        """Start a fresh server; returns how the old one ended and its last log lines."""
+        ended = self.server.failure("the server died during the request")
+        self.server.stop()
+        self.server = self._start()
+        return ended
+
+    def stop(self) -> None:
+        self.server.stop()
+
+
+ROWS: list[tuple[str, str, str, str]] = []  # mutation, Triton's verdict, the validator's, detail
+
+
+@pytest.fixture(scope="module")
+def harness(
+    broken: Path,
+    pytorch_backend: BuiltBackend,
+    tmp_path_factory: pytest.TempPathFactory,
+    pytestconfig: pytest.Config,
+) -> Iterator[Harness]:
+    running = Harness(broken, pytorch_backend, tmp_path_factory.mktemp("differential-logs"))
+    yield running
+    running.stop()
+    folder = Path(pytestconfig.getoption("--reports", default="reports"))
+    folder.mkdir(parents=True, exist_ok=True)
+    lines = [
+        "# The validator against Triton",
+        "",
+        f"Server {running.server.install.version if running.server.install else '?'} with "
+        f"{running.built.describe()}; server starts: {running.starts}.",
+        "",
+        "| mutation | Triton | validator | what happened |",
+        "|---|---|---|---|",
+        *(f"| {m} | {v} | {s} | {d.splitlines()[0][:160] if d else ''} |" for m, v, s, d in ROWS),
+    ]
+    (folder / "differential.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+def _inputs_as_declared(config: ModelConfig) -> list[grpcclient.InferInput]:
+    request = []
+    for tensor in config.input:
+        shape = [VARIABLE_LENGTH if d == -1 else d for d in tensor.dims]
+        if config.max_batch_size > 0:
+            shape = [BATCH, *shape]
+        type_name = DataType.Name(tensor.data_type)
+        wire = type_name.removeprefix("TYPE_")
+        try:
+            numpy_type = dtypes.from_config(type_name).numpy
+        except ValueError:
+            numpy_type = np.uint32 if "UINT32" in type_name else np.float32
+        item = grpcclient.InferInput(tensor.name, shape, "BF16" if wire == "BF16" else wire)
+        array = np.ones(shape, dtype=numpy_type)
+        if wire != "BF16":
+            item.set_data_from_numpy(array)
+        request.append(item)
+    return request
+
+
+def _verdict(server: LocalServer, config_path: Path, name: str, state: ModelState) -> Verdict:
+    if not state.ready:
+        return Verdict(kind="refused", detail=state.summary or state.state or "not in the repository index")
+    config = read_config(config_path)
+    request = _inputs_as_declared(config)
+    try:
+        with grpcclient.InferenceServerClient(server.endpoints.grpc) as client:
+            result = client.infer(
+                name,
+                request,
+                outputs=[grpcclient.InferRequestedOutput(o.name) for o in config.output],
+                client_timeout=60,
+            )
+    except InferenceServerException as exc:
+        return Verdict(kind="failed", detail=str(exc).splitlines()[0])
+    response = result.get_response()
+    answered = {o.name: o for o in response.outputs}
+    for tensor in config.output:
+        got = answered.get(tensor.name)
+        if got is None:
+            return Verdict(kind="wrong", detail=f"no output {tensor.name} in the response")
+        wire = DataType.Name(tensor.data_type).removeprefix("TYPE_")
+        shape = list(got.shape)
+        expected = list(tensor.dims)
+        if config.max_batch_size > 0:
+            if not shape or shape[0] != BATCH:
+                return Verdict(
+                    kind="wrong", detail=f"{tensor.name} has shape {shape}, batch {BATCH} was sent"
+                )
+            shape = shape[1:]
+        fits = len(shape) == len(expected) and all(d in (-1, s) for d, s in zip(expected, shape, strict=True))
+        if got.datatype != wire or not fits:
+            return Verdict(
+                kind="wrong",
+                detail=f"{tensor.name} served as {got.datatype} {shape}, the config declares {wire} {expected}",
+            )
+    return Verdict(kind="served", detail="every declared output as declared")
+
+
+@pytest.mark.parametrize("mutation", MUTATIONS, ids=[m.id for m in MUTATIONS])
+def test_the_validator_fails_exactly_where_triton_does(
+    mutation: Mutation, broken: Path, harness: Harness
+) -> None:
+    model = ModelDir(root=broken / mutation.id)
+    verdict = _verdict(harness.server, model.config, mutation.id, harness.states[mutation.id])
+    if not harness.server.is_alive():
+        verdict = Verdict(kind="crashed", detail=harness.restart())
+    problems = validate_model(model, gpu_available=False)
+    errors = [p for p in problems if p.severity == "error"]
+    said = "\n".join(p.render() for p in problems) or "(nothing)"
+    judged = "error" if errors else "warning" if problems else "ok"
+    ROWS.append((mutation.id, verdict.kind, judged, verdict.detail))
+    if verdict.kind == "served":
+        assert not errors, (
+            f"Triton serves {mutation.id} correctly ({verdict.detail}), but the validator fails it:\n{said}"
+        )
+    else:
+        assert errors, (
+            f"Triton {verdict.kind} {mutation.id} ({verdict.detail}), but the validator passes it:\n{said}"
+        )
+    for problem in problems:
+        assert problem.path.is_relative_to(model.root) or problem.path == model.root, problem.render()
