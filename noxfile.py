@@ -1,12 +1,12 @@
 """nox sessions: the pipeline's front door for CI and for anyone checking a change.
 
-    nox -s lint          ruff, mypy; hadolint on docker/, zizmor + check-jsonschema on the workflows
+    nox -s lint          ruff, mypy; hadolint on the recipes, zizmor + check-jsonschema on the workflows
     nox -s unit          fast tests with real torch and real protobuf
     nox -s integration   export the built-in models, build (or reuse) the official pytorch backend, start
                          Triton with it, run the integration matrix
     nox -s differential  the validator's verdict on each broken repository against the real server's
     nox -s container     our image built on offline stand-ins, the doctor, the matrix in a container;
-                         docker/pytorch.Dockerfile's backend stage on a stand-in of its devel base
+                         recipes/pytorch.Dockerfile's backend stage on a stand-in of its devel base
     nox -s gpu           (GPU runners) build the real image, doctor, the matrix in a GPU container, strict
 
 Every session installs the exact torch pins from src/tritonpt/versions.toml. The uv backend hard-links
@@ -57,12 +57,12 @@ def _docker_answers() -> bool:
 
 @nox.session(python=PYTHON)
 def lint(session: nox.Session) -> None:
-    """Lint and type-check: ruff, mypy (strict), hadolint (docker/), zizmor and check-jsonschema (workflows)."""
+    """Lint and type-check: ruff, mypy (strict), hadolint (the recipes), zizmor and check-jsonschema (workflows)."""
     _install(session, "lint")
     session.run("ruff", "check", ".")
     session.run("ruff", "format", "--check", ".")
     session.run("mypy")
-    session.run("hadolint", *sorted(str(p) for p in Path("docker").glob("*.Dockerfile")))
+    session.run("hadolint", *sorted(str(p) for p in Path("src/tritonpt").glob("*/*.Dockerfile")))
     session.run("zizmor", "--offline", ".github/workflows")
     workflows = sorted(str(p) for p in Path(".github/workflows").glob("*.yml"))
     session.run("check-jsonschema", "--builtin-schema", "vendor.github-workflows", *workflows)
@@ -116,22 +116,15 @@ def container(session: nox.Session) -> None:
     _install(session, "test")
     session.run("invoke", "build-backend")
     _pytest(session, "tests/docker", *session.posargs)
-    tag = session.run(
-        "python",
-        "-m",
-        "tritonpt.standin",
-        "--quiet",
-        "--pytorch-devel",
-        "--prune",
-        "--print-tag",
-        "ngc",
-        silent=True,
-    )
+    standin = ("python", "-m", "tritonpt.testing.standin", "--quiet")
+    tag = session.run(*standin, "--pytorch-devel", "--prune", "--print-tag", "ngc", silent=True)
     image = str(tag).strip().splitlines()[-1]
+    # The stand-in runs the host's libtorch: its containers need this session's site-packages mounted.
+    mount = str(session.run(*standin, "--print-mount", silent=True)).strip().splitlines()[-1]
     session.run("invoke", "export")
-    session.run("invoke", "doctor", "--image", image)
+    session.run("invoke", "doctor", "--image", image, "--mount", mount)
     _pytest(
-        session, "tests/integration", "--target", "container", "--image", image,
+        session, "tests/integration", "--target", "container", "--image", image, "--mount", mount,
         "--reports", "reports/container", "--junitxml=reports/container/junit.xml",
     )  # fmt: skip
 

@@ -14,7 +14,7 @@ torch build, the compiler, the CUDA toolkit for the GPU variant, CMake and the d
 ``c++ --version``; a build never leaves a half-built entry (it is staged and renamed, and the staging folder is
 removed whatever happens).
 
-The same code builds the backend inside docker/pytorch.Dockerfile (``python3 -m tritonpt.backend``), so this
+The same code builds the backend inside recipes/pytorch.Dockerfile (``python3 -m tritonpt.backend``), so this
 module imports only the standard library and :mod:`tritonpt.versions` / :mod:`tritonpt.errors`; it finds torch
 without importing it.
 """
@@ -61,7 +61,7 @@ NVIDIA_DEVICE = Path("/dev/nvidiactl")
 """Present on a host whose NVIDIA driver is loaded."""
 DOWNLOAD_TIMEOUT_S = 60.0
 
-# The one CMake definition of the backend, for `invoke build-backend` and docker/pytorch.Dockerfile alike
+# The one CMake definition of the backend, for `invoke build-backend` and recipes/pytorch.Dockerfile alike
 # (paths are added by configure_command). TorchVision is off: the torch wheel has no libtorchvision.so
 # (reference/triton.md 2.3); TorchTRT needs TensorRT. NVSHMEM follows the variant (only CUDA torch has it).
 DEFINITION: Mapping[str, str] = {
@@ -775,7 +775,7 @@ def _extract(archive: tarfile.TarFile, into: Path, path: Path) -> None:
     archive.extractall(into)  # noqa: S202 - every member was checked above
 
 
-# --- Command line (also run inside docker/pytorch.Dockerfile) -----------------------------------------------
+# --- Command line (also run inside recipes/pytorch.Dockerfile) -----------------------------------------------
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -1,5 +1,9 @@
 """What the invoke tasks do, as plain functions: parse option strings into typed values, call the
-pipeline, print progress and problems, exit non-zero on failure. tasks.py only declares the options."""
+pipeline, print progress and problems, exit non-zero on failure. tasks.py only declares the options.
+
+Each stage is imported inside the function that uses it, so ``invoke --list`` and ``tritonpt --help`` load
+neither torch nor docker-py (tests/unit/test_layout.py checks it).
+"""
 
 from __future__ import annotations
 
@@ -7,19 +11,15 @@ import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import cast
 
 from rich.markup import escape
 
-from tritonpt import export as exporting
-from tritonpt import validate as validating
 from tritonpt.console import Progress, err, guard, out, print_problems
 from tritonpt.errors import ServerError, SpecError, ValidationError
-from tritonpt.options import parse_assignments
-from tritonpt.repository import models
-from tritonpt.spec import InstanceKind
+from tritonpt.options import GPUS, INSTANCE_KINDS, Target, one_of, parse_assignments, parse_mounts
 
-_KINDS = ("KIND_AUTO", "KIND_CPU", "KIND_GPU")
+SERVE_TARGETS: tuple[Target, ...] = ("local", "container")
+"""What `invoke serve` can start (a server at a URL is already running)."""
 
 
 def export(
@@ -36,11 +36,15 @@ def export(
     seed: int,
     debug: bool,
 ) -> None:
+    from tritonpt import export as exporting  # noqa: PLC0415 - torch loads only when a task needs it
+
     progress = Progress()
     with guard(debug=debug):
-        if instance_kind is not None and instance_kind not in _KINDS:
-            msg = f"--instance-kind {instance_kind!r}: expected one of {', '.join(_KINDS)}."
-            raise SpecError(msg)
+        kind = (
+            one_of(instance_kind, INSTANCE_KINDS, option="--instance-kind", error=SpecError)
+            if instance_kind
+            else None
+        )
         if model:
             if not name:
                 msg = "--model needs --name: the model's folder and config name in the repository."
@@ -57,7 +61,7 @@ def export(
                 method="script" if script else None,
                 max_batch_size=max_batch_size,
                 dynamic_axes=exporting.parse_dynamic_axes(dynamic_axes) if dynamic_axes else None,
-                instance_kind=cast(InstanceKind | None, instance_kind),
+                instance_kind=kind,
                 parameters=parse_assignments(
                     parameters, option="--parameter", example="INTRA_OP_THREAD_COUNT=4", error=SpecError
                 )
@@ -111,10 +115,7 @@ def build_backend(*, sources: str | None, variant: str, force: bool, debug: bool
 
     progress = Progress()
     with guard(debug=debug):
-        if variant not in backend.CHOICES:
-            msg = f"--variant {variant!r}: expected one of {', '.join(backend.CHOICES)}."
-            raise SpecError(msg)
-        choice: backend.Choice = variant  # narrowed by the check against CHOICES above
+        choice = one_of(variant, backend.CHOICES, option="--variant", error=SpecError)
         built = backend.ensure(sources=sources, variant=choice, force=force, step=progress)
     if built.cached:
         progress(f"cached: {built.describe()} (built in {built.seconds:.1f} s)")
@@ -122,9 +123,17 @@ def build_backend(*, sources: str | None, variant: str, force: bool, debug: bool
 
 
 def serve(
-    *, repository: Path, target: str, image: str | None, gpus: str, tritonserver: str | None, debug: bool
+    *,
+    repository: Path,
+    target: str,
+    image: str | None,
+    gpus: str,
+    mounts: Sequence[str],
+    tritonserver: str | None,
+    debug: bool,
 ) -> None:
     from tritonpt import backend, server  # noqa: PLC0415
+    from tritonpt.repository import models  # noqa: PLC0415
 
     progress = Progress()
     with guard(debug=debug):
@@ -132,17 +141,15 @@ def serve(
         if target == "local":
             built = backend.find() or backend.ensure(step=progress)
             progress(f"pytorch backend: {built.describe()}")
-        if target not in ("local", "container"):
-            msg = f"--target {target!r}: serve runs `local` or `container`; for a running server there is nothing to start."
-            raise SpecError(msg)
-        if gpus not in server.GPUS:
-            msg = f"--gpus {gpus!r}: expected one of {', '.join(server.GPUS)}."
-            raise SpecError(msg)
+        where = one_of(target, SERVE_TARGETS, option="--target", error=SpecError)
+        gpu_choice = one_of(gpus, GPUS, option="--gpus", error=SpecError)
+        extra = parse_mounts(mounts, option="--mount", error=SpecError)
         instance = server.create(
-            "local" if target == "local" else "container",
+            where,
             repository=repository,
             image=image,
-            gpus=gpus,
+            gpus=gpu_choice,
+            mounts=extra,
             tritonserver=tritonserver,
             log_path=Path("reports/tritonserver.log"),
         )
@@ -164,11 +171,12 @@ def serve(
             raise ServerError(instance.failure("the server stopped on its own"))
 
 
-def doctor(*, image: str | None, repository: Path, debug: bool) -> None:
+def doctor(*, image: str | None, repository: Path, mounts: Sequence[str], debug: bool) -> None:
     from tritonpt import doctor as doctoring  # noqa: PLC0415 - docker-py and pyelftools load only when asked
 
     with guard(debug=debug):
-        report = doctoring.run(image=image, repository=repository)
+        extra = parse_mounts(mounts, option="--mount", error=SpecError)
+        report = doctoring.run(image=image, repository=repository, mounts=extra)
     doctoring.render(report)
     sys.exit(report.exit_code)
 
@@ -179,6 +187,9 @@ def validate(*, repository: Path, debug: bool) -> None:
 
 
 def _validate(repository: Path) -> None:
+    from tritonpt import validate as validating  # noqa: PLC0415
+    from tritonpt.repository import models  # noqa: PLC0415
+
     problems = validating.validate_repository(repository)
     errors = [p for p in problems if p.severity == "error"]
     if errors:

@@ -15,8 +15,7 @@ from collections.abc import Iterator, Sequence
 from rich.console import Console
 from rich.markup import escape
 
-from tritonpt.errors import TritonPtError
-from tritonpt.validate import Problem
+from tritonpt.errors import Problem, TritonPtError
 
 err = Console(stderr=True, highlight=False, soft_wrap=True)
 out = Console(highlight=False, soft_wrap=True)

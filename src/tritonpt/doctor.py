@@ -46,6 +46,7 @@ from tritonpt import image as images
 from tritonpt import reference, repository
 from tritonpt.errors import DockerUnavailable
 from tritonpt.image import DockerClient
+from tritonpt.options import Mount
 from tritonpt.versions import VERSIONS, TritonRelease, Versions
 
 Version = tuple[int, ...]
@@ -800,19 +801,6 @@ def ldd_in_image(
     return ran
 
 
-def run_volumes(info: Mapping[str, Any]) -> list[str]:
-    """What a container of the image must mount to run as served: for our offline stand-ins (label
-    ``io.tritonpt.standin``), the host's site-packages, whose libtorch their pytorch backend links."""
-    from tritonpt import standin  # noqa: PLC0415 - CI's stand-ins; only images that carry their label need it
-
-    labels = (info.get("Config") or {}).get("Labels") or {}
-    if standin.LABEL not in labels:
-        return []
-    return [
-        standin.Mount(source=standin.torch_site_packages(), target=standin.CONTAINER_SITE_PACKAGES).volume()
-    ]
-
-
 def backend_of(tag: str, info: Mapping[str, Any], versions: Versions = VERSIONS) -> tuple[Backend, bool]:
     """What an image declares about its server and backend, and whether it declared anything at all.
 
@@ -1012,10 +1000,14 @@ def run(
     *,
     image: str | None,
     repository: Path,
+    mounts: Sequence[Mount] = (),
     versions: Versions = VERSIONS,
     client: DockerClient | None = None,
 ) -> Report:
-    """Run every check (see the module docstring); never raises for what it finds, it reports it."""
+    """Run every check (see the module docstring); never raises for what it finds, it reports it.
+
+    ``mounts`` are what a container of the image needs at run time (CI's stand-ins: the host's site-packages).
+    """
     facts = _Facts()
     _check_docker(facts, client)
     host = host_driver()
@@ -1056,7 +1048,7 @@ def run(
                 check_glibc(tag=image, glibc=glibc, files=files, glibc_error=why, backend=backend)
             )
             ldd = (
-                ldd_in_image(facts.client, image, volumes=run_volumes(facts.client.api.inspect_image(image)))
+                ldd_in_image(facts.client, image, volumes=[m.volume() for m in mounts])
                 if PYTORCH_BACKEND in files.paths
                 else None
             )

@@ -11,16 +11,38 @@
     ├── ImageError         an image could not be built or inspected
     └── DockerUnavailable  no Docker engine answers
 
-Messages are full sentences that say what happened and what to do.
+Messages are full sentences that say what happened and what to do. This module is the bottom of the
+package: it imports nothing of tritonpt, so every stage can raise these (``Problem``, the finding a
+``ValidationError`` carries, lives here for that reason).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import TYPE_CHECKING
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
 
-if TYPE_CHECKING:
-    from tritonpt.validate import Problem
+Severity = Literal["error", "warning"]
+
+HINT = "Hint:"
+"""How a message introduces the sentence that says what to do (testcontainers' wording)."""
+FIX = "fix:"
+"""How a validation problem introduces its fix."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Problem:
+    """One broken rule of a model repository, in words a user can act on."""
+
+    severity: Severity
+    path: Path
+    field: str
+    message: str
+    fix: str
+
+    def render(self) -> str:
+        return f"{self.severity}: {self.path}: {self.field}: {self.message}\n  {FIX} {self.fix}"
 
 
 def first_line(exc: BaseException) -> str:
@@ -44,8 +66,8 @@ class ExportError(TritonPtError):
 class ValidationError(TritonPtError):
     """The model repository breaks one or more rules."""
 
-    def __init__(self, problems: list[Problem]) -> None:
-        self.problems = problems
+    def __init__(self, problems: Sequence[Problem]) -> None:
+        self.problems = list(problems)
         super().__init__("\n\n".join(p.render() for p in problems))
 
 

@@ -1,9 +1,9 @@
-"""Stage "image": build a Triton + PyTorch 2.9 image from a recipe in ``docker/``.
+"""Stage "image": build a Triton + PyTorch 2.9 image from a recipe in ``tritonpt/recipes/``.
 
     check Docker answers -> build args (versions.toml, then the user's overrides)
       -> docker build (output streamed line by line) -> read the image back (id, size, io.tritonpt.* labels)
 
-Recipes (``docker/<name>.Dockerfile``):
+Recipes (``recipes/<name>.Dockerfile``, package data found with importlib.resources):
 
 - ``ngc`` (recommended): NVIDIA's ``tritonserver:<release>-pyt-python-py3``, whose pytorch backend bundles the
   PyTorch 2.9 build of that release; adds a non-root user, a health check and version labels.
@@ -42,7 +42,7 @@ import tempfile
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from importlib import metadata
+from importlib import metadata, resources
 from pathlib import Path
 from types import ModuleType
 from typing import Any, Literal, TypeAlias, cast
@@ -53,10 +53,12 @@ from tritonpt.versions import VERSIONS, Versions
 
 DockerClient: TypeAlias = Any
 """A ``DockerClient``. docker-py ships no type information, and from the repository root mypy would
-resolve ``docker`` to our ``docker/`` recipes folder (a namespace package), so it is typed as Any here."""
+resolve ``docker`` to a folder of that name, so it is typed as Any here."""
 
-DOCKER_DIR = Path(__file__).resolve().parents[2] / "docker"
-"""The recipes folder of this repository."""
+RECIPES_DIR = Path(str(resources.files("tritonpt").joinpath("recipes")))
+"""The recipes, shipped inside the package (a checkout's src/tritonpt/recipes/, or site-packages)."""
+MODELS_MOUNT = "/models"
+"""Where the recipes expect the model repository, mounted read-only; it must be readable by uid 1000."""
 
 Recipe = Literal["ngc", "pytorch"]
 RECIPES: tuple[Recipe, ...] = ("ngc", "pytorch")
@@ -152,12 +154,14 @@ def _unix_socket_problem(host: str, *, timeout: float) -> str | None:
 # --- Recipes and build arguments ----------------------------------------------------------------------------
 
 
-def recipe_path(recipe: str, docker_dir: Path = DOCKER_DIR) -> Path:
-    """``docker/<recipe>.Dockerfile``, checked to exist."""
-    path = docker_dir / f"{recipe}.Dockerfile"
+def recipe_path(recipe: str, recipes_dir: Path = RECIPES_DIR) -> Path:
+    """``recipes/<recipe>.Dockerfile``, checked to exist."""
+    path = recipes_dir / f"{recipe}.Dockerfile"
     if not path.is_file():
-        known = ", ".join(sorted(p.name.removesuffix(".Dockerfile") for p in docker_dir.glob("*.Dockerfile")))
-        msg = f"Cannot find the recipe {path}: the recipes in {docker_dir} are {known}."
+        known = ", ".join(
+            sorted(p.name.removesuffix(".Dockerfile") for p in recipes_dir.glob("*.Dockerfile"))
+        )
+        msg = f"Cannot find the recipe {path}: the recipes in {recipes_dir} are {known}."
         raise ImageError(msg)
     return path
 
@@ -236,7 +240,7 @@ def default_tag(recipe: str, versions: Versions = VERSIONS) -> str:
 # --- Building -----------------------------------------------------------------------------------------------
 
 
-# What docker/pytorch.Dockerfile's backend stage runs: tritonpt.backend and what it imports, nothing else.
+# What recipes/pytorch.Dockerfile's backend stage runs: tritonpt.backend and what it imports, nothing else.
 BACKEND_MODULES = ("__init__.py", "errors.py", "versions.py", "versions.toml", "backend.py")
 CONTEXT_RECIPES = frozenset({"pytorch"})
 """Recipes that build from a context (:func:`stage_context`); the others are sent as the Dockerfile alone."""
@@ -387,11 +391,11 @@ def build_image(
     ngc: str | None = None,
     on_line: OnLine | None = None,
     client: DockerClient | None = None,
-    docker_dir: Path = DOCKER_DIR,
+    recipes_dir: Path = RECIPES_DIR,
     target: str | None = None,
     sources: Path | None = None,
 ) -> BuiltImage:
-    """Build ``docker/<recipe>.Dockerfile`` and return what the engine reports about the result.
+    """Build ``recipes/<recipe>.Dockerfile`` and return what the engine reports about the result.
 
     ``build_args`` (a mapping, or ``K=V`` strings as typed on the command line) override the values from
     versions.toml for this build; ``ngc`` picks another supported Triton release (``25.09``). ``target`` builds
@@ -400,7 +404,7 @@ def build_image(
     if recipe not in RECIPES:
         msg = f"Cannot build the recipe {recipe!r}: choose one of {', '.join(RECIPES)}."
         raise ImageError(msg)
-    path = recipe_path(recipe, docker_dir)
+    path = recipe_path(recipe, recipes_dir)
     overrides = parse_build_args(build_args) if isinstance(build_args, Sequence) else dict(build_args or {})
     text = path.read_text(encoding="utf-8")
     args = build_args_for(text, overrides=overrides, available=recipe_build_args(ngc), source=str(path))

@@ -1,13 +1,46 @@
-"""Values typed on the command line that more than one front door reads the same way."""
+"""The vocabulary of choices the front doors accept, and how a typed string becomes one of them.
+
+Each set of choices is defined here once, as a ``Literal`` and the tuple of its values; the stages import the
+type, the front doors (tasks.py, noxfile.py, tritonpt.cli, the pytest options) the values. Standard library
+only, so that reading a command line never loads torch.
+"""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal, TypeVar, get_args
 
 from tritonpt.errors import TritonPtError
 
+InstanceKind = Literal["KIND_AUTO", "KIND_CPU", "KIND_GPU"]
+"""instance_group kinds we write (KIND_AUTO: GPU where there is one, CPU otherwise)."""
+INSTANCE_KINDS: tuple[InstanceKind, ...] = get_args(InstanceKind)
+
+Gpus = Literal["auto", "all", "none"]
+"""GPUs for a container: every GPU when the engine can give them, every GPU or fail, none."""
+GPUS: tuple[Gpus, ...] = get_args(Gpus)
+
+Target = Literal["auto", "local", "url", "container"]
+"""What runs the server: auto picks url with a URL, container with an image, else local."""
+TARGETS: tuple[Target, ...] = get_args(Target)
+
+DEFAULT_REPOSITORY = Path("model_repository")
+"""Where the front doors read and write the model repository unless told otherwise."""
+
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_Choice = TypeVar("_Choice", bound=str)
+
+
+def one_of(value: str, choices: tuple[_Choice, ...], *, option: str, error: type[TritonPtError]) -> _Choice:
+    """``value`` when it is one of ``choices``, else ``error`` saying which are valid."""
+    for choice in choices:
+        if value == choice:
+            return choice
+    msg = f"{option} {value!r}: expected one of {', '.join(choices)}."
+    raise error(msg)
 
 
 def parse_assignments(
@@ -22,3 +55,33 @@ def parse_assignments(
             raise error(msg)
         parsed[key] = setting
     return parsed
+
+
+@dataclass(frozen=True, kw_only=True)
+class Mount:
+    """A bind mount into a container: host ``source`` at ``target``, read-only unless said otherwise."""
+
+    source: Path
+    target: str
+    read_only: bool = True
+
+    def volume(self) -> str:
+        """The ``-v`` form: ``SOURCE:TARGET:ro``."""
+        return f"{self.source}:{self.target}:{'ro' if self.read_only else 'rw'}"
+
+
+def parse_mounts(values: Iterable[str], *, option: str, error: type[TritonPtError]) -> tuple[Mount, ...]:
+    """``["/host/dir:/in/container[:ro|rw]", ...]`` as mounts; the host folder must exist."""
+    mounts = []
+    for value in values:
+        parts = value.split(":")
+        mode = parts.pop() if len(parts) == 3 and parts[-1] in ("ro", "rw") else "ro"
+        if len(parts) != 2 or not parts[0] or not parts[1].startswith("/"):
+            msg = f"Cannot read {option} {value!r}: write it as HOST_PATH:/CONTAINER/PATH[:ro|rw], e.g. {option} $PWD/data:/data:ro."
+            raise error(msg)
+        source = Path(parts[0]).absolute()
+        if not source.exists():
+            msg = f"Cannot mount {source} ({option} {value!r}), as it does not exist on this host."
+            raise error(msg)
+        mounts.append(Mount(source=source, target=parts[1], read_only=mode == "ro"))
+    return tuple(mounts)

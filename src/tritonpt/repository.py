@@ -23,13 +23,24 @@ from pathlib import Path
 from google.protobuf import text_format
 from tritonclient.grpc.model_config_pb2 import ModelConfig
 
+from tritonpt.options import DEFAULT_REPOSITORY
+
+__all__ = [
+    "DEFAULT_REPOSITORY",
+    "ModelDir",
+    "models",
+    "parse_config",
+    "read_config",
+    "render_config",
+    "staged_model",
+]
+
 CONFIG = "config.pbtxt"
 MODEL_FILE = "model.pt"
 VERSION = "1"
 REFERENCE_JSON = "reference.json"
 REFERENCE_NPZ = "reference.npz"
 PLATFORM = "pytorch_libtorch"
-DEFAULT_REPOSITORY = Path("model_repository")
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -16,9 +16,9 @@ import torch
 
 from tritonpt import dtypes
 from tritonpt.errors import SpecError
+from tritonpt.options import InstanceKind
 
 Method = Literal["trace", "script"]
-InstanceKind = Literal["KIND_AUTO", "KIND_CPU", "KIND_GPU"]
 
 # Backend parameters we write unless told otherwise (reference/triton.md 3.4 and 7):
 # inference mode on (the backend's default, made explicit), and optimized execution off so that the

@@ -11,9 +11,7 @@ from __future__ import annotations
 import difflib
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
 
 import numpy as np
 import numpy.typing as npt
@@ -28,10 +26,8 @@ from tritonclient.grpc.model_config_pb2 import (
 )
 
 from tritonpt import dtypes, reference, spec
-from tritonpt.errors import first_line
+from tritonpt.errors import Problem, Severity, first_line
 from tritonpt.repository import CONFIG, MODEL_FILE, PLATFORM, ModelDir, models, parse_config
-
-Severity = Literal["error", "warning"]
 
 _INDEXED = re.compile(r"^.+__(\d+)$")
 _FIELD = re.compile(r'has no field named "([^"]+)"')
@@ -39,21 +35,6 @@ _SYNTH_LENGTH = 5  # length sent on a -1 axis: any length must work there
 _INT_PREFIX = re.compile(r"^\s*[+-]?\d")  # what std::stoi accepts (it reads a leading number)
 
 Array = npt.NDArray[np.generic]
-
-
-@dataclass(frozen=True, kw_only=True)
-class Problem:
-    """One broken rule, in words a user can act on."""
-
-    severity: Severity
-    path: Path
-    field: str
-    message: str
-    fix: str
-
-    def render(self) -> str:
-        label = "error" if self.severity == "error" else "warning"
-        return f"{label}: {self.path}: {self.field}: {self.message}\n  fix: {self.fix}"
 
 
 def validate_repository(repository: Path, *, gpu_available: bool | None = None) -> list[Problem]:
@@ -452,9 +433,9 @@ def _input_order(names: list[str], arguments: list[str], path: Path, problems: _
                 "error",
                 path,
                 "input names",
-                f"indices {sorted(positions)} are not 0..{len(names) - 1}; the backend then feeds forward() a missing "
-                "argument (`Expected a value of type 'Tensor' ... found type 'NoneType'`, and server 2.51.0 was seen "
-                "to crash on it).",
+                f"indices {sorted(positions)} are not 0..{len(names) - 1}; the backend indexes its input table by "
+                "them, past its end: every inference fails (`Expected a value of type 'Tensor' ... found type "
+                "'NoneType'`), and server 2.51.0 was seen to crash on it or on the next request.",
                 "number inputs INPUT__0, INPUT__1, ... without gaps.",
             )
             return None

@@ -47,6 +47,7 @@ class Mutation:
     base: str  # a built-in model
     edit: Edit
     raw_config: str | None = None  # text written as config.pbtxt as is (for text the proto cannot hold)
+    corrupts: bool = False  # the server is not trusted after this request: it is started again
 
 
 def _set(**fields: object) -> Edit:
@@ -328,7 +329,9 @@ class Harness:
 
     def restart(self) -> str:
         """Start a fresh server; returns how the old one ended and its last log lines."""
-        ended = self.server.failure("the server died during the request")
+        ended = (
+            self.server.failure("the server died during the request") if not self.server.is_alive() else ""
+        )
         self.server.stop()
         self.server = self._start()
         return ended
@@ -432,6 +435,8 @@ def test_the_validator_fails_exactly_where_triton_does(
     verdict = _verdict(harness.server, model.config, mutation.id, harness.states[mutation.id])
     if not harness.server.is_alive():
         verdict = Verdict(kind="crashed", detail=harness.restart())
+    elif mutation.corrupts:
+        harness.restart()
     problems = validate_model(model, gpu_available=False)
     errors = [p for p in problems if p.severity == "error"]
     said = "\n".join(p.render() for p in problems) or "(nothing)"

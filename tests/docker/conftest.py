@@ -15,8 +15,9 @@ from typing import Any
 
 import pytest
 
-from tritonpt import image, standin
+from tritonpt import image
 from tritonpt.errors import DockerUnavailable, ImageError
+from tritonpt.testing import standin
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -42,7 +43,7 @@ def standin_base(docker_client: Any) -> str:
             pytest.skip(f"{tag} is not built and debootstrap is missing: apt-get install -y debootstrap")
         if os.geteuid() != 0:
             pytest.skip(
-                f"{tag} is not built and debootstrap needs root: run python -m tritonpt.standin as root"
+                f"{tag} is not built and debootstrap needs root: run python -m tritonpt.testing.standin as root"
             )
         standin.build_base(docker_client)
     return tag
@@ -50,7 +51,7 @@ def standin_base(docker_client: Any) -> str:
 
 @pytest.fixture(scope="session")
 def standin_images(docker_client: Any, standin_base: str) -> dict[str, standin.StandinImage]:
-    """Base, Triton stand-in and docker/ngc.Dockerfile on it, by role; reused when their inputs did not change."""
+    """Base, Triton stand-in and recipes/ngc.Dockerfile on it, by role; reused when their inputs did not change."""
     if find_spec("pytriton") is None:
         pytest.skip("nvidia-pytriton is not installed: the stand-in takes its server from it")
     return {b.role: b for b in standin.build_all(docker_client)}

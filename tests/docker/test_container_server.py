@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 from testcontainers.core.config import testcontainers_config
 
-from tritonpt import checks, export, reference, repository, standin
+from tritonpt import checks, export, reference, repository
 from tritonpt.errors import ServerStartError
 from tritonpt.server import container
 from tritonpt.server.container import (
@@ -34,6 +34,7 @@ from tritonpt.server.container import (
     reaper_or_labels,
 )
 from tritonpt.server.local import TritonFlags
+from tritonpt.testing import standin
 from tritonpt.versions import VERSIONS
 
 pytestmark = pytest.mark.slow
@@ -44,7 +45,7 @@ OTHER_SESSION = "an-earlier-session"
 
 @pytest.fixture(scope="module")
 def ngc_image(standin_images: dict[str, standin.StandinImage]) -> str:
-    """docker/ngc.Dockerfile on the Triton stand-in: what the container lane serves from."""
+    """recipes/ngc.Dockerfile on the Triton stand-in: what the container lane serves from."""
     return standin_images["ngc"].tag
 
 
@@ -66,7 +67,9 @@ def served(
 ) -> Iterator[ContainerServer]:
     """One container for the read-only checks below, stopped at the module's end."""
     log = tmp_path_factory.mktemp("served") / "reports" / "tritonserver.log"
-    with ContainerServer(repository=model_repository, image=ngc_image, log_path=log, gpus="none") as server:
+    with ContainerServer(
+        repository=model_repository, image=ngc_image, log_path=log, gpus="none", mounts=standin.host_mounts()
+    ) as server:
         yield server
 
 
@@ -78,7 +81,7 @@ def test_it_is_ready_and_runs_the_official_backend(served: ContainerServer) -> N
     assert served.is_alive()
     assert served.is_ready()
     assert served.startup_seconds is not None
-    assert served.standin  # recognised by its io.tritonpt.standin label
+    assert served.mounts[1:] == standin.host_mounts()  # the stand-in runs the host's libtorch
     assert not served.gpus_requested
     assert served.wait_models_ready(["multi_io"])["multi_io"].ready
     runtime = served.model_runtime("multi_io")
@@ -159,7 +162,13 @@ def test_start_removes_exited_leftovers_and_stop_leaves_nothing(
     running = docker_client.containers.run(ngc_image, ["sleep", "300"], detach=True, labels=others)
     try:
         log = tmp_path / "reports" / "tritonserver.log"
-        server = ContainerServer(repository=model_repository, image=ngc_image, log_path=log, gpus="none")
+        server = ContainerServer(
+            repository=model_repository,
+            image=ngc_image,
+            log_path=log,
+            gpus="none",
+            mounts=standin.host_mounts(),
+        )
         server.start()
         try:
             ids = {c.id for c in docker_client.containers.list(all=True)}
@@ -192,8 +201,9 @@ def test_an_unstopped_server_is_stopped_at_exit(
         f"""
         from pathlib import Path
         from tritonpt.server.container import ContainerServer
+        from tritonpt.testing import standin
         server = ContainerServer(repository=Path({str(model_repository)!r}), image={ngc_image!r},
-                                 log_path=Path({str(log)!r}), gpus="none")
+                                 log_path=Path({str(log)!r}), gpus="none", mounts=standin.host_mounts())
         server.start()
         print(server.container_id)
         """
@@ -222,6 +232,7 @@ def test_a_container_that_exits_fails_fast_with_its_log_tail(
         image=ngc_image,
         log_path=log,
         gpus="none",
+        mounts=standin.host_mounts(),
         flags=TritonFlags(model_repository=broken, exit_on_error=True),
     )
     with pytest.raises(ServerStartError) as failure:
@@ -255,7 +266,7 @@ def test_an_image_the_engine_does_not_have_says_how_to_build_it(model_repository
     ) as failure:
         ContainerServer(repository=model_repository, image="tritonpt-standin:absent").start()
     assert "invoke build-image --recipe ngc" in str(failure.value)
-    assert "python -m tritonpt.standin" in str(failure.value)
+    assert "python -m tritonpt.testing.standin" in str(failure.value)
 
 
 def test_gpus_all_without_gpus_names_the_toolkit_and_the_doctor(

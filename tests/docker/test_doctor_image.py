@@ -1,6 +1,6 @@
 """The doctor's image checks against real images: the stand-in, an image laid out like NVIDIA's, broken ones.
 
-Needs a Docker engine (``.ci/docker-engine.sh``) and the Debian stand-in base (``python -m tritonpt.standin``
+Needs a Docker engine (``.ci/docker-engine.sh``) and the Debian stand-in base (``python -m tritonpt.testing.standin``
 builds it; it needs root and debootstrap the first time). Images this module builds are tagged
 ``tritonpt-doctor-test:*`` and removed at the end. Run with ``pytest tests/docker/test_doctor_image.py``.
 
@@ -22,9 +22,10 @@ from typing import Any
 
 import pytest
 
-from tritonpt import doctor, image, standin
+from tritonpt import doctor, image
 from tritonpt.doctor import Report, Status
 from tritonpt.errors import ImageError
+from tritonpt.testing import standin
 
 pytestmark = pytest.mark.slow
 
@@ -117,7 +118,7 @@ def broken(client: Any, base: str, tmp_path_factory: pytest.TempPathFactory) -> 
 
 @pytest.fixture(scope="module")
 def standin_ngc(standin_images: dict[str, standin.StandinImage]) -> str:
-    """docker/ngc.Dockerfile built on the Triton stand-in (reused when its inputs did not change)."""
+    """recipes/ngc.Dockerfile built on the Triton stand-in (reused when its inputs did not change)."""
     return standin_images["ngc"].tag
 
 
@@ -137,7 +138,8 @@ def report_of(request: pytest.FixtureRequest, repository: Path, client: Any) -> 
         if kind not in made:
             tag = {"debian": "base", "standin": "standin_ngc"}.get(kind, kind)
             image_tag = ABSENT if kind == "absent" else request.getfixturevalue(tag)
-            made[kind] = doctor.run(image=image_tag, repository=repository, client=client)
+            mounts = standin.host_mounts() if kind == "standin" else ()
+            made[kind] = doctor.run(image=image_tag, repository=repository, mounts=mounts, client=client)
         return made[kind]
 
     return report

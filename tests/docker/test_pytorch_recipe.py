@@ -1,4 +1,4 @@
-"""docker/pytorch.Dockerfile's own backend stage, built for real on an offline stand-in of its devel base.
+"""recipes/pytorch.Dockerfile's own backend stage, built for real on an offline stand-in of its devel base.
 
 The stage runs `python3 -m tritonpt.backend` (the code behind `invoke build-backend`) inside the image on the
 pinned sources the build context carries. The library it leaves in the image is then taken out and served by
@@ -16,9 +16,10 @@ from typing import Any
 
 import pytest
 
-from tritonpt import backend, checks, export, reference, repository, standin
+from tritonpt import backend, checks, export, reference, repository
 from tritonpt.parity import compare
 from tritonpt.server import LocalServer, TritonFlags
+from tritonpt.testing import standin
 from tritonpt.versions import VERSIONS
 
 pytestmark = pytest.mark.slow

@@ -19,9 +19,11 @@ import numpy as np
 import pytest
 import torch
 
-from tritonpt import image, standin
+from tritonpt import image
 from tritonpt.backend import BuiltBackend
 from tritonpt.errors import ImageError
+from tritonpt.options import Mount
+from tritonpt.testing import standin
 from tritonpt.versions import VERSIONS
 
 pytestmark = pytest.mark.slow
@@ -41,7 +43,7 @@ def client(docker_client: Any) -> Iterator[Any]:
 
 @pytest.fixture(scope="module")
 def built(standin_images: dict[str, standin.StandinImage]) -> dict[str, standin.StandinImage]:
-    """Base, Triton stand-in and docker/ngc.Dockerfile on it (tests/docker/conftest.py builds them)."""
+    """Base, Triton stand-in and recipes/ngc.Dockerfile on it (tests/docker/conftest.py builds them)."""
     return standin_images
 
 
@@ -181,9 +183,7 @@ def test_recipe_refuses_a_base_of_another_release(
 def test_recipe_on_standin_is_ready_and_healthy(
     client: Any, built: dict[str, standin.StandinImage], empty_repository: Path
 ) -> None:
-    settings = standin.RunSettings(
-        mounts=(standin.Mount(source=empty_repository, target=standin.CONTAINER_MODELS),)
-    )
+    settings = standin.RunSettings(mounts=(Mount(source=empty_repository, target=standin.CONTAINER_MODELS),))
     with serve(client, built["ngc"].tag, settings) as (container, url):
         status, body = _get(f"{url}/v2")
         assert status == 200

@@ -7,8 +7,11 @@ Options (after `nox -s integration --`):
     --strict-backend / --no-strict-backend   require the official libtriton_pytorch.so (default: required)
     --image TAG                         the image for target container
     --gpus auto|all|none                GPUs for target container (auto: when the engine can hand them out)
+    --mount HOST:/PATH[:ro|rw]          one more bind mount for target container (repeatable)
     --tritonserver PATH                 a tritonserver binary for target local
     --reports DIR                       where junit.xml, summary.md/.json and the server log go
+    --skip-validation                   start the server even when `invoke validate` finds errors (to see what
+                                        Triton itself says about a config you believe the validator misjudges)
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from tritonclient.grpc.model_config_pb2 import ModelConfig
 
 from tritonpt import checks, reference, repository, server
 from tritonpt.errors import TritonPtError
+from tritonpt.options import parse_mounts
 from tritonpt.report import Report
 from tritonpt.server.base import Server
 from tritonpt.validate import validate_repository
@@ -92,8 +96,19 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default="auto",
         help="GPUs for target container: auto (when the engine can give them), all (or fail), none",
     )
+    group.addoption(
+        "--mount",
+        action="append",
+        default=[],
+        help="target container: one more bind mount HOST_PATH:/CONTAINER/PATH[:ro|rw] (repeatable)",
+    )
     group.addoption("--tritonserver", default=None, help="tritonserver binary for target local")
     group.addoption("--reports", default="reports", help="folder for reports and the server log")
+    group.addoption(
+        "--skip-validation",
+        action="store_true",
+        help="start the server even when validation finds errors, and let Triton have its say",
+    )
     group.addoption(
         "--start-timeout", type=float, default=240.0, help="seconds to wait for the server and models"
     )
@@ -106,7 +121,7 @@ def pytest_configure(config: pytest.Config) -> None:
     folder = Path(config.option.repository)
     problems = validate_repository(folder)
     errors = [p for p in problems if p.severity == "error"]
-    if errors:
+    if errors and not config.option.skip_validation:
         rendered = "\n\n".join(p.render() for p in errors)
         pytest.exit(
             f"The model repository {folder} fails validation; no server was started.\n\n{rendered}",
@@ -167,6 +182,7 @@ def triton(pytestconfig: pytest.Config, report: Report) -> Iterator[Server]:
         tritonserver=option.tritonserver,
         log_path=reports / "tritonserver.log",
         gpus=option.gpus,
+        mounts=parse_mounts(option.mount, option="--mount", error=TritonPtError),
     )
     models = [m.name for m in _models(pytestconfig)]
     started = time.perf_counter()

@@ -98,7 +98,7 @@ def test_torch_is_found_without_importing_it() -> None:
 
 
 def test_the_module_runs_on_the_standard_library_alone() -> None:
-    """docker/pytorch.Dockerfile runs it with no package installed: -S leaves site-packages out."""
+    """recipes/pytorch.Dockerfile runs it with no package installed: -S leaves site-packages out."""
     result = subprocess.run(
         [sys.executable, "-S", "-m", "tritonpt.backend", "--help"],
         capture_output=True,

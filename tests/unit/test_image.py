@@ -10,9 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from tritonpt import image, standin
+from tritonpt import image
 from tritonpt.backend import BuiltBackend
 from tritonpt.errors import DockerUnavailable, ImageError
+from tritonpt.testing import standin
 from tritonpt.versions import VERSIONS
 
 RECIPES = {name: image.recipe_path(name) for name in image.RECIPES}
@@ -117,7 +118,8 @@ def test_derived_build_args() -> None:
     derived = image.derived_build_args()
     assert derived["PYTORCH_DEVEL_IMAGE"] == VERSIONS.pytorch.image.replace("-runtime", "-devel")
     assert derived["PYTORCH_DEVEL_IMAGE"] != VERSIONS.pytorch.image
-    assert derived["PYTORCH_BACKEND_REF"] == f"r{VERSIONS.embedded.ngc}"
+    assert derived["PYTORCH_BACKEND_REF"] == VERSIONS.backend.pytorch_backend.ref
+    assert derived["PYTORCH_BACKEND_COMMIT"] == VERSIONS.backend.pytorch_backend.commit
     assert derived["EMBEDDED_SERVER_VERSION"] == VERSIONS.embedded.server
     assert set(derived).isdisjoint(VERSIONS.build_args()), "derived arguments must not shadow versions.toml"
 
@@ -230,7 +232,10 @@ def test_ngc_build_args_on_standin_are_declared_by_the_recipe(pytorch_backend: B
 
 def test_standin_has_help() -> None:
     result = subprocess.run(
-        [sys.executable, "-m", "tritonpt.standin", "--help"], capture_output=True, text=True, check=False
+        [sys.executable, "-m", "tritonpt.testing.standin", "--help"],
+        capture_output=True,
+        text=True,
+        check=False,
     )
     assert result.returncode == 0, result.stderr
     assert "debootstrap" in result.stdout

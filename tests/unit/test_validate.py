@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from tritonpt.errors import Problem
 from tritonpt.repository import ModelDir
-from tritonpt.validate import Problem, validate_model, validate_repository
+from tritonpt.validate import validate_model, validate_repository
 
 
 def _edit(path: Path, pattern: str, replacement: str) -> None:

@@ -11,11 +11,12 @@ The checks only see :class:`~tritonpt.server.base.Server` and its :class:`~trito
 from __future__ import annotations
 
 import importlib
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Literal, get_args
 
 from tritonpt.errors import ServerError
-from tritonpt.server.base import Endpoints, Gpus, ModelRuntime, ModelState, Server, ServerKind
+from tritonpt.options import GPUS, TARGETS, Gpus, Mount, Target
+from tritonpt.server.base import Endpoints, ModelRuntime, ModelState, Server, ServerKind
 from tritonpt.server.local import LocalServer, TritonFlags, TritonInstall
 from tritonpt.server.url import UrlServer
 
@@ -36,9 +37,6 @@ __all__ = [
     "create",
 ]
 
-Target = Literal["auto", "local", "url", "container"]
-TARGETS: tuple[Target, ...] = ("auto", "local", "url", "container")
-GPUS: tuple[Gpus, ...] = get_args(Gpus)
 CONTAINER_MODULE = "tritonpt.server.container"
 
 
@@ -53,12 +51,13 @@ def create(
     tritonserver: Path | str | None = None,
     log_path: Path | None = None,
     gpus: Gpus = "auto",
+    mounts: Sequence[Mount] = (),
 ) -> Server:
     """The server a target names, not started yet.
 
     ``auto`` picks ``url`` when a URL is given, ``container`` when an image is given, else ``local``.
-    ``container`` needs ``tritonpt.server.container.ContainerServer(repository=, image=, log_path=, gpus=)``;
-    ``gpus`` (``auto``, ``all``, ``none``) is for that target only.
+    ``container`` needs ``tritonpt.server.container.ContainerServer(repository=, image=, log_path=, gpus=,
+    mounts=)``; ``gpus`` (``auto``, ``all``, ``none``) and ``mounts`` are for that target only.
     """
     if target == "auto":
         target = "url" if url else "container" if image else "local"
@@ -81,7 +80,9 @@ def create(
             "Hint: use target 'local' (a tritonserver process) or 'url' (a server you started)."
         )
         raise ServerError(msg) from None
-    server = module.ContainerServer(repository=repository, image=image, log_path=log_path, gpus=gpus)
+    server = module.ContainerServer(
+        repository=repository, image=image, log_path=log_path, gpus=gpus, mounts=mounts
+    )
     if not isinstance(server, Server):
         msg = f"{CONTAINER_MODULE}.ContainerServer must build a tritonpt.server.base.Server, not {server!r}."
         raise TypeError(msg)

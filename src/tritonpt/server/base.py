@@ -36,8 +36,6 @@ from tritonpt.backend import LIBRARY, Origin
 from tritonpt.errors import ModelLoadError, ServerError, ServerStartError
 
 ServerKind = Literal["local", "url", "container"]
-Gpus = Literal["auto", "all", "none"]
-"""GPUs for a container: every GPU when the engine can give them, every GPU or fail, none."""
 
 POLL_INTERVAL_S = 0.2
 REQUEST_TIMEOUT_S = 5.0

@@ -2,7 +2,7 @@
 
     ContainerServer(repository=, image=, gpus=)    a Server like the others; start() returns once it is ready
       the image, from the engine only (never pulled) -> the repository readable by the image's user
-        -> mounts: /models read-only (+ the host's site-packages for a stand-in image, known by its label)
+        -> mounts: /models read-only, plus the extra mounts the caller names
         -> command: tritonserver + TritonFlags for /models, 0.0.0.0 and ports 8000-8002 inside the container
         -> DockerContainer: ports bound to 127.0.0.1, our labels, GPUs (auto | all | none)
         -> Triton's three "Started ..." log lines -> Server.wait_ready (health or live-and-settled)
@@ -27,25 +27,26 @@ import stat
 import tempfile
 import time
 import weakref
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, ClassVar, get_args
+from typing import Any, ClassVar
 
 from testcontainers.core.config import testcontainers_config
 from testcontainers.core.container import DockerContainer
 from testcontainers.core.labels import SESSION_ID
 from testcontainers.core.wait_strategies import LogMessageWaitStrategy
 
-from tritonpt import image, standin
+from tritonpt import image
 from tritonpt.backend import Origin
-from tritonpt.errors import ImageError, ServerError, ServerStartError, TritonPtError
+from tritonpt.errors import ServerError, ServerStartError, TritonPtError
 from tritonpt.image import DockerClient
-from tritonpt.server.base import Endpoints, Gpus, Server, ServerKind
+from tritonpt.options import GPUS, Gpus, Mount
+from tritonpt.server.base import Endpoints, Server, ServerKind
 from tritonpt.server.local import TritonFlags
 
-CONTAINER_MODELS = standin.CONTAINER_MODELS
-"""Where the model repository is mounted (read-only), as in docker/ngc.Dockerfile."""
+CONTAINER_MODELS = image.MODELS_MOUNT
+"""Where the model repository is mounted (read-only), as the recipes expect."""
 HTTP_PORT, GRPC_PORT, METRICS_PORT = 8000, 8001, 8002
 """Triton's ports inside the container; each is published on a random host port."""
 
@@ -63,7 +64,6 @@ STARTED_LINES = {
 }
 """What Triton logs once an endpoint listens (after the startup model loads); keyed by its --allow-<key> flag."""
 
-GPU_CHOICES: tuple[Gpus, ...] = get_args(Gpus)
 NVIDIA_DEVICE = Path("/dev/nvidiactl")
 """Present on a host whose NVIDIA driver is loaded."""
 TOOLKIT_HINT = (
@@ -74,7 +74,7 @@ TOOLKIT_HINT = (
 RYUK_DISABLED_ENV = "TESTCONTAINERS_RYUK_DISABLED"
 ROOT_USERS = frozenset({"", "0", "root"})
 NGC_USER = (1000, 1000)
-"""triton-server in NGC images and in docker/ngc.Dockerfile; assumed for a user given by name."""
+"""triton-server in NGC images and in recipes/ngc.Dockerfile; assumed for a user given by name."""
 SHOWN_PATHS = 5
 
 
@@ -334,8 +334,9 @@ class ContainerServer(Server):
       start); until then ``docker logs`` has it and :meth:`log_tail` reads it from there.
     - ``bind_address``: the host address the ports are published on; ``0.0.0.0`` for an engine on another
       machine (the endpoints then use the engine's host).
-    - Images labelled ``io.tritonpt.standin`` (our offline stand-ins) also get the host's site-packages mounted:
-      their pytorch backend runs the host's libtorch (:func:`tritonpt.standin.run_settings`).
+    - ``mounts``: more bind mounts (read-only unless said otherwise), for images that need host files at run
+      time; CI's offline stand-ins need the host's site-packages (``python -m tritonpt.testing.standin
+      --print-mount``).
     """
 
     kind: ClassVar[ServerKind] = "container"
@@ -348,6 +349,7 @@ class ContainerServer(Server):
         log_path: Path | None = None,
         gpus: Gpus = "auto",
         flags: TritonFlags | None = None,
+        mounts: Sequence[Mount] = (),
         bind_address: str = "127.0.0.1",
         shm_size: str = "1g",
         start_timeout: float = 240.0,
@@ -357,22 +359,22 @@ class ContainerServer(Server):
         if not image:
             msg = (
                 "Cannot run Triton in a container without an image: pass its tag (pytest --image TAG). Build one "
-                "with `invoke build-image --recipe ngc`, or offline `python -m tritonpt.standin`."
+                "with `invoke build-image --recipe ngc`, or offline `python -m tritonpt.testing.standin`."
             )
             raise ServerError(msg)
-        if gpus not in GPU_CHOICES:
-            msg = f"Cannot use gpus {gpus!r}: choose one of {', '.join(GPU_CHOICES)}."
+        if gpus not in GPUS:
+            msg = f"Cannot use gpus {gpus!r}: choose one of {', '.join(GPUS)}."
             raise ServerError(msg)
         self.repository = repository
         self.image = image
         self.gpus: Gpus = gpus
         self.flags = container_flags(flags or TritonFlags(model_repository=repository))
+        self.mounts = (Mount(source=repository.absolute(), target=CONTAINER_MODELS), *mounts)
         self.bind_address = bind_address
         self.shm_size = shm_size
         self.start_timeout = start_timeout
         self.stop_timeout = stop_timeout
         self.gpus_requested = False  # what gpus resolved to at start
-        self.standin = False  # whether the image is one of our stand-ins (known at start)
         self.reaper = False  # whether testcontainers' Ryuk watches the container (known at start)
         self._log_path = log_path.absolute() if log_path is not None else None
         self._client: DockerClient | None = None
@@ -487,14 +489,12 @@ class ContainerServer(Server):
                 f"Cannot start Triton in a container, as the image {self.image} is not in the Docker engine at "
                 f"{image.docker_host()} (images are never pulled for this).\n"
                 "Hint: build it with `invoke build-image --recipe ngc` (or offline, from the stand-ins, "
-                "`python -m tritonpt.standin`) and pass the tag it prints."
+                "`python -m tritonpt.testing.standin`) and pass the tag it prints."
             )
             raise ServerStartError(msg) from None
         config = info.get("Config") or {}
         self._labels = dict(config.get("Labels") or {})
-        self.standin = standin.LABEL in self._labels
         check_readable(repository, str(config.get("User") or ""))
-        mounts = self._mounts(repository)
         devices = gpu_requests(client, self.gpus, image_tag=self.image)
         self.gpus_requested = bool(devices)
 
@@ -508,7 +508,7 @@ class ContainerServer(Server):
         remove_leftovers(client)
         container = BoundContainer(self.image, bind_address=self.bind_address)
         container.with_exposed_ports(HTTP_PORT, GRPC_PORT, METRICS_PORT).with_command(self.command)
-        for mount in mounts:
+        for mount in self.mounts:
             container.with_volume_mapping(mount.source, mount.target, "ro" if mount.read_only else "rw")
         options: dict[str, Any] = {"labels": session_labels(), "shm_size": self.shm_size}
         if devices:
@@ -532,15 +532,6 @@ class ContainerServer(Server):
                 raise ServerStartError(self._refused(exc)) from exc
         self._id = container.get_container_id()
         self._endpoints = self._published_endpoints()
-
-    def _mounts(self, repository: Path) -> tuple[standin.Mount, ...]:
-        if not self.standin:
-            return (standin.Mount(source=repository, target=CONTAINER_MODELS),)
-        try:
-            return standin.run_settings(repository).mounts
-        except ImageError as exc:
-            msg = f"{exc}\nHint: {self.image} is a tritonpt stand-in (label {standin.LABEL}): it runs the host's libtorch."
-            raise ServerStartError(msg) from exc
 
     def _created_id(self) -> str | None:
         wrapped = (

@@ -1,11 +1,11 @@
 """Offline stand-ins for the NGC Triton image, so CI builds and runs our real recipe without any registry.
 
     debootstrap Debian bookworm -> docker import          (the base:   tritonpt-standin:base-bookworm-<hash>)
-      -> docker/standin.Dockerfile + the pytriton server  (the Triton: tritonpt-standin:triton-2.51.0-<hash>)
+      -> testing/standin.Dockerfile + the pytriton server  (the Triton: tritonpt-standin:triton-2.51.0-<hash>)
          + the official libtriton_pytorch.so that tritonpt.backend built for the host's torch
-      -> docker/ngc.Dockerfile built FROM the stand-in     (what CI tests: tritonpt-standin:ngc-<hash>)
-    base -> docker/standin-pytorch.Dockerfile + host torch  (tritonpt-standin:pytorch-devel-<torch>-<hash>, the
-                                                          base on which CI builds docker/pytorch.Dockerfile's
+      -> recipes/ngc.Dockerfile built FROM the stand-in     (what CI tests: tritonpt-standin:ngc-<hash>)
+    base -> testing/standin-pytorch.Dockerfile + host torch  (tritonpt-standin:pytorch-devel-<torch>-<hash>, the
+                                                          base on which CI builds recipes/pytorch.Dockerfile's
                                                           backend stage)
 
 Nothing is pulled: the base comes from the Debian mirror apt already uses (``/etc/apt/sources.list.d/``), the
@@ -19,7 +19,7 @@ host venv's site-packages mounted read-only at ``/usr/local/lib/python3.11/dist-
 The image's Python does not matter for that: only torch's shared libraries are used.
 
 Needs root (debootstrap), ``debootstrap`` and ``tar`` on PATH, and a Docker engine (``.ci/docker-engine.sh``).
-Usage: ``python -m tritonpt.standin --help``.
+Usage: ``python -m tritonpt.testing.standin --help``.
 """
 
 from __future__ import annotations
@@ -36,12 +36,14 @@ import tempfile
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from importlib import resources
 from pathlib import Path
 
 from tritonpt import backend, image
 from tritonpt.backend import BuiltBackend
 from tritonpt.errors import ImageError, TritonPtError
-from tritonpt.image import DockerClient
+from tritonpt.image import MODELS_MOUNT, DockerClient
+from tritonpt.options import Mount
 from tritonpt.versions import VERSIONS
 
 REPOSITORY = "tritonpt-standin"
@@ -51,18 +53,19 @@ SUITE = "bookworm"
 PACKAGES = ("python3", "ca-certificates")
 """python3 runs the recipes' health check (and the pytorch recipe's backend build)."""
 
-STANDIN_DOCKERFILE = image.DOCKER_DIR / "standin.Dockerfile"
-STANDIN_ENTRYPOINT = image.DOCKER_DIR / "standin-entrypoint.sh"
-PYTORCH_DEVEL_DOCKERFILE = image.DOCKER_DIR / "standin-pytorch.Dockerfile"
+HERE = Path(str(resources.files("tritonpt.testing")))
+STANDIN_DOCKERFILE = HERE / "standin.Dockerfile"
+STANDIN_ENTRYPOINT = HERE / "standin-entrypoint.sh"
+PYTORCH_DEVEL_DOCKERFILE = HERE / "standin-pytorch.Dockerfile"
 BACKEND_STAGE_TAG = f"{REPOSITORY}:pytorch-backend-stage"
-"""docker/pytorch.Dockerfile's backend stage as CI builds it on the devel stand-in."""
+"""recipes/pytorch.Dockerfile's backend stage as CI builds it on the devel stand-in."""
 
 CONTAINER_SITE_PACKAGES = "/opt/tritonpt/site-packages"
 """Where the host's site-packages goes; the stand-in's LD_LIBRARY_PATH names its torch/lib."""
-CONTAINER_MODELS = "/models"
+CONTAINER_MODELS = MODELS_MOUNT
 LABEL = "io.tritonpt.standin"
 """Label of the stand-in images (``base`` or ``triton``; images built FROM them inherit it).
-``python -m tritonpt.standin --prune`` removes the tags of older inputs."""
+``python -m tritonpt.testing.standin --prune`` removes the tags of older inputs."""
 
 _SOURCES = (Path("/etc/apt/sources.list.d"), Path("/etc/apt/sources.list"))
 
@@ -79,19 +82,6 @@ class StandinImage:
     cached: bool
     """True when the tag already existed and nothing was built."""
     seconds: float
-
-
-@dataclass(frozen=True, kw_only=True)
-class Mount:
-    """A bind mount: host ``source`` at ``target`` in the container."""
-
-    source: Path
-    target: str
-    read_only: bool = True
-
-    def volume(self) -> str:
-        """The ``-v`` form: ``SOURCE:TARGET:ro``."""
-        return f"{self.source}:{self.target}:{'ro' if self.read_only else 'rw'}"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -181,6 +171,12 @@ def torch_site_packages() -> Path:
     return Path(next(iter(spec.submodule_search_locations))).parent
 
 
+def host_mounts(*, site_packages: Path | None = None) -> tuple[Mount, ...]:
+    """What a container of a stand-in image needs besides the repository: the host's site-packages."""
+    site = site_packages or torch_site_packages()
+    return (Mount(source=site.resolve(), target=CONTAINER_SITE_PACKAGES),)
+
+
 def run_settings(repository: Path, *, site_packages: Path | None = None) -> RunSettings:
     """Mounts and environment for running a stand-in based container on ``repository``.
 
@@ -188,17 +184,16 @@ def run_settings(repository: Path, *, site_packages: Path | None = None) -> RunS
     - the host's site-packages, read-only, at ``/opt/tritonpt/site-packages``: the backend's libtorch is its
       ``torch/lib`` (on the image's ``LD_LIBRARY_PATH``), which finds its CUDA libraries beside it.
     """
-    site = site_packages or torch_site_packages()
     return RunSettings(
         mounts=(
             Mount(source=repository.resolve(), target=CONTAINER_MODELS),
-            Mount(source=site.resolve(), target=CONTAINER_SITE_PACKAGES),
+            *host_mounts(site_packages=site_packages),
         ),
     )
 
 
 def ngc_build_args(triton_tag: str, built: BuiltBackend) -> dict[str, str]:
-    """Overrides for building docker/ngc.Dockerfile on the stand-in, with labels that tell the truth about it."""
+    """Overrides for building recipes/ngc.Dockerfile on the stand-in, with labels that tell the truth about it."""
     return {
         "TRITON_IMAGE": triton_tag,
         "TRITON_NGC": VERSIONS.embedded.ngc,
@@ -363,7 +358,7 @@ def stage_triton_context(dest: Path, *, pytorch_backend: BuiltBackend) -> dict[s
 
 
 def triton_build_args(base: str, built: BuiltBackend) -> dict[str, str]:
-    """The values of docker/standin.Dockerfile's ARGs (versions.toml ``[embedded]`` and the built backend)."""
+    """The values of testing/standin.Dockerfile's ARGs (versions.toml ``[embedded]`` and the built backend)."""
     return {
         "STANDIN_BASE": base,
         "PYTRITON_VERSION": VERSIONS.embedded.pytriton,
@@ -408,10 +403,10 @@ def build_ngc_on(
     no_cache: bool = False,
     on_line: image.OnLine | None = None,
 ) -> StandinImage:
-    """The project's docker/ngc.Dockerfile built FROM the Triton stand-in (what CI runs and tests)."""
+    """The project's recipes/ngc.Dockerfile built FROM the Triton stand-in (what CI runs and tests)."""
     recipe = image.recipe_path("ngc").read_text(encoding="utf-8")
     overrides = ngc_build_args(triton, pytorch_backend)
-    args = image.build_args_for(recipe, overrides=overrides, source="docker/ngc.Dockerfile")
+    args = image.build_args_for(recipe, overrides=overrides, source="recipes/ngc.Dockerfile")
     tag = f"{REPOSITORY}:ngc-{_digest({'recipe': recipe, 'args': args})}"
     if not force and not no_cache and _existing(client, tag) is not None:
         return _result(client, "ngc", tag, cached=True, seconds=0.0)
@@ -437,7 +432,7 @@ def build_all(
     workdir: Path | None = None,
     on_line: image.OnLine | None = None,
 ) -> list[StandinImage]:
-    """Base, Triton stand-in and (with ``recipe``) docker/ngc.Dockerfile on top, each skipped when cached.
+    """Base, Triton stand-in and (with ``recipe``) recipes/ngc.Dockerfile on top, each skipped when cached.
 
     The pytorch backend is :func:`tritonpt.backend.ensure`'s CPU build for this torch (built if not cached).
     """
@@ -494,7 +489,7 @@ def build_pytorch_backend_stage(
     sources: Path | None = None,
     on_line: image.OnLine | None = None,
 ) -> image.BuiltImage:
-    """docker/pytorch.Dockerfile's ``backend`` stage (CPU variant) built FROM the devel stand-in, as CI runs it."""
+    """recipes/pytorch.Dockerfile's ``backend`` stage (CPU variant) built FROM the devel stand-in, as CI runs it."""
     return image.build_image(
         recipe="pytorch",
         tag=BACKEND_STAGE_TAG,
@@ -526,13 +521,13 @@ def prune(client: DockerClient, *, keep: Sequence[str]) -> list[str]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m tritonpt.standin``: build the stand-ins and print their tags."""
+    """``python -m tritonpt.testing.standin``: build the stand-ins and print their tags."""
     parser = argparse.ArgumentParser(
-        prog="python -m tritonpt.standin",
+        prog="python -m tritonpt.testing.standin",
         description=(
             "Build, without any registry, a Debian bookworm base (debootstrap + docker import), a Triton "
             f"stand-in on it (server {VERSIONS.embedded.server} from nvidia-pytriton {VERSIONS.embedded.pytriton} "
-            "and the official libtriton_pytorch.so built for this torch) and docker/ngc.Dockerfile built on that. "
+            "and the official libtriton_pytorch.so built for this torch) and recipes/ngc.Dockerfile built on that. "
             "Images already built from the same inputs are reused. Needs root and a Docker engine."
         ),
         epilog=(
@@ -549,7 +544,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         help=f"folder of the pytorch backend's source tarballs (default ${backend.SOURCES_ENV}, else GitHub)",
     )
     parser.add_argument(
-        "--no-recipe", action="store_true", help="do not build docker/ngc.Dockerfile on the stand-in"
+        "--no-recipe", action="store_true", help="do not build recipes/ngc.Dockerfile on the stand-in"
     )
     parser.add_argument(
         "--pytorch-devel",
@@ -566,11 +561,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--quiet", action="store_true", help="do not print build output")
     parser.add_argument("--json", action="store_true", help="print the result as JSON on stdout")
     parser.add_argument(
+        "--print-mount",
+        action="store_true",
+        help="print only the --mount a container of a stand-in needs (the host's site-packages), and build nothing",
+    )
+    parser.add_argument(
         "--print-tag",
         choices=("base", "triton", "ngc", "pytorch-devel"),
         help="print only this image's tag on stdout (for scripts: the ngc one is what the container lane runs)",
     )
     options = parser.parse_args(argv)
+    if options.print_mount:
+        print(" ".join(m.volume() for m in host_mounts()))
+        return 0
 
     def echo(line: str) -> None:
         print(f"  {line}", file=sys.stderr)

@@ -1,7 +1,7 @@
 # Offline stand-in for nvcr.io/nvidia/tritonserver:<release>-pyt-python-py3, so that CI can build and run the
-# project's real recipe (docker/ngc.Dockerfile) on a machine that cannot pull any image.
+# project's real recipe (recipes/ngc.Dockerfile) on a machine that cannot pull any image.
 #
-# Built by `python -m tritonpt.standin` (src/tritonpt/standin.py), never by hand: it assembles the build context
+# Built by `python -m tritonpt.testing.standin` (src/tritonpt/standin.py), never by hand: it assembles the build context
 # (never the repository) from the nvidia-pytriton wheel and the backend tritonpt.backend built, and passes every
 # build argument:
 #   STANDIN_BASE             the Debian bookworm image made with debootstrap + `docker import` (python3,
@@ -9,7 +9,7 @@
 #   PYTRITON_VERSION         versions.toml [embedded] pytriton: the wheel the server comes from
 #   EMBEDDED_SERVER_VERSION  versions.toml [embedded] server (2.51.0): what this tritonserver really is
 #   EMBEDDED_NGC             versions.toml [embedded] ngc (24.10): the NGC release the wheel's server was taken from
-#   SITE_PACKAGES            where the host's site-packages is mounted at run time (tritonpt.standin.run_settings)
+#   SITE_PACKAGES            where the host's site-packages is mounted at run time (tritonpt.testing.standin.run_settings)
 #   BACKEND_REF / _COMMIT / _TORCH   what the official libtriton_pytorch.so in pytorch/ was built from and against
 #
 # What it mirrors from the NGC image (server build.py, dockerfile_prepare_container_linux): tritonserver in

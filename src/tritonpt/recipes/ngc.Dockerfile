@@ -2,7 +2,7 @@
 # repository exported by tritonpt.
 #
 #   invoke build-image --recipe ngc            (build args from src/tritonpt/versions.toml)
-#   docker build -t tritonpt:ngc-25.10 --build-arg TRITON_NGC=25.10 ... - < docker/ngc.Dockerfile
+#   docker build -t tritonpt:ngc-25.10 --build-arg TRITON_NGC=25.10 ... - < recipes/ngc.Dockerfile
 #   docker run --gpus all --shm-size=1g -p 8000:8000 -p 8001:8001 -p 8002:8002 \
 #       -v "$PWD/model_repository:/models:ro" tritonpt:ngc-25.10
 #
@@ -27,7 +27,7 @@
 # Private registry: `docker login nvcr.io` on the host (user $oauthtoken, password: NGC API key); the engine
 # pulls FROM with those credentials and they never reach a layer. Never pass secrets as --build-arg.
 #
-# CI builds this very file FROM an offline stand-in (python -m tritonpt.standin): everything below must also
+# CI builds this very file FROM an offline stand-in (python -m tritonpt.testing.standin): everything below must also
 # work on a Debian base without curl, CUDA or a GPU.
 ARG TRITON_IMAGE=nvcr.io/nvidia/tritonserver:25.10-pyt-python-py3
 FROM ${TRITON_IMAGE}

@@ -1,0 +1,189 @@
+"""The front door for people: each task declares its options and help text, then calls :mod:`tritonpt.cli`.
+
+The same tasks answer to `invoke` in a checkout (the root tasks.py imports them) and to `tritonpt` /
+`python -m tritonpt` after `pip install` (:mod:`tritonpt.__main__`).
+
+    invoke export      TorchScript + config.pbtxt + eager reference outputs into a model repository
+    invoke validate    check a model repository against Triton's schema and the models themselves
+    invoke build-backend  build the official libtriton_pytorch.so from pinned sources against this torch
+    invoke build-image build a Triton + PyTorch 2.9 image from a recipe in docker/
+    invoke doctor      diagnose this host (and an image): Docker, GPU, driver, glibc, libraries, models
+    invoke serve       run a local Triton on a repository until Ctrl-C
+
+`invoke --help TASK` (or `tritonpt --help TASK`) shows each task's options.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from invoke.context import Context
+from invoke.tasks import task
+
+from tritonpt.options import DEFAULT_REPOSITORY
+
+
+@task(
+    iterable=["only", "dynamic_axis", "parameter"],
+    help={
+        "model": "your model as MODULE:ATTR, ATTR a zero-argument callable returning (module, example_inputs) or a ModelSpec",
+        "name": "model name (folder and config name); required with --model",
+        "repository": f"model repository folder (default {DEFAULT_REPOSITORY})",
+        "only": "export only this built-in model (repeatable); default: the whole built-in set",
+        "script": "use torch.jit.script instead of torch.jit.trace (models with data-dependent control flow)",
+        "max_batch_size": "largest batch; 0 = no batch axis (default: the model's own, else 8)",
+        "dynamic_axis": "INPUT_INDEX:AXIS of a variable-length axis, e.g. 0:1 (repeatable)",
+        "instance_kind": "KIND_AUTO (default), KIND_CPU or KIND_GPU",
+        "parameter": "pytorch backend parameter KEY=VALUE, e.g. INTRA_OP_THREAD_COUNT=4 (repeatable)",
+        "seed": "seed for weights of built-in models and for reference inputs (default 0)",
+        "debug": "show tracebacks",
+    },
+)
+def export(
+    c: Context,
+    model: str = "",
+    name: str = "",
+    repository: str = str(DEFAULT_REPOSITORY),
+    only: list[str] | None = None,
+    script: bool = False,
+    max_batch_size: int = -1,
+    dynamic_axis: list[str] | None = None,
+    instance_kind: str = "",
+    parameter: list[str] | None = None,
+    seed: int = 0,
+    debug: bool = False,
+) -> None:
+    """Export models to a Triton model repository with eager-PyTorch reference outputs, then validate it."""
+    from tritonpt import cli  # noqa: PLC0415 - keeps `invoke --list` fast (no torch import)
+
+    cli.export(
+        model=model,
+        name=name,
+        repository=Path(repository),
+        only=only or [],
+        script=script,
+        max_batch_size=None if max_batch_size < 0 else max_batch_size,
+        dynamic_axes=dynamic_axis or [],
+        instance_kind=instance_kind or None,
+        parameters=parameter or [],
+        seed=seed,
+        debug=debug,
+    )
+
+
+@task(
+    iterable=["build_arg"],
+    help={
+        "recipe": "docker/ recipe: ngc (recommended; NGC Triton 25.10 with its PyTorch 2.9 backend) or pytorch (pytorch/pytorch 2.9.1 base)",
+        "tag": "image tag (default tritonpt:ngc-<release> or tritonpt:pytorch-<torch>)",
+        "no_cache": "build without the engine's layer cache",
+        "build_arg": "override one build argument for this build, KEY=VALUE (repeatable); defaults come from versions.toml",
+        "ngc": "another supported Triton release for the ngc recipe, e.g. 25.09",
+        "debug": "show tracebacks",
+    },
+)
+def build_image(
+    c: Context,
+    recipe: str = "ngc",
+    tag: str = "",
+    no_cache: bool = False,
+    build_arg: list[str] | None = None,
+    ngc: str = "",
+    debug: bool = False,
+) -> None:
+    """Build the Triton + PyTorch 2.9 image from a recipe in docker/, with every version from versions.toml."""
+    from tritonpt import cli  # noqa: PLC0415
+
+    cli.build_image(
+        recipe=recipe,
+        tag=tag or None,
+        no_cache=no_cache,
+        build_args=build_arg or [],
+        ngc=ngc or None,
+        debug=debug,
+    )
+
+
+@task(
+    help={
+        "sources": "folder of the pinned source tarballs (default $TRITONPT_SOURCES; else downloaded from GitHub)",
+        "variant": "cpu (default), gpu (needs a CUDA toolkit and a CUDA torch), or auto",
+        "force": "build even when the cache holds a build of the same inputs",
+        "debug": "show tracebacks",
+    }
+)
+def build_backend(
+    c: Context, sources: str = "", variant: str = "cpu", force: bool = False, debug: bool = False
+) -> None:
+    """Build the official Triton pytorch backend (libtriton_pytorch.so) against this environment's torch, or reuse the cached build."""
+    from tritonpt import cli  # noqa: PLC0415
+
+    cli.build_backend(sources=sources or None, variant=variant, force=force, debug=debug)
+
+
+@task(
+    iterable=["mount"],
+    help={
+        "repository": f"model repository folder (default {DEFAULT_REPOSITORY})",
+        "target": "local (default: a tritonserver process) or container (needs --image)",
+        "mount": "target container: one more bind mount HOST_PATH:/CONTAINER/PATH[:ro|rw] (repeatable)",
+        "image": "image to run for target container",
+        "gpus": "target container: auto (when the engine can hand them out), all (demand them) or none",
+        "tritonserver": "tritonserver binary for target local (default: $TRITONSERVER, PATH, /opt/tritonserver, the embedded one)",
+        "debug": "show tracebacks",
+    },
+)
+def serve(
+    c: Context,
+    repository: str = str(DEFAULT_REPOSITORY),
+    target: str = "local",
+    image: str = "",
+    gpus: str = "auto",
+    mount: list[str] | None = None,
+    tritonserver: str = "",
+    debug: bool = False,
+) -> None:
+    """Validate a repository and serve it with Triton until Ctrl-C; prints the three endpoints."""
+    from tritonpt import cli  # noqa: PLC0415
+
+    cli.serve(
+        repository=Path(repository),
+        target=target,
+        image=image or None,
+        gpus=gpus,
+        mounts=mount or [],
+        tritonserver=tritonserver or None,
+        debug=debug,
+    )
+
+
+@task(
+    iterable=["mount"],
+    help={
+        "image": "image tag to check (glibc, pytorch backend libraries, GPU inside it); default: host and model checks only",
+        "repository": f"model repository folder (default {DEFAULT_REPOSITORY})",
+        "mount": "a bind mount the image needs at run time, HOST_PATH:/CONTAINER/PATH[:ro|rw] (repeatable)",
+        "debug": "show tracebacks",
+    },
+)
+def doctor(
+    c: Context,
+    image: str = "",
+    repository: str = str(DEFAULT_REPOSITORY),
+    mount: list[str] | None = None,
+    debug: bool = False,
+) -> None:
+    """Diagnose this host, an image and a model repository: Docker, GPU, driver, glibc, libraries, TorchScript versions."""
+    from tritonpt import cli  # noqa: PLC0415
+
+    cli.doctor(image=image or None, repository=Path(repository), mounts=mount or [], debug=debug)
+
+
+@task(
+    help={"repository": f"model repository folder (default {DEFAULT_REPOSITORY})", "debug": "show tracebacks"}
+)
+def validate(c: Context, repository: str = str(DEFAULT_REPOSITORY), debug: bool = False) -> None:
+    """Validate every config.pbtxt and model.pt in a repository; exit 1 on any error."""
+    from tritonpt import cli  # noqa: PLC0415
+
+    cli.validate(repository=Path(repository), debug=debug)
