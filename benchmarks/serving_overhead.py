@@ -19,7 +19,7 @@ from pathlib import Path
 
 import torch
 
-from tritonpt import checks, reference, repository, server, spec, zoo
+from tritonpt import client, reference, repository, server, spec, zoo
 
 
 def _timed(call: Callable[[], object]) -> float:
@@ -52,8 +52,8 @@ def _measure(instance: server.Server, model: repository.ModelDir, *, rounds: int
 
         return call
 
-    def served(protocol: checks.Protocol) -> Callable[[], object]:
-        return lambda: checks.infer(instance.endpoints, protocol, model.name, feeds, outputs)
+    def served(protocol: client.Protocol) -> Callable[[], object]:
+        return lambda: client.infer(instance.endpoints, protocol, model.name, feeds, outputs)
 
     runs = {
         "eager": in_process(module),

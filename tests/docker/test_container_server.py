@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 from testcontainers.core.config import testcontainers_config
 
-from tritonpt import checks, export, reference, repository
+from tritonpt import client, export, reference, repository
 from tritonpt.errors import ServerStartError
 from tritonpt.server import container
 from tritonpt.server.container import (
@@ -98,7 +98,7 @@ def test_it_is_ready_and_runs_the_official_backend(served: ContainerServer) -> N
     )
 
 
-@pytest.mark.parametrize("protocol", checks.PROTOCOLS)
+@pytest.mark.parametrize("protocol", client.PROTOCOLS)
 def test_an_inference_equals_the_reference(
     served: ContainerServer, model_repository: Path, protocol: str
 ) -> None:
@@ -107,7 +107,7 @@ def test_an_inference_equals_the_reference(
     for case in expected.cases:
         inputs = {info.name: array for info, array in zip(expected.inputs, case.inputs, strict=True)}
         names = [o.name for o in expected.outputs]
-        got = checks.infer(served.endpoints, protocol, "multi_io", inputs, names)
+        got = client.infer(served.endpoints, protocol, "multi_io", inputs, names)
         for name, want, have in zip(names, case.outputs, got, strict=True):
             np.testing.assert_allclose(have, want, rtol=1e-5, atol=1e-5, err_msg=f"{case.id} {name}")
 

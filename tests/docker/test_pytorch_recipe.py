@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from tritonpt import backend, checks, export, reference, repository
+from tritonpt import backend, client, export, reference, repository
 from tritonpt.parity import compare
 from tritonpt.server import LocalServer, TritonFlags
 from tritonpt.testing import standin
@@ -71,7 +71,7 @@ def test_the_recipes_backend_serves_a_model_with_parity(
         assert server.model_runtime("multi_io").official
         for case in expected.cases:
             inputs = {i.name: a for i, a in zip(expected.inputs, case.inputs, strict=True)}
-            got = checks.infer(
+            got = client.infer(
                 server.endpoints, "grpc", "multi_io", inputs, [o.name for o in expected.outputs]
             )
             for info, actual, wanted in zip(expected.outputs, got, case.outputs, strict=True):

@@ -19,47 +19,22 @@ from __future__ import annotations
 import platform
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 import torch
-from tritonclient.grpc.model_config_pb2 import ModelConfig
 
-from tritonpt import checks, reference, repository, server
+from tritonpt import client, reference, repository, server
 from tritonpt.errors import TritonPtError
 from tritonpt.options import parse_mounts
 from tritonpt.report import Report
 from tritonpt.server.base import Server
 from tritonpt.validate import validate_repository
 
+from .matrix import Model
+
 REPORT = pytest.StashKey[Report]()
 MODELS = pytest.StashKey[list["Model"]]()
-
-
-@dataclass(frozen=True, kw_only=True)
-class Model:
-    """One model of the repository under test: its committed config and its reference data."""
-
-    name: str
-    config: ModelConfig
-    reference: reference.Reference
-
-    @property
-    def input_names(self) -> list[str]:
-        return [i.name for i in self.reference.inputs]
-
-    @property
-    def output_names(self) -> list[str]:
-        return [o.name for o in self.reference.outputs]
-
-    @property
-    def batching(self) -> bool:
-        return self.config.max_batch_size > 0
-
-    @property
-    def dynamic_batching(self) -> bool:
-        return self.batching and self.config.HasField("dynamic_batching")
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -153,7 +128,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     elif "model" in names:
         metafunc.parametrize("model", models, ids=[m.name for m in models])
     if "protocol" in names:
-        metafunc.parametrize("protocol", checks.PROTOCOLS)
+        metafunc.parametrize("protocol", client.PROTOCOLS)
 
 
 @pytest.fixture(scope="session")
@@ -200,7 +175,7 @@ def triton(pytestconfig: pytest.Config, report: Report) -> Iterator[Server]:
         instance.stop()
         raise
     try:
-        metadata = checks.server_metadata(instance.endpoints)
+        metadata = client.server_metadata(instance.endpoints)
         report.environment.update(
             {
                 "target": instance.kind,

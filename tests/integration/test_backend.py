@@ -10,7 +10,7 @@ from tritonpt import checks
 from tritonpt.report import Report
 from tritonpt.server.base import Server
 
-from .conftest import Model
+from .matrix import Model
 
 
 def test_model_is_ready_in_the_repository_index(triton: Server, model: Model) -> None:

@@ -6,11 +6,10 @@ import numpy as np
 import pytest
 from tritonclient.utils import InferenceServerException
 
-from tritonpt import checks
-from tritonpt.parity import compare
+from tritonpt import checks, client
 from tritonpt.server.base import Server
 
-from .conftest import Model
+from .matrix import Model
 
 # What a bad request must answer: the client's fault, never a server error (HTTP 500 / gRPC INTERNAL).
 CLIENT_ERROR = {"http": "400", "grpc": "StatusCode.INVALID_ARGUMENT"}
@@ -26,7 +25,7 @@ def probe(models: list[Model]) -> Model:
 
 @pytest.mark.parametrize("fault", ["wrong-shape", "wrong-dtype", "unknown-input", "unknown-model"])
 def test_bad_request_is_a_client_error(
-    triton: Server, probe: Model, protocol: checks.Protocol, fault: str
+    triton: Server, probe: Model, protocol: client.Protocol, fault: str
 ) -> None:
     case = probe.reference.cases[0]
     inputs = dict(zip(probe.input_names, case.inputs, strict=True))
@@ -41,7 +40,7 @@ def test_bad_request_is_a_client_error(
     else:
         name = "no_such_model"
     with pytest.raises(InferenceServerException) as info:
-        checks.infer(triton.endpoints, protocol, name, inputs, probe.output_names)
+        client.infer(triton.endpoints, protocol, name, inputs, probe.output_names)
     status = str(info.value.status())
     expected = (NOT_FOUND if fault == "unknown-model" else CLIENT_ERROR)[protocol]
     assert status == expected, (
@@ -51,10 +50,9 @@ def test_bad_request_is_a_client_error(
     assert info.value.message(), "the server gave an error without a message"
 
     # Still live, and still right.
-    assert checks.live_and_ready(triton.endpoints, protocol) == (True, True)
+    assert client.live_and_ready(triton.endpoints, protocol) == (True, True)
     good = dict(zip(probe.input_names, case.inputs, strict=True))
-    got = checks.infer(triton.endpoints, protocol, probe.name, good, probe.output_names)
+    got = client.infer(triton.endpoints, protocol, probe.name, good, probe.output_names)
     gpu = checks.served_on_gpu(triton.model_config(probe.name))
-    for output, actual, expected in zip(probe.reference.outputs, got, case.outputs, strict=True):
-        comparison = compare(output.name, actual, expected, output.tolerance(gpu=gpu))
-        assert comparison.ok, comparison.describe()
+    failures = checks.mismatches(checks.compare_outputs(probe.reference.outputs, got, case.outputs, gpu=gpu))
+    assert not failures, "\n".join(failures)

@@ -7,34 +7,31 @@ import time
 import pytest
 from tritonclient.utils import InferenceServerException
 
-from tritonpt import checks
-from tritonpt.parity import compare
+from tritonpt import checks, client
 from tritonpt.report import Report
 from tritonpt.server.base import Server
 
-from .conftest import Model
+from .matrix import Model
 
 
 def test_unload_and_load_again(triton: Server, model: Model, report: Report) -> None:
-    with checks.http_client(triton.endpoints) as client:
+    with client.http(triton.endpoints) as http:
         try:
-            client.unload_model(model.name)
+            http.unload_model(model.name)
         except InferenceServerException as exc:
             if "explicit model load / unload is not allowed" in str(exc):
                 pytest.skip(
                     f"the server at {triton.endpoints.http} runs without --model-control-mode=explicit: {exc}"
                 )
             raise
-        deadline = time.monotonic() + 60
-        while client.is_model_ready(model.name) and time.monotonic() < deadline:
-            time.sleep(0.1)
-        assert not client.is_model_ready(model.name)
+        unloaded = client.poll_until(lambda: None if http.is_model_ready(model.name) else True, timeout=60)
+        assert unloaded, f"{model.name} was still ready 60 s after it was unloaded"
         started = time.perf_counter()
-        client.load_model(model.name)
+        http.load_model(model.name)
         report.timings[f"reload {model.name}"] = time.perf_counter() - started
-        assert client.is_model_ready(model.name)
+        assert http.is_model_ready(model.name)
     case = model.reference.cases[0]
-    got = checks.infer(
+    got = client.infer(
         triton.endpoints,
         "http",
         model.name,
@@ -42,12 +39,5 @@ def test_unload_and_load_again(triton: Server, model: Model, report: Report) -> 
         model.output_names,
     )
     gpu = checks.served_on_gpu(triton.model_config(model.name))
-    failures = [
-        c.describe()
-        for c in (
-            compare(i.name, a, e, i.tolerance(gpu=gpu))
-            for i, a, e in zip(model.reference.outputs, got, case.outputs, strict=True)
-        )
-        if not c.ok
-    ]
+    failures = checks.mismatches(checks.compare_outputs(model.reference.outputs, got, case.outputs, gpu=gpu))
     assert not failures, "\n".join(failures)

@@ -7,28 +7,25 @@ import itertools
 
 import numpy as np
 
-from tritonpt import checks
-from tritonpt.parity import Comparison, compare
+from tritonpt import checks, client
+from tritonpt.parity import Comparison
 from tritonpt.report import ParityRow, Report
 from tritonpt.server.base import Server
 
-from .conftest import Model
+from .matrix import Model
 
 
 def _compare_outputs(
     triton: Server, model: Model, got: list[np.ndarray], expected: tuple[np.ndarray, ...]
 ) -> list[Comparison]:
     gpu = checks.served_on_gpu(triton.model_config(model.name))
-    return [
-        compare(info.name, actual, reference, info.tolerance(gpu=gpu))
-        for info, actual, reference in zip(model.reference.outputs, got, expected, strict=True)
-    ]
+    return checks.compare_outputs(model.reference.outputs, got, expected, gpu=gpu)
 
 
-def test_parity(triton: Server, model: Model, case: str, protocol: checks.Protocol, report: Report) -> None:
+def test_parity(triton: Server, model: Model, case: str, protocol: client.Protocol, report: Report) -> None:
     reference_case = model.reference.case(case)
     inputs = dict(zip(model.input_names, reference_case.inputs, strict=True))
-    got = checks.infer(triton.endpoints, protocol, model.name, inputs, model.output_names)
+    got = client.infer(triton.endpoints, protocol, model.name, inputs, model.output_names)
     comparisons = _compare_outputs(triton, model, got, reference_case.outputs)
     for comparison in comparisons:
         report.parity.append(
@@ -40,7 +37,7 @@ def test_parity(triton: Server, model: Model, case: str, protocol: checks.Protoc
                 comparison=comparison,
             )
         )
-    failures = [c.describe() for c in comparisons if not c.ok]
+    failures = checks.mismatches(comparisons)
     assert not failures, f"{model.name} {case} over {protocol}:\n" + "\n".join(failures)
 
 
@@ -57,16 +54,16 @@ def test_parity_under_dynamic_batching(triton: Server, batched_model: Model) -> 
         for size, _ in zip(itertools.cycle(REQUEST_SIZES), range(REQUESTS), strict=False)
     ]
     starts = [(i * 5) % max(1, largest.batch_size - size + 1) for i, size in enumerate(sizes)]
-    before = checks.statistics(triton.endpoints, model.name)
+    before = client.statistics(triton.endpoints, model.name)
 
     def one(index: int) -> list[str]:
         size, start = sizes[index], starts[index]
-        protocol = checks.PROTOCOLS[index % 2]
+        protocol = client.PROTOCOLS[index % 2]
         inputs = {
             name: array[start : start + size]
             for name, array in zip(model.input_names, largest.inputs, strict=True)
         }
-        got = checks.infer(triton.endpoints, protocol, model.name, inputs, model.output_names)
+        got = client.infer(triton.endpoints, protocol, model.name, inputs, model.output_names)
         expected = tuple(array[start : start + size] for array in largest.outputs)
         return [
             f"request {index} ({protocol}, rows {start}..{start + size - 1}): {c.describe()}"
@@ -76,7 +73,7 @@ def test_parity_under_dynamic_batching(triton: Server, batched_model: Model) -> 
 
     with concurrent.futures.ThreadPoolExecutor(max_workers=16) as pool:
         failures = [line for lines in pool.map(one, range(REQUESTS)) for line in lines]
-    after = checks.statistics(triton.endpoints, model.name)
+    after = checks.settled_statistics(triton.endpoints, model.name, requests=before.requests + REQUESTS)
     assert not failures, "\n".join(failures)
     requests = after.requests - before.requests
     executions = after.executions - before.executions

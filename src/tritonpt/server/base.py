@@ -3,12 +3,13 @@
     Server (abstract)        start / stop / context manager, endpoints, readiness, per-model state and runtime
     ├── LocalServer          a tritonserver process on this machine, on free ports       (server/local.py)
     ├── UrlServer            a server someone else runs, given by its HTTP URL           (server/url.py)
-    └── a container server   an image run by Docker (added on this same base)
+    └── ContainerServer      an image run by Docker                                      (server/container.py)
 
-Everything in this module talks to the server over its HTTP endpoint (the KServe v2 routes that every Triton
-answers), so it behaves the same whoever runs the server. What differs between runners sits behind a few
-methods a subclass provides: ``start``, ``stop``, ``is_alive``, ``log_tail`` / ``log_path``, ``_exit_state``
-(has the runner died, and how) and ``describe``.
+``start()`` is one template for every runner: refuse a second start, launch, wait until ready, record the
+time it took, and stop on any failure. A runner supplies only ``_launch()`` (bring it up, set the endpoints),
+``_terminate()`` (bring it down) and ``_exit_state()`` (has what runs it died, and how). Its life is one
+:class:`State`. Everything asked of the server goes through :mod:`tritonpt.client`, so it behaves the same
+whoever runs it.
 
 Failures read like testcontainers' wait strategies: what was expected, the state last seen, the last log
 lines and a ``Hint:`` sentence chosen from what the log says.
@@ -17,86 +18,48 @@ lines and a ``Hint:`` sentence chosen from what the log says.
 from __future__ import annotations
 
 import abc
-import json
+import enum
+import os
+import tempfile
 import time
-import urllib.error
-import urllib.parse
-import urllib.request
 from collections import deque
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
-from typing import Any, ClassVar, Literal, Self
+from typing import ClassVar, Literal, Self
 
-from google.protobuf import json_format
-from tritonclient.grpc import model_config_pb2
+from tritonclient.grpc.model_config_pb2 import ModelConfig
+from tritonclient.utils import InferenceServerException
 
+from tritonpt import client
 from tritonpt.backend import LIBRARY, Origin
-from tritonpt.errors import ModelLoadError, ServerError, ServerStartError
+from tritonpt.client import POLL_INTERVAL_S, Endpoints, ModelState, pick_states
+from tritonpt.errors import HINT, ModelLoadError, ServerError, ServerStartError
 
 ServerKind = Literal["local", "url", "container"]
 
-POLL_INTERVAL_S = 0.2
-REQUEST_TIMEOUT_S = 5.0
 TAIL_LINES = 25
-BUSY_STATES = frozenset({"LOADING", "UNLOADING"})
+
+__all__ = [
+    "Endpoints",
+    "ModelRuntime",
+    "ModelState",
+    "Server",
+    "ServerKind",
+    "State",
+    "hint_for",
+    "worth_reading",
+]
 
 
-def host_port(host: str, port: int) -> str:
-    """``host:port`` as tritonclient takes it (IPv6 literals in brackets)."""
-    return f"[{host}]:{port}" if ":" in host and not host.startswith("[") else f"{host}:{port}"
+class State(enum.Enum):
+    """Where a server object is in its life."""
 
-
-@dataclass(frozen=True, kw_only=True)
-class Endpoints:
-    """Where a server answers: the three ports Triton opens."""
-
-    http: str  # "127.0.0.1:8000", as tritonclient's HTTP client takes it
-    grpc: str  # "127.0.0.1:8001", as tritonclient's gRPC client takes it
-    metrics_url: str  # "http://127.0.0.1:8002/metrics"
-
-    @classmethod
-    def on_host(cls, host: str, *, http_port: int, grpc_port: int, metrics_port: int) -> Endpoints:
-        return cls(
-            http=host_port(host, http_port),
-            grpc=host_port(host, grpc_port),
-            metrics_url=f"http://{host_port(host, metrics_port)}/metrics",
-        )
-
-    @property
-    def http_url(self) -> str:
-        return f"http://{self.http}"
-
-
-@dataclass(frozen=True, kw_only=True)
-class ModelState:
-    """One model version as ``POST /v2/repository/index`` lists it."""
-
-    name: str
-    version: str = ""
-    state: str = ""  # READY, LOADING, UNLOADING, UNAVAILABLE; "" when Triton never tried to load it
-    reason: str = ""  # Triton's own words when it is not READY (a load error, "unloaded", ...)
-
-    @property
-    def ready(self) -> bool:
-        return self.state == "READY"
-
-    @property
-    def busy(self) -> bool:
-        return self.state in BUSY_STATES
-
-    @property
-    def summary(self) -> str:
-        """The reason without a traceback (``\\n\\nAt:\\n  ...``) that a backend may append to it."""
-        return self.reason.split("\n\nAt:\n", 1)[0].strip()
-
-    def describe(self) -> str:
-        version = f"version {self.version}, " if self.version else ""
-        if not self.state:
-            return f"{self.name} ({version}not loaded)"
-        detail = f": {self.summary}" if self.summary else ""
-        return f"{self.name} ({version}{self.state}){detail}"
+    NEW = "new"  # never started
+    STARTING = "starting"  # launched, not ready yet
+    READY = "ready"  # start() returned
+    STOPPED = "stopped"  # stop() ran (after a failed start too)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -212,39 +175,16 @@ def worth_reading(lines: Iterable[str]) -> list[str]:
     return kept
 
 
-def pick_states(index: Iterable[ModelState], names: Iterable[str]) -> dict[str, ModelState]:
-    """Each named model's entry in a repository index: its READY version if any, else its last known one."""
-    by_name: dict[str, ModelState] = {}
-    for entry in index:
-        known = by_name.get(entry.name)
-        if known is None or (entry.ready and not known.ready) or (not known.ready and entry.state):
-            by_name[entry.name] = entry
-    return {name: by_name.get(name, ModelState(name=name)) for name in names}
-
-
-# One opener without proxies: the servers we talk to are ours or named by the user, like tritonclient does.
-_OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}))
-
-
-def http_request(url: str, *, method: str = "GET", timeout: float = REQUEST_TIMEOUT_S) -> tuple[int, bytes]:
-    """Status and body of one HTTP request; connection failures raise ``OSError`` (``URLError`` is one)."""
-    request = urllib.request.Request(url, method=method, data=b"" if method == "POST" else None)  # noqa: S310 - http:// URLs built from Endpoints
-    try:
-        with _OPENER.open(request, timeout=timeout) as response:
-            return int(response.status), bytes(response.read())
-    except urllib.error.HTTPError as exc:
-        with exc:
-            return exc.code, exc.read()
-
-
 class Server(abc.ABC):
-    """A Triton server: started, asked over HTTP, stopped. The checks never know what runs it."""
+    """A Triton server: started, asked, stopped. The checks never know what runs it."""
 
     kind: ClassVar[ServerKind]
 
-    def __init__(self) -> None:
+    def __init__(self, *, start_timeout: float = 240.0) -> None:
+        self.start_timeout = start_timeout
+        self.state = State.NEW
         self.startup_seconds: float | None = None  # start() to ready, when this object started the server
-        self._endpoints: Endpoints | None = None  # set by a runner once it knows where the server answers
+        self._endpoints: Endpoints | None = None  # set by _launch() once the runner knows where it answers
 
     @property
     def endpoints(self) -> Endpoints:
@@ -254,19 +194,55 @@ class Server(abc.ABC):
             raise ServerError(msg)
         return self._endpoints
 
-    # --- what a runner provides ---------------------------------------------------------------------------------
+    # --- the template ---------------------------------------------------------------------------------------------
 
-    @abc.abstractmethod
     def start(self) -> None:
-        """Bring the server up (or find it) and return once it is ready; raises ``ServerStartError``."""
+        """Launch, wait until ready and record how long it took; on any failure stop and re-raise."""
+        if self.state in (State.STARTING, State.READY):
+            msg = f"{self.describe()} is already started; stop() it before starting it again."
+            raise ServerError(msg)
+        self.state = State.STARTING
+        self._endpoints = None
+        began = time.monotonic()
+        try:
+            self._launch()
+            self._await_ready(max(1.0, self.start_timeout - (time.monotonic() - began)))
+        except BaseException:
+            self.stop()
+            raise
+        self.startup_seconds = time.monotonic() - began
+        self.state = State.READY
 
-    @abc.abstractmethod
     def stop(self) -> None:
         """Tear the server down (nothing for a server this object did not start); safe to call twice."""
+        if self.state in (State.NEW, State.STOPPED):
+            return
+        try:
+            self._terminate()
+        finally:
+            self.state = State.STOPPED
 
-    @abc.abstractmethod
     def is_alive(self) -> bool:
         """Whether what runs the server is still running (for a URL: whether it answers)."""
+        return self.state in (State.STARTING, State.READY) and self._exit_state() is None
+
+    # --- what a runner provides -----------------------------------------------------------------------------------
+
+    @abc.abstractmethod
+    def _launch(self) -> None:
+        """Bring the server up (or find it) and set ``_endpoints``; raise ``ServerStartError`` if it cannot."""
+
+    @abc.abstractmethod
+    def _terminate(self) -> None:
+        """Bring down what ``_launch`` brought up, even halfway; called once per start."""
+
+    @abc.abstractmethod
+    def _exit_state(self) -> str | None:
+        """How the runner ended (``"exited with code 1"``), or ``None`` while it runs or cannot tell."""
+
+    def _await_ready(self, timeout: float) -> None:
+        """What "started" means for this runner; by default :meth:`wait_ready`."""
+        self.wait_ready(timeout)
 
     @property
     def log_path(self) -> Path | None:
@@ -289,12 +265,32 @@ class Server(abc.ABC):
         """A few words naming this server in messages."""
         return f"the {self.kind} Triton server at {self.endpoints.http_url}"
 
-    def _exit_state(self) -> str | None:
-        """How the runner ended (``"exited with code 1"``), or ``None`` while it runs or cannot tell."""
-        return None
-
     def _default_hint(self) -> str:
         return "the server's log says more; raise its verbosity (--log-verbose=1) if it does not."
+
+    # --- helpers the runners share ----------------------------------------------------------------------------------
+
+    @staticmethod
+    def _repository_folder(repository: Path, where: str) -> Path:
+        """The repository as an absolute folder, or ``ServerStartError`` before anything is launched."""
+        folder = repository.absolute()
+        if not folder.is_dir():
+            msg = (
+                f"Cannot start Triton {where}, as the model repository {folder} is not a folder.\n"
+                f"{HINT} export a model first (it creates the repository), or pass the right path."
+            )
+            raise ServerStartError(msg)
+        return folder
+
+    @staticmethod
+    def _log_file(path: Path | None, prefix: str) -> Path:
+        """``path`` (its folder created), or a new temporary file when none was given."""
+        if path is None:
+            handle, name = tempfile.mkstemp(prefix=prefix, suffix=".log")
+            os.close(handle)
+            return Path(name)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        return path
 
     # --- context manager ------------------------------------------------------------------------------------------
 
@@ -313,60 +309,36 @@ class Server(abc.ABC):
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.describe()}>"
 
-    # --- over HTTP, the same for every runner ---------------------------------------------------------------------
-
-    def _url(self, path: str) -> str:
-        return f"{self.endpoints.http_url}{path}"
-
-    def _json(self, path: str, *, method: str = "GET") -> Any:  # noqa: ANN401 - JSON as Triton sends it
-        status, body = http_request(self._url(path), method=method)
-        if status != 200:
-            detail = body.decode("utf-8", errors="replace").strip()
-            msg = f"{method} {path} on {self.describe()} answered {status}: {detail}"
-            raise ServerError(msg)
-        return json.loads(body)
-
-    def _status(self, path: str) -> int:
-        return http_request(self._url(path))[0]
+    # --- asked of the server, the same for every runner ----------------------------------------------------------
 
     def is_live(self) -> bool:
         """``GET /v2/health/live`` answers 200; ``OSError`` when nothing answers."""
-        return self._status("/v2/health/live") == 200
+        return client.is_live(self.endpoints)
 
     def is_ready(self) -> bool:
         """``GET /v2/health/ready`` answers 200 (with --strict-readiness: every model is ready too)."""
-        return self._status("/v2/health/ready") == 200
-
-    def model_ready(self, name: str, version: str = "") -> bool:
-        """``GET /v2/models/<name>[/versions/<v>]/ready`` answers 200."""
-        quoted = urllib.parse.quote(name, safe="")
-        suffix = f"/versions/{urllib.parse.quote(version, safe='')}" if version else ""
-        return self._status(f"/v2/models/{quoted}{suffix}/ready") == 200
+        return client.is_ready(self.endpoints)
 
     def repository_index(self) -> list[ModelState]:
-        """``POST /v2/repository/index``: every model version with its state and Triton's reason."""
-        entries = self._json("/v2/repository/index", method="POST")
-        return [
-            ModelState(
-                name=str(entry.get("name", "")),
-                version=str(entry.get("version", "")),
-                state=str(entry.get("state", "")),
-                reason=str(entry.get("reason", "")),
-            )
-            for entry in entries
-        ]
+        """Every model version with its state and Triton's reason; ``ServerError`` when the server refuses."""
+        try:
+            return client.repository_index(self.endpoints)
+        except InferenceServerException as exc:
+            msg = f"POST /v2/repository/index on {self.describe()} answered {exc.status()}: {exc.message()}"
+            raise ServerError(msg) from exc
 
     def model_states(self, names: Iterable[str]) -> dict[str, ModelState]:
         """The state of each named model (its READY version if it has one); absent names are not loaded."""
         return pick_states(self.repository_index(), names)
 
-    def model_config(self, name: str) -> model_config_pb2.ModelConfig:
-        """``GET /v2/models/<name>/config`` as Triton's own protobuf message (what the server filled in)."""
-        data = self._json(f"/v2/models/{urllib.parse.quote(name, safe='')}/config")
+    def model_config(self, name: str) -> ModelConfig:
+        """The config the server filled in for ``name``, as Triton's own protobuf message."""
         try:
-            return json_format.ParseDict(data, model_config_pb2.ModelConfig(), ignore_unknown_fields=True)
-        except json_format.ParseError as exc:
-            msg = f"Cannot read the config {self.describe()} reports for model {name!r}, as {exc}."
+            return client.model_config(self.endpoints, name)
+        except InferenceServerException as exc:
+            msg = (
+                f"GET /v2/models/{name}/config on {self.describe()} answered {exc.status()}: {exc.message()}"
+            )
             raise ServerError(msg) from exc
 
     def model_runtime(self, name: str) -> ModelRuntime:
@@ -468,7 +440,7 @@ class Server(abc.ABC):
         hint = hint_for("\n".join(reasons.values())) or (
             "the repository index has Triton's reason per model; the server log has the full story."
         )
-        lines.append(f"Hint: {hint}")
+        lines.append(f"{HINT} {hint}")
         return ModelLoadError("\n".join(lines), reasons)
 
     def failure(self, headline: str) -> str:
@@ -481,11 +453,11 @@ class Server(abc.ABC):
             parts.extend(f"    {line}" for line in tail)
         else:
             parts.append("No server log is available here.")
-        parts.append(f"Hint: {hint_for(chr(10).join(tail)) or self._default_hint()}")
+        parts.append(f"{HINT} {hint_for(chr(10).join(tail)) or self._default_hint()}")
         return "\n".join(parts)
 
 
 def _reason(exc: BaseException) -> str:
-    if isinstance(exc, urllib.error.URLError):
-        return str(exc.reason)
-    return str(exc) or type(exc).__name__
+    if isinstance(exc, InferenceServerException):
+        return f"{exc.status()}: {exc.message()}"
+    return str(getattr(exc, "reason", None) or exc) or type(exc).__name__

@@ -24,8 +24,6 @@ import contextlib
 import os
 import re
 import stat
-import tempfile
-import time
 import weakref
 from collections.abc import Iterator, Sequence
 from dataclasses import replace
@@ -39,16 +37,15 @@ from testcontainers.core.wait_strategies import LogMessageWaitStrategy
 
 from tritonpt import image
 from tritonpt.backend import Origin
+from tritonpt.client import GRPC_PORT, HTTP_PORT, METRICS_PORT, Endpoints
 from tritonpt.errors import ServerError, ServerStartError, TritonPtError
 from tritonpt.image import DockerClient
 from tritonpt.options import GPUS, Gpus, Mount
-from tritonpt.server.base import Endpoints, Server, ServerKind
+from tritonpt.server.base import Server, ServerKind, State
 from tritonpt.server.local import TritonFlags
 
 CONTAINER_MODELS = image.MODELS_MOUNT
 """Where the model repository is mounted (read-only), as the recipes expect."""
-HTTP_PORT, GRPC_PORT, METRICS_PORT = 8000, 8001, 8002
-"""Triton's ports inside the container; each is published on a random host port."""
 
 HARNESS_LABEL = "io.tritonpt.harness"
 HARNESS = "integration"
@@ -355,7 +352,7 @@ class ContainerServer(Server):
         start_timeout: float = 240.0,
         stop_timeout: int = 45,
     ) -> None:
-        super().__init__()
+        super().__init__(start_timeout=start_timeout)
         if not image:
             msg = (
                 "Cannot run Triton in a container without an image: pass its tag (pytest --image TAG). Build one "
@@ -372,7 +369,6 @@ class ContainerServer(Server):
         self.mounts = (Mount(source=repository.absolute(), target=CONTAINER_MODELS), *mounts)
         self.bind_address = bind_address
         self.shm_size = shm_size
-        self.start_timeout = start_timeout
         self.stop_timeout = stop_timeout
         self.gpus_requested = False  # what gpus resolved to at start
         self.reaper = False  # whether testcontainers' Ryuk watches the container (known at start)
@@ -381,7 +377,6 @@ class ContainerServer(Server):
         self._container: BoundContainer | None = None
         self._id: str | None = None
         self._labels: dict[str, str] = {}  # the image's, read at start
-        self._stopped = False
 
     # --- Server ---------------------------------------------------------------------------------------------------
 
@@ -401,7 +396,7 @@ class ContainerServer(Server):
 
     def log_tail(self, lines: int = 40) -> str:
         """``docker logs --tail`` while the container exists; the file ``stop()`` wrote afterwards."""
-        if self._client is not None and self._id is not None and not self._stopped:
+        if self._client is not None and self._id is not None and self.state is not State.STOPPED:
             docker = image.docker_module()
             with contextlib.suppress(docker.errors.DockerException):
                 raw: bytes = self._client.api.logs(self._id, stdout=True, stderr=True, tail=lines)
@@ -426,9 +421,6 @@ class ContainerServer(Server):
             return f"the Triton container of {self.image} (not started)"
         where = f", HTTP {self._endpoints.http}" if self._endpoints else ""
         return f"the Triton container {self._id[:12]} ({self.image}{where})"
-
-    def is_alive(self) -> bool:
-        return self._id is not None and not self._stopped and self._exit_state() is None
 
     def _exit_state(self) -> str | None:
         if self._client is None or self._id is None:
@@ -456,32 +448,12 @@ class ContainerServer(Server):
 
     # --- start and stop -------------------------------------------------------------------------------------------
 
-    def start(self) -> None:
-        """Run the container and return once Triton is ready; never leaves a container behind on failure."""
-        if self._client is not None and not self._stopped:
-            msg = f"{self.describe()} is already started; stop() it before starting it again."
-            raise ServerError(msg)
-        self._stopped = False
-        self._id = self._endpoints = self._container = None
+    def _launch(self) -> None:
+        """Run the container; it is up once Triton logged its three start lines (readiness is the template's)."""
+        self._id = self._container = None
         self._client = client = image.docker_client()
-        began = time.monotonic()
-        try:
-            self._start(client)
-            self.wait_ready(max(1.0, self.start_timeout - (time.monotonic() - began)))
-        except BaseException:
-            self.stop()
-            raise
-        self.startup_seconds = time.monotonic() - began
-
-    def _start(self, client: DockerClient) -> None:
         docker = image.docker_module()
-        repository = self.repository.absolute()
-        if not repository.is_dir():
-            msg = (
-                f"Cannot start Triton in a container, as the model repository {repository} is not a folder.\n"
-                "Hint: export a model first (it creates the repository), or pass the right path."
-            )
-            raise ServerStartError(msg)
+        repository = self._repository_folder(self.repository, "in a container")
         try:
             info = client.api.inspect_image(self.image)
         except docker.errors.ImageNotFound:
@@ -498,11 +470,7 @@ class ContainerServer(Server):
         devices = gpu_requests(client, self.gpus, image_tag=self.image)
         self.gpus_requested = bool(devices)
 
-        if self._log_path is None:
-            handle, name = tempfile.mkstemp(prefix="tritonserver-container-", suffix=".log")
-            os.close(handle)
-            self._log_path = Path(name)
-        self._log_path.parent.mkdir(parents=True, exist_ok=True)
+        self._log_path = self._log_file(self._log_path, "tritonserver-container-")
         self._log_path.write_bytes(b"")  # no stale log from an earlier run; fails early if not writable
 
         remove_leftovers(client)
@@ -570,11 +538,10 @@ class ContainerServer(Server):
             metrics_port=container.get_exposed_port(METRICS_PORT),
         )
 
-    def stop(self) -> None:
+    def _terminate(self) -> None:
         """SIGTERM Triton (``stop_timeout`` s, then SIGKILL), write the whole log to ``log_path``, remove it."""
-        if self._stopped or self._client is None:
+        if self._client is None:
             return
-        self._stopped = True
         _LIVE.discard(self)
         client, container = self._client, self._container
         docker = image.docker_module()

@@ -23,7 +23,6 @@ import shutil
 import signal
 import socket
 import subprocess
-import tempfile
 import time
 import weakref
 from dataclasses import dataclass, field, replace
@@ -32,8 +31,9 @@ from typing import ClassVar, Literal
 
 from tritonpt import backend
 from tritonpt.backend import BuiltBackend
-from tritonpt.errors import BackendError, ServerError, ServerStartError
-from tritonpt.server.base import Endpoints, Server, ServerKind
+from tritonpt.client import Endpoints
+from tritonpt.errors import BackendError, ServerStartError
+from tritonpt.server.base import Server, ServerKind
 from tritonpt.versions import VERSIONS
 
 TRITONSERVER_ENV = "TRITONSERVER"
@@ -257,20 +257,16 @@ class LocalServer(Server):
         start_timeout: float = 240.0,
         stop_timeout: float = 45.0,
     ) -> None:
-        super().__init__()
+        super().__init__(start_timeout=start_timeout)
         self.requested = flags
         self.flags = flags  # the effective flags (ports, backend directory) once started
         self.tritonserver = tritonserver
         self.pytorch_backend = pytorch_backend  # the built one it serves with; None for the server's own
-        self.start_timeout = start_timeout
         self.stop_timeout = stop_timeout
         self.install: TritonInstall | None = None
         self._log_path = log_path.absolute() if log_path is not None else None
         self._process: subprocess.Popen[bytes] | None = None
-        self._stopped = False
         self._finalizer: weakref.finalize[[int], LocalServer] | None = None
-
-    # --- Server ---------------------------------------------------------------------------------------------------
 
     @property
     def log_path(self) -> Path | None:
@@ -295,9 +291,6 @@ class LocalServer(Server):
         pid = f"pid {self.pid}" if self.pid else "not started"
         return f"the local tritonserver ({pid}{where})"
 
-    def is_alive(self) -> bool:
-        return self._process is not None and not self._stopped and self._process.poll() is None
-
     def _exit_state(self) -> str | None:
         if self._process is None:
             return "was never started"
@@ -315,18 +308,10 @@ class LocalServer(Server):
             else "rerun with TritonFlags(log_verbose=1) for more detail."
         )
 
-    def start(self) -> None:
-        """Launch tritonserver and return once it is ready; never leaves a process behind on failure."""
-        if self._process is not None and not self._stopped:
-            msg = f"{self.describe()} is already started; stop() it before starting it again."
-            raise ServerError(msg)
-        repository = self.requested.model_repository.absolute()
-        if not repository.is_dir():
-            msg = (
-                f"Cannot start tritonserver, as the model repository {repository} is not a folder.\n"
-                "Hint: export a model first (it creates the repository), or pass the right path."
-            )
-            raise ServerStartError(msg)
+    def _launch(self) -> None:
+        """Find tritonserver and its pytorch backend, pick free ports, start the process in its own group."""
+        self._process = None
+        repository = self._repository_folder(self.requested.model_repository, "as a local process")
         self.install = TritonInstall.locate(self.tritonserver)
         flags = replace(self.requested, model_repository=repository)
         if flags.backend_directory is None:
@@ -340,13 +325,7 @@ class LocalServer(Server):
         self._endpoints = Endpoints.on_host(
             self.flags.address, http_port=http, grpc_port=grpc, metrics_port=metrics
         )
-        if self._log_path is None:
-            handle, name = tempfile.mkstemp(prefix="tritonserver-", suffix=".log")
-            os.close(handle)
-            self._log_path = Path(name)
-        self._log_path.parent.mkdir(parents=True, exist_ok=True)
-        began = time.monotonic()
-        self._stopped = False
+        self._log_path = self._log_file(self._log_path, "tritonserver-")
         with self._log_path.open("wb") as log:
             self._process = subprocess.Popen(
                 self.command,
@@ -357,19 +336,12 @@ class LocalServer(Server):
                 start_new_session=True,  # its own process group: Ctrl-C goes to us, and we end the group
             )
         self._finalizer = weakref.finalize(self, _kill_group, self._process.pid)
-        try:
-            self.wait_ready(self.start_timeout)
-        except BaseException:
-            self.stop()
-            raise
-        self.startup_seconds = time.monotonic() - began
 
-    def stop(self) -> None:
+    def _terminate(self) -> None:
         """SIGTERM the server, wait ``stop_timeout`` seconds, then SIGKILL its whole process group."""
         process = self._process
-        if process is None or self._stopped:
+        if process is None:
             return
-        self._stopped = True
         try:
             if process.poll() is None:
                 process.send_signal(signal.SIGTERM)

@@ -2,16 +2,13 @@
 
 from __future__ import annotations
 
-import time
 import urllib.parse
 from typing import ClassVar
 
-from tritonpt.errors import ServerError, ServerStartError
-from tritonpt.server.base import POLL_INTERVAL_S, Endpoints, Server, ServerKind, host_port
-
-HTTP_PORT = 8000
-GRPC_PORT = 8001
-METRICS_PORT = 8002
+from tritonpt import client
+from tritonpt.client import GRPC_PORT, HTTP_PORT, METRICS_PORT, Endpoints, host_port
+from tritonpt.errors import ServerStartError
+from tritonpt.server.base import Server, ServerKind
 
 
 def parse_endpoints(url: str, *, grpc: str | None = None, metrics_url: str | None = None) -> Endpoints:
@@ -46,10 +43,10 @@ class UrlServer(Server):
         metrics_url: str | None = None,
         start_timeout: float = 30.0,
     ) -> None:
-        super().__init__()
+        super().__init__(start_timeout=start_timeout)
         self.url = url
-        self.start_timeout = start_timeout
-        self._endpoints = parse_endpoints(url, grpc=grpc, metrics_url=metrics_url)
+        self._given = parse_endpoints(url, grpc=grpc, metrics_url=metrics_url)
+        self._endpoints = self._given
 
     def _default_hint(self) -> str:
         return (
@@ -57,29 +54,31 @@ class UrlServer(Server):
             "(docker run -p 8000:8000 ...)."
         )
 
-    def start(self) -> None:
-        """Wait up to ``start_timeout`` seconds for ``/v2/health/live`` to answer 200."""
-        began = time.monotonic()
-        last = "nothing answered"
-        while True:
-            try:
-                if self.is_live():
-                    return
-                last = "it answers, but /v2/health/live is not 200"
-            except (OSError, ServerError) as exc:
-                last = str(getattr(exc, "reason", exc)) or type(exc).__name__
-            if time.monotonic() - began >= self.start_timeout:
-                msg = self.failure(
-                    f"Cannot reach {self.describe()} within {self.start_timeout:.0f} s, as {last}"
-                )
-                raise ServerStartError(msg)
-            time.sleep(POLL_INTERVAL_S)
+    def _launch(self) -> None:
+        self._endpoints = self._given
 
-    def stop(self) -> None:
+    def _await_ready(self, timeout: float) -> None:
+        """Wait up to ``timeout`` seconds for ``/v2/health/live`` to answer 200 (readiness is the checks' job)."""
+        last = ["nothing answered"]
+
+        def live() -> bool | None:
+            try:
+                if client.is_live(self.endpoints):
+                    return True
+                last[0] = "it answers, but /v2/health/live is not 200"
+            except OSError as exc:
+                last[0] = str(getattr(exc, "reason", None) or exc) or type(exc).__name__
+            return None
+
+        if client.poll_until(live, timeout=timeout) is None:
+            msg = self.failure(f"Cannot reach {self.describe()} within {timeout:.0f} s, as {last[0]}")
+            raise ServerStartError(msg)
+
+    def _terminate(self) -> None:
         """Nothing to do: whoever started the server stops it."""
 
-    def is_alive(self) -> bool:
+    def _exit_state(self) -> str | None:
         try:
-            return self.is_live()
-        except OSError:
-            return False
+            return None if client.is_live(self.endpoints) else "answers, but is not live"
+        except OSError as exc:
+            return f"stopped answering ({exc})"

@@ -1,0 +1,274 @@
+"""One way to talk to a running Triton: tritonclient's HTTP and gRPC clients behind a few typed calls.
+
+The server runners (readiness, the repository index, a model's config) and the checks (inference,
+statistics, metrics) both come here, so there is one client library, one set of timeouts and one way a
+failure reads. Where the server answers: :class:`Endpoints`. What the repository index says: :class:`ModelState`.
+
+Failures: a server that does not answer raises ``OSError`` (a connection refused, or ``TimeoutError``, which
+gevent's timeout becomes here); a server that answers with an error raises tritonclient's
+``InferenceServerException``, whose ``status()`` is the HTTP status or the gRPC code.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+import urllib.request
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal, TypeVar
+
+import numpy.typing as npt
+import tritonclient.grpc as grpcclient
+import tritonclient.http as httpclient
+from google.protobuf import json_format
+from prometheus_client.parser import text_string_to_metric_families
+from tritonclient.grpc.model_config_pb2 import ModelConfig
+
+from tritonpt import dtypes
+
+Protocol = Literal["http", "grpc"]
+PROTOCOLS: tuple[Protocol, ...] = ("http", "grpc")
+Array = npt.NDArray[Any]
+Metrics = dict[str, dict[tuple[tuple[str, str], ...], float]]
+
+HTTP_PORT, GRPC_PORT, METRICS_PORT = 8000, 8001, 8002
+"""Triton's default ports (what a container listens on, and what a URL target assumes)."""
+TIMEOUT_S = 60.0
+"""Per inference request: a hung server fails a check instead of hanging the run."""
+PROBE_TIMEOUT_S = 5.0
+"""Per health, index or config request while waiting for a server."""
+POLL_INTERVAL_S = 0.2
+BUSY_STATES = frozenset({"LOADING", "UNLOADING"})
+
+_T = TypeVar("_T")
+
+
+def host_port(host: str, port: int) -> str:
+    """``host:port`` as tritonclient takes it (IPv6 literals in brackets)."""
+    return f"[{host}]:{port}" if ":" in host and not host.startswith("[") else f"{host}:{port}"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Endpoints:
+    """Where a server answers: the three ports Triton opens."""
+
+    http: str  # "127.0.0.1:8000", as tritonclient's HTTP client takes it
+    grpc: str  # "127.0.0.1:8001", as tritonclient's gRPC client takes it
+    metrics_url: str  # "http://127.0.0.1:8002/metrics"
+
+    @classmethod
+    def on_host(cls, host: str, *, http_port: int, grpc_port: int, metrics_port: int) -> Endpoints:
+        return cls(
+            http=host_port(host, http_port),
+            grpc=host_port(host, grpc_port),
+            metrics_url=f"http://{host_port(host, metrics_port)}/metrics",
+        )
+
+    @property
+    def http_url(self) -> str:
+        return f"http://{self.http}"
+
+
+@dataclass(frozen=True, kw_only=True)
+class ModelState:
+    """One model version as ``POST /v2/repository/index`` lists it."""
+
+    name: str
+    version: str = ""
+    state: str = ""  # READY, LOADING, UNLOADING, UNAVAILABLE; "" when Triton never tried to load it
+    reason: str = ""  # Triton's own words when it is not READY (a load error, "unloaded", ...)
+
+    @property
+    def ready(self) -> bool:
+        return self.state == "READY"
+
+    @property
+    def busy(self) -> bool:
+        return self.state in BUSY_STATES
+
+    @property
+    def summary(self) -> str:
+        """The reason without a traceback (``\\n\\nAt:\\n  ...``) that a backend may append to it."""
+        return self.reason.split("\n\nAt:\n", 1)[0].strip()
+
+    def describe(self) -> str:
+        version = f"version {self.version}, " if self.version else ""
+        if not self.state:
+            return f"{self.name} ({version}not loaded)"
+        detail = f": {self.summary}" if self.summary else ""
+        return f"{self.name} ({version}{self.state}){detail}"
+
+
+def pick_states(index: Iterable[ModelState], names: Iterable[str]) -> dict[str, ModelState]:
+    """Each named model's entry in a repository index: its READY version if any, else its last known one."""
+    by_name: dict[str, ModelState] = {}
+    for entry in index:
+        known = by_name.get(entry.name)
+        if known is None or (entry.ready and not known.ready) or (not known.ready and entry.state):
+            by_name[entry.name] = entry
+    return {name: by_name.get(name, ModelState(name=name)) for name in names}
+
+
+# --- The clients ----------------------------------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def http(endpoints: Endpoints, *, timeout: float = TIMEOUT_S) -> Iterator[httpclient.InferenceServerClient]:
+    """tritonclient's HTTP client; gevent's timeout comes out as ``TimeoutError``."""
+    import gevent  # noqa: PLC0415 - tritonclient.http's transport, already loaded with it
+
+    client = httpclient.InferenceServerClient(
+        url=endpoints.http, connection_timeout=timeout, network_timeout=timeout
+    )
+    try:
+        yield client
+    except gevent.Timeout as exc:
+        msg = f"{endpoints.http_url} did not answer within {timeout:.0f} s"
+        raise TimeoutError(msg) from exc
+    finally:
+        client.close()
+
+
+@contextlib.contextmanager
+def grpc(endpoints: Endpoints) -> Iterator[grpcclient.InferenceServerClient]:
+    with grpcclient.InferenceServerClient(url=endpoints.grpc) as client:
+        yield client
+
+
+# --- What the runners ask while a server starts ---------------------------------------------------------------
+
+
+def is_live(endpoints: Endpoints) -> bool:
+    """``GET /v2/health/live``; ``OSError`` when nothing answers."""
+    with http(endpoints, timeout=PROBE_TIMEOUT_S) as client:
+        return bool(client.is_server_live())
+
+
+def is_ready(endpoints: Endpoints) -> bool:
+    """``GET /v2/health/ready`` (with --strict-readiness: every model is ready too); ``OSError`` when nothing answers."""
+    with http(endpoints, timeout=PROBE_TIMEOUT_S) as client:
+        return bool(client.is_server_ready())
+
+
+def repository_index(endpoints: Endpoints) -> list[ModelState]:
+    """``POST /v2/repository/index``: every model version with its state and Triton's reason."""
+    with http(endpoints, timeout=PROBE_TIMEOUT_S) as client:
+        entries = client.get_model_repository_index()
+    return [
+        ModelState(
+            name=str(entry.get("name", "")),
+            version=str(entry.get("version", "")),
+            state=str(entry.get("state", "")),
+            reason=str(entry.get("reason", "")),
+        )
+        for entry in entries
+    ]
+
+
+def model_config(endpoints: Endpoints, name: str) -> ModelConfig:
+    """``GET /v2/models/<name>/config`` as Triton's own protobuf message (what the server filled in)."""
+    with http(endpoints, timeout=PROBE_TIMEOUT_S) as client:
+        data = client.get_model_config(name)
+    return json_format.ParseDict(data, ModelConfig(), ignore_unknown_fields=True)
+
+
+def poll_until(
+    probe: Callable[[], _T | None], *, timeout: float, interval: float = POLL_INTERVAL_S
+) -> _T | None:
+    """Call ``probe`` until it returns something other than None, or ``timeout`` seconds pass (then None)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        found = probe()
+        if found is not None or time.monotonic() >= deadline:
+            return found
+        time.sleep(interval)
+
+
+# --- What the checks ask ----------------------------------------------------------------------------------------
+
+
+def live_and_ready(endpoints: Endpoints, protocol: Protocol) -> tuple[bool, bool]:
+    if protocol == "http":
+        with http(endpoints) as client:
+            return bool(client.is_server_live()), bool(client.is_server_ready())
+    with grpc(endpoints) as client:
+        return bool(client.is_server_live()), bool(client.is_server_ready())
+
+
+def server_metadata(endpoints: Endpoints) -> dict[str, Any]:
+    with http(endpoints) as client:
+        return dict(client.get_server_metadata())
+
+
+def infer(
+    endpoints: Endpoints,
+    protocol: Protocol,
+    model: str,
+    inputs: Mapping[str, Array],
+    outputs: Sequence[str],
+    *,
+    datatypes: Mapping[str, str] | None = None,
+) -> list[Array]:
+    """One inference request; returns the requested outputs in order.
+
+    ``datatypes`` overrides the wire datatype per input (to send a deliberately wrong one).
+    """
+    module: Any = httpclient if protocol == "http" else grpcclient
+    request = []
+    for name, array in inputs.items():
+        wire = (datatypes or {}).get(name) or dtypes.from_numpy(array.dtype).wire
+        item = module.InferInput(name, list(array.shape), wire)
+        item.set_data_from_numpy(array)
+        request.append(item)
+    wanted = [module.InferRequestedOutput(name) for name in outputs]
+    if protocol == "http":
+        with http(endpoints) as client:
+            result = client.infer(model, request, outputs=wanted)
+    else:
+        with grpc(endpoints) as client:
+            result = client.infer(model, request, outputs=wanted, client_timeout=TIMEOUT_S)
+    return [result.as_numpy(name) for name in outputs]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Statistics:
+    """A model's counters from the statistics extension."""
+
+    requests: int  # successful inference requests
+    inferences: int  # samples (requests x batch size)
+    executions: int  # model executions (batches)
+
+
+def statistics(endpoints: Endpoints, model: str) -> Statistics:
+    with http(endpoints) as client:
+        [stats] = client.get_inference_statistics(model)["model_stats"][:1]
+    return Statistics(
+        requests=int(stats["inference_stats"]["success"]["count"]),
+        inferences=int(stats["inference_count"]),
+        executions=int(stats["execution_count"]),
+    )
+
+
+# No proxies: the servers we talk to are ours or named by the user, as tritonclient's own clients do.
+_OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+
+
+def metrics(endpoints: Endpoints) -> Metrics:
+    """Prometheus text from the metrics port, parsed: metric name -> labels -> value."""
+    with _OPENER.open(endpoints.metrics_url, timeout=TIMEOUT_S) as response:
+        text = response.read().decode()
+    parsed: Metrics = {}
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            # prometheus_client names a counter's samples `<family>_total`; Triton's docs use the family name.
+            name = family.name if sample.name == f"{family.name}_total" else sample.name
+            parsed.setdefault(name, {})[tuple(sorted(sample.labels.items()))] = sample.value
+    return parsed
+
+
+def model_metric(
+    parsed: Mapping[str, Mapping[tuple[tuple[str, str], ...], float]], name: str, model: str
+) -> float:
+    """Sum of a per-model metric over the model's versions."""
+    return sum(value for labels, value in parsed.get(name, {}).items() if dict(labels).get("model") == model)
