@@ -1,0 +1,329 @@
+"""Judging facts, pure: each ``check_*`` takes what was gathered and returns a Result, so it is unit-tested with real files and real tool output without a GPU or a broken image at hand."""
+
+from __future__ import annotations
+
+import zipfile
+from pathlib import Path
+
+from tritonpt import reference, repository
+from tritonpt.doctor.results import (
+    _DRIVER_LIBRARY,
+    _NOT_FOUND,
+    _VERSION_NOT_FOUND,
+    DRIVER,
+    GLIBC,
+    LABEL_BACKEND_TORCH,
+    MODELS,
+    PYTORCH_BACKEND,
+    PYTORCH_BACKEND_CHECK,
+    SERVER_BINARY,
+    Backend,
+    HostDriver,
+    ImageFiles,
+    Ran,
+    Result,
+    Status,
+    Version,
+    _dotted,
+    _last_lines,
+    _plural,
+    parse_version,
+)
+from tritonpt.versions import VERSIONS, Versions
+
+# --- Judging facts (pure) -----------------------------------------------------------------------------------
+
+
+def check_driver(host: HostDriver, backend: Backend) -> Result:
+    """The host driver against the lowest one the image's CUDA accepts."""
+    name = DRIVER
+    needed = parse_version(backend.min_driver) if backend.min_driver.lower() != "none" else None
+    if backend.min_driver.lower() == "none":
+        has = f"; this host has {', '.join(sorted(set(host.versions)))}" if host.versions else ""
+        return Result.ok(
+            name,
+            f"the image needs no NVIDIA driver ({backend.source}: min-driver none, CUDA {backend.cuda}){has}",
+        )
+    if host.nvidia_smi is None:
+        return Result.skip(
+            name,
+            f"no nvidia-smi on this host (no NVIDIA driver); the image needs driver >= {backend.min_driver} "
+            f"for CUDA {backend.cuda} ({backend.source})",
+            fix=f"Run `invoke doctor` on the GPU host that will serve the models; it needs NVIDIA driver "
+            f"{backend.min_driver} or newer.",
+        )
+    if host.error or not host.versions:
+        return Result.fail(
+            name,
+            f"{host.nvidia_smi} --query-gpu=driver_version failed: {host.error or 'it listed no GPU'}",
+            "Install or reload the NVIDIA driver until `nvidia-smi` lists the GPUs (possible causes: no GPU, "
+            "driver not installed, kernel module not loaded), then run the doctor again.",
+        )
+    lowest = min(host.versions, key=lambda v: parse_version(v) or (0,))
+    if needed is None or (parse_version(lowest) or (0,)) >= needed:
+        return Result.ok(
+            name,
+            f"host driver {lowest} on {_plural(len(host.versions), 'GPU')} >= {backend.min_driver}, "
+            f"which CUDA {backend.cuda} needs ({backend.source})",
+        )
+    return Result.fail(
+        name,
+        f"host driver {lowest} < {backend.min_driver}, which CUDA {backend.cuda} of the image needs "
+        f"({backend.source})",
+        f"Install NVIDIA driver {backend.min_driver} or newer on the host, or serve with a Triton release "
+        "built for an older CUDA (data-center GPUs with an older LTS driver may run it through CUDA forward "
+        "compatibility, which the NGC entrypoint sets up).",
+    )
+
+
+def check_glibc(
+    *, tag: str, glibc: Version | None, files: ImageFiles, glibc_error: str, backend: Backend
+) -> Result:
+    """The image's C library against the highest GLIBC_x.y any server or backend file asks for."""
+    name = GLIBC
+    if SERVER_BINARY in files.missing:
+        return Result.fail(
+            name,
+            f"{tag} has no {SERVER_BINARY}: not a Triton server image",
+            "Pass a Triton server image: one built with `invoke build-image`, or "
+            f"{(backend.release or VERSIONS.triton).image}.",
+        )
+    if glibc is None:
+        return Result.fail(
+            name,
+            f"cannot tell the glibc version of {tag}: `getconf GNU_LIBC_VERSION` and `ldd --version` "
+            f"failed ({glibc_error})",
+            "Use a glibc-based image (Ubuntu or Debian): Triton and libtorch are built against glibc.",
+        )
+    unreadable = f"; unreadable: {', '.join(files.unreadable)}" if files.unreadable else ""
+    too_new = [need for need in files.needs if need.version > glibc]
+    if not too_new:
+        worst = files.needs[0] if files.needs else None
+        at_most = f"need at most {worst.symbol} ({worst.file})" if worst else "name no GLIBC version"
+        return Result(
+            name=name,
+            status=Status.WARN if files.unreadable else Status.OK,
+            finding=f"glibc {_dotted(glibc)} in {tag}; the {_plural(files.elf_files, 'ELF file')} under "
+            f"/opt/tritonserver {at_most}{unreadable}",
+            fix="Check the unreadable files by hand: `objdump -T FILE | grep -o 'GLIBC_[0-9.]*' | sort -uV | tail -1`."
+            if files.unreadable
+            else "",
+        )
+    worst = too_new[0]
+    others = [n.file for n in too_new[1:]]
+    more = f"; {_plural(len(others), 'more file')} too: {', '.join(others[:3])}{', ...' if len(others) > 3 else ''}"
+    release = backend.release
+    built_on = (
+        f" (Triton {release.ngc} is built on Ubuntu {release.ubuntu}, glibc {release.glibc})"
+        if release
+        else ""
+    )
+    return Result.fail(
+        name,
+        f"{worst.file} needs {worst.symbol}, but {tag} has glibc {_dotted(glibc)}"
+        f"{more if others else ''}; the loader stops with: version `{worst.symbol}' not found",
+        f"Build on a base with glibc >= {_dotted(worst.version)}{built_on}, or take tritonserver and its "
+        "backends from a release built for this image's glibc; never copy /opt/tritonserver onto an older base.",
+    )
+
+
+def check_pytorch_backend(*, tag: str, files: ImageFiles, ldd: Ran | None) -> Result:
+    """Every library ``libtriton_pytorch.so`` needs resolves inside the image (from ``ldd`` output)."""
+    name = PYTORCH_BACKEND_CHECK
+    if PYTORCH_BACKEND not in files.paths:
+        return Result.fail(
+            name,
+            f"{tag} has no pytorch backend ({PYTORCH_BACKEND} is missing): Triton answers `unable to find "
+            "backend library for backend 'pytorch'`",
+            "Use a Triton image with the pytorch backend: the -pyt-python-py3 or -py3 image of the release "
+            "(-py3-min has no backends).",
+        )
+    if ldd is None or ldd.code == -1:
+        return Result.fail(
+            name,
+            f"cannot list the libraries of {PYTORCH_BACKEND} in {tag}: "
+            f"{_last_lines(ldd.output) if ldd else 'ldd did not run'}",
+            "Make sure the image has a dynamic loader and `ldd` (Debian/Ubuntu package libc-bin), then run "
+            "the doctor again.",
+        )
+    missing: list[str] = []
+    from_driver: list[str] = []
+    versions: list[str] = []
+    resolved = 0
+    for line in ldd.output.splitlines():
+        if match := _NOT_FOUND.match(line):
+            (from_driver if _DRIVER_LIBRARY.match(match.group(1)) else missing).append(match.group(1))
+        elif match := _VERSION_NOT_FOUND.search(line):
+            versions.append(f"{match.group(1)} (required by {match.group(2)})")
+        elif "=>" in line or line.strip().startswith("/"):
+            resolved += 1
+    missing = list(dict.fromkeys(missing))
+    versions = list(dict.fromkeys(versions))
+    driver_note = (
+        f"; {', '.join(dict.fromkeys(from_driver))} come(s) from the NVIDIA driver at run time"
+        if from_driver
+        else ""
+    )
+    if missing or versions:
+        parts = []
+        if missing:
+            parts.append(f"{_plural(len(missing), 'library')} not found: {', '.join(missing)}")
+        if versions:
+            parts.append(f"version(s) not found: {', '.join(versions)}")
+        first = missing[0] if missing else versions[0].split()[0]
+        return Result.fail(
+            name,
+            f"{PYTORCH_BACKEND} in {tag}: {'; '.join(parts)}{driver_note}",
+            f"Triton would fail with `unable to load shared library: ...: {first}: cannot open shared object "
+            "file`: copy the missing libraries into /opt/tritonserver/backends/pytorch (the backend's RPATH is "
+            "$ORIGIN) or into a folder on the image's LD_LIBRARY_PATH, or use the release's own image, whose "
+            "backend folder is complete.",
+        )
+    if ldd.code != 0 or resolved == 0:
+        return Result.fail(
+            name,
+            f"ldd {PYTORCH_BACKEND} in {tag} exited with {ldd.code}: {_last_lines(ldd.output)}",
+            "Check that the file is a shared library for this image's architecture (`file` on it) and not a "
+            "truncated copy.",
+        )
+    return Result.ok(
+        name, f"all {_plural(resolved, 'library')} of {PYTORCH_BACKEND} resolve in {tag}{driver_note}"
+    )
+
+
+def _backend_of_model(config_path: Path) -> str | None:
+    """``pytorch`` for a pytorch_libtorch model, another backend's name, or None when unreadable."""
+    try:
+        config = repository.read_config(config_path)
+    except Exception:  # any parse problem: `invoke validate` reports it, the doctor assumes pytorch
+        return None
+    if config.backend:
+        return str(config.backend)
+    if config.platform in (repository.PLATFORM, "libtorch", ""):
+        return "pytorch"
+    return str(config.platform)
+
+
+def check_models(root: Path, backend: Backend, versions: Versions = VERSIONS) -> list[Result]:
+    """For each model: the TorchScript file format and the exporting torch, against the backend's libtorch."""
+    if not root.is_dir():
+        return [
+            Result.skip(
+                MODELS,
+                f"no model repository at {root}",
+                fix=f"Export models first (`invoke export --repository {root}`) or pass --repository.",
+            )
+        ]
+    found = repository.models(root)
+    if not found:
+        return [
+            Result.skip(
+                MODELS,
+                f"no model folder (a folder with config.pbtxt) in {root}",
+                fix=f"Export models first: `invoke export --repository {root}`.",
+            )
+        ]
+    results: list[Result] = []
+    for model in found:
+        kind = _backend_of_model(model.config)
+        if kind is not None and kind != "pytorch":
+            results.append(
+                Result.skip(
+                    f"model {model.name}", f"{model.config}: backend {kind!r}, not a pytorch_libtorch model"
+                )
+            )
+            continue
+        results.append(_check_model_format(model, backend, versions))
+        results.append(_check_model_torch(model, backend, versions))
+    return results
+
+
+def _check_model_format(model: repository.ModelDir, backend: Backend, versions: Versions) -> Result:
+    from tritonpt.export import torchscript_format  # noqa: PLC0415 - imports torch; only the model checks need it
+
+    name = f"model {model.name} format"
+    readable = versions.pytorch.torchscript_max_format
+    version_dirs = model.versions()
+    if not version_dirs:
+        return Result.fail(
+            name,
+            f"{model.root} has no version folder (1/model.pt)",
+            f"Re-export the model (`invoke export`) so that {model.model_file()} exists.",
+        )
+    formats: list[str] = []
+    for version in version_dirs:
+        path = model.model_file(version)
+        if not path.is_file():
+            return Result.fail(
+                name,
+                f"{path} is missing: Triton answers `unable to find '{path.name}' for model instance`",
+                "Re-export the model (`invoke export`), or remove the empty version folder.",
+            )
+        try:
+            found = torchscript_format(path)
+        except (ValueError, OSError, KeyError, zipfile.BadZipFile) as exc:
+            return Result.fail(
+                name,
+                f"{path} is not a TorchScript archive ({exc})",
+                "Save the model with torch.jit.save (or `invoke export`); Triton's pytorch backend loads "
+                "TorchScript archives only.",
+            )
+        if found > readable:
+            return Result.fail(
+                name,
+                f"{path} has TorchScript file format {found}; libtorch {versions.pytorch.torch.rsplit('.', 1)[0]} "
+                f"reads up to {readable} (versions.toml torchscript_max_format)",
+                f"Re-export the model with torch {versions.pytorch.torch} (`invoke export`), or serve it with a "
+                "Triton release whose libtorch reads this format.",
+            )
+        formats.append(f"{found} ({version}/model.pt)")
+    return Result.ok(
+        name,
+        f"TorchScript file format {', '.join(formats)}; the backend's libtorch {backend.torch} reads up to "
+        f"{readable} (versions.toml torchscript_max_format)",
+    )
+
+
+def _check_model_torch(model: repository.ModelDir, backend: Backend, versions: Versions) -> Result:
+    name = f"model {model.name} torch"
+    if not model.reference_json.is_file():
+        return Result.warn(
+            name,
+            f"no {model.reference_json}: the torch version that exported model.pt is unknown (a "
+            "TorchScript file does not record it)",
+            f"Re-export with `invoke export` to record it, or make sure the exporting torch is not newer than "
+            f"{backend.torch} (the backend's libtorch).",
+        )
+    try:
+        exported = reference.load(model).provenance.torch_version
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        return Result.fail(
+            name,
+            f"{model.reference_json}: cannot read provenance.torch_version ({type(exc).__name__}: {exc})",
+            "Re-export the model with `invoke export` to rewrite its reference data.",
+        )
+    have, serve = parse_version(exported), parse_version(backend.torch)
+    if have is None or serve is None:
+        return Result.warn(
+            name,
+            f"cannot compare torch {exported!r} (provenance.torch_version in {model.reference_json}) "
+            f"with the backend's {backend.torch!r}",
+            "Write versions as MAJOR.MINOR.PATCH (e.g. 2.9.1) in reference.json and in the image's "
+            f"{LABEL_BACKEND_TORCH} label.",
+        )
+    if have[:2] > serve[:2]:
+        return Result.fail(
+            name,
+            f"exported with torch {exported} (newer minor than the backend's libtorch {backend.torch}, "
+            f"{backend.source}): loading fails with errors like `Unknown type name 'NoneType'` or "
+            "`Unknown builtin op`",
+            f"Re-export with torch {_dotted(serve[:2])}.x (this repository pins torch {versions.pytorch.torch}: "
+            f"`invoke export`), or serve with a Triton release whose pytorch backend bundles torch "
+            f">= {_dotted(have[:2])}.",
+        )
+    relation = "same minor" if have[:2] == serve[:2] else "an older minor, which newer libtorch reads"
+    return Result.ok(
+        name,
+        f"exported with torch {exported}; the backend's libtorch is {backend.torch} ({relation}; "
+        f"{backend.source})",
+    )
