@@ -1,7 +1,8 @@
 """nox sessions: the pipeline's front door for CI and for anyone checking a change.
 
     nox -s lint          ruff, mypy; hadolint on the recipes, zizmor + check-jsonschema on the workflows
-    nox -s unit          fast tests with real torch and real protobuf
+    nox -s unit          fast tests with real torch and real protobuf; no server, no subprocess of pytest
+    nox -s system        real tritonservers, the front doors in subprocesses, a real failing backend build
     nox -s integration   export the built-in models, build (or reuse) the official pytorch backend, start
                          Triton with it, run the integration matrix
     nox -s differential  the validator's verdict on each broken repository against the real server's
@@ -70,9 +71,17 @@ def lint(session: nox.Session) -> None:
 
 @nox.session(python=PYTHON)
 def unit(session: nox.Session) -> None:
-    """Unit tests: export, config, validation, backend, servers, images, doctor; real torch and protobuf."""
+    """Unit tests: export, config, validation, backend, servers, images, doctor; real torch and protobuf, no server."""
     _install(session, "test")
     _pytest(session, "tests/unit", *session.posargs)
+
+
+@nox.session(python=PYTHON)
+def system(session: nox.Session) -> None:
+    """System tests: real tritonservers, the front doors run as a person runs them, a real failing build."""
+    _install(session, "test")
+    session.run("invoke", "build-backend")
+    _pytest(session, "tests/system", *session.posargs)
 
 
 @nox.session(python=PYTHON)

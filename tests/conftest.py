@@ -10,9 +10,7 @@ import pytest
 
 from tritonpt import backend, export
 
-# The small built-in models: together they cover several inputs/outputs, int64, variable length,
-# scripting, bool/int outputs and max_batch_size 0, and export in well under a second.
-SMALL_MODELS = ("multi_io", "token_encoder", "scripted_gate", "fixed_shape")
+from .helpers import SMALL_MODELS
 
 
 @pytest.fixture(scope="session")

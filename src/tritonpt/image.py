@@ -241,7 +241,8 @@ def default_tag(recipe: str, versions: Versions = VERSIONS) -> str:
 
 
 # What recipes/pytorch.Dockerfile's backend stage runs: tritonpt.backend and what it imports, nothing else.
-BACKEND_MODULES = ("__init__.py", "errors.py", "versions.py", "versions.toml", "backend.py")
+BACKEND_MODULES = ("__init__.py", "errors.py", "versions.py", "versions.toml")
+BACKEND_PACKAGE = "backend"
 CONTEXT_RECIPES = frozenset({"pytorch"})
 """Recipes that build from a context (:func:`stage_context`); the others are sent as the Dockerfile alone."""
 
@@ -261,6 +262,11 @@ def stage_context(
     (dest / "python" / "tritonpt").mkdir(parents=True)
     for name in BACKEND_MODULES:
         shutil.copy2(package / name, dest / "python" / "tritonpt" / name)
+    shutil.copytree(
+        package / BACKEND_PACKAGE,
+        dest / "python" / "tritonpt" / BACKEND_PACKAGE,
+        ignore=shutil.ignore_patterns("__pycache__"),
+    )
     spec = util.find_spec("cmake")
     if spec is None or not spec.submodule_search_locations:
         msg = f'Cannot build the pytorch recipe without CMake in this environment: pip install "cmake=={VERSIONS.backend.cmake}".'

@@ -3,9 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-import subprocess
-import sys
-import textwrap
 from pathlib import Path
 
 import numpy as np
@@ -17,7 +14,7 @@ from tritonpt import export, reference, spec
 from tritonpt.errors import ExportError, SpecError
 from tritonpt.repository import ModelDir, read_config
 
-from ..conftest import SMALL_MODELS
+from ..helpers import SMALL_MODELS
 
 
 def _digest(path: Path) -> str:
@@ -209,79 +206,3 @@ def test_spec_rejects_bad_options() -> None:
         spec.check(spec.ModelSpec(**{**base.__dict__, "name": "a/b"}))
     with pytest.raises(SpecError, match=r"expected `\(torch.nn.Module"):
         spec.coerce(torch.ones(3), name="m")
-
-
-USER_MODULE = textwrap.dedent(
-    """
-    import torch
-
-    class Scale(torch.nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.weight = torch.nn.Parameter(torch.randn(5))
-
-        def forward(self, x):
-            return x * self.weight
-
-    def build():
-        return Scale(), (torch.randn(2, 5),)
-    """
-)
-
-
-def _invoke(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    tasks = Path(__file__).resolve().parents[2] / "tasks.py"
-    command = [sys.executable, "-m", "invoke", "--search-root", str(tasks.parent), *args]
-    return subprocess.run(command, cwd=cwd, capture_output=True, text=True, check=False, timeout=300)
-
-
-@pytest.mark.slow
-def test_invoke_export_of_a_users_model(tmp_path: Path) -> None:
-    (tmp_path / "my_models.py").write_text(USER_MODULE, encoding="utf-8")
-    done = _invoke(
-        "export", "--model", "my_models:build", "--name", "scale", "--repository", "repo",
-        "--max-batch-size", "4", "--parameter", "INTRA_OP_THREAD_COUNT=1", cwd=tmp_path,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr
-    assert "valid (1 model(s))" in done.stderr
-    config = read_config(tmp_path / "repo" / "scale" / "config.pbtxt")
-    assert config.max_batch_size == 4
-    assert config.parameters["INTRA_OP_THREAD_COUNT"].string_value == "1"
-    assert [c.id for c in reference.load(ModelDir(root=tmp_path / "repo" / "scale")).cases] == ["b1", "b4"]
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize(
-    ("args", "words"),
-    [
-        pytest.param(
-            ["--model", "my_models:nope", "--name", "x"], "has no callable 'nope'", id="missing-attr"
-        ),
-        pytest.param(
-            ["--model", "missing_module:build", "--name", "x"],
-            "cannot import 'missing_module'",
-            id="no-module",
-        ),
-        pytest.param(["--model", "my_models:build"], "--model needs --name", id="no-name"),
-        pytest.param(["--only", "resnet50"], "Unknown built-in model", id="unknown-builtin"),
-        pytest.param(
-            ["--model", "my_models:build", "--name", "x", "--parameter", "INTRA_OP_THREAD_COUNT"],
-            "write it as NAME=VALUE",
-            id="parameter-syntax",
-        ),
-        pytest.param(
-            ["--model", "my_models:build", "--name", "x", "--dynamic-axis", "0"],
-            "INPUT_INDEX:AXIS",
-            id="axis-syntax",
-        ),
-    ],
-)
-def test_invoke_export_errors_are_one_paragraph_and_exit_1(
-    tmp_path: Path, args: list[str], words: str
-) -> None:
-    (tmp_path / "my_models.py").write_text(USER_MODULE, encoding="utf-8")
-    done = _invoke("export", "--repository", "repo", *args, cwd=tmp_path)
-    assert done.returncode == 1
-    assert words in done.stderr
-    assert "Traceback" not in done.stderr
-    assert not (tmp_path / "repo").exists() or not any((tmp_path / "repo").iterdir())

@@ -1,46 +1,22 @@
-"""One server interface whatever runs it: finding tritonserver, its flags, a local process's lifecycle, a URL.
+"""One server interface whatever runs it: finding tritonserver, its flags, the backend it needs, a URL.
 
-The fast tests use the real nvidia-pytriton install on disk without starting it; the slow ones start the real
-tritonserver and check that it comes up, answers, fails fast with its log, and leaves no process behind.
+These use the real nvidia-pytriton install on disk without starting it; tests/system/test_local_server.py starts it.
 """
 
 from __future__ import annotations
 
 import os
-import signal
-import subprocess
-import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import torch
-from tritonclient.grpc import model_config_pb2 as mc
 
 from tritonpt import server
-from tritonpt.backend import BuiltBackend
 from tritonpt.errors import ServerError, ServerStartError
-from tritonpt.repository import render_config
 from tritonpt.server import LocalServer, TritonFlags, TritonInstall, UrlServer
 from tritonpt.server.base import Endpoints, ModelState, hint_for, worth_reading
 from tritonpt.server.local import free_ports, pytorch_backend_for, server_library_folder
 from tritonpt.server.url import parse_endpoints
 from tritonpt.versions import VERSIONS
-
-
-def group_members(pgid: int) -> list[int]:
-    """Processes whose process group is ``pgid`` (field 5 of /proc/<pid>/stat)."""
-    members = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue  # the process ended while we looked
-        if int(fields[2]) == pgid:
-            members.append(int(entry.name))
-    return members
 
 
 def embedded() -> TritonInstall:
@@ -227,147 +203,3 @@ def test_create_picks_the_runner(tmp_path: Path) -> None:
 def test_an_unstarted_local_server_has_no_endpoints(tmp_path: Path) -> None:
     with pytest.raises(ServerError, match="has not been started"):
         _ = LocalServer(TritonFlags(model_repository=tmp_path)).endpoints
-
-
-# --- slow: a real tritonserver ---------------------------------------------------------------------------------
-
-
-def trace(module: torch.nn.Module, *example: torch.Tensor) -> torch.jit.ScriptModule:
-    traced: torch.jit.ScriptModule = torch.jit.trace(module, example)  # type: ignore[no-untyped-call]  # torch leaves trace unannotated
-    return traced
-
-
-class Double(torch.nn.Module):
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return x * 2
-
-
-@pytest.fixture(scope="module")
-def repository(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("server") / "repository"
-    (root / "double" / "1").mkdir(parents=True)
-    trace(Double(), torch.randn(1, 2)).save(str(root / "double" / "1" / "model.pt"))
-    config = mc.ModelConfig(name="double", platform="pytorch_libtorch", max_batch_size=4)
-    config.input.add(name="INPUT__0", data_type=mc.TYPE_FP32, dims=[2])
-    config.output.add(name="OUTPUT__0", data_type=mc.TYPE_FP32, dims=[2])
-    (root / "double" / "config.pbtxt").write_text(render_config(config), encoding="utf-8")
-    return root
-
-
-@pytest.fixture
-def local(repository: Path, tmp_path: Path, pytorch_backend: BuiltBackend) -> Iterator[LocalServer]:
-    instance = LocalServer(
-        TritonFlags(model_repository=repository),
-        log_path=tmp_path / "reports" / "tritonserver.log",
-        pytorch_backend=pytorch_backend,
-    )
-    yield instance
-    instance.stop()
-
-
-@pytest.mark.slow
-def test_local_server_lifecycle_and_a_url_view_of_it(
-    local: LocalServer, pytorch_backend: BuiltBackend
-) -> None:
-    with local:
-        assert local.is_alive()
-        assert local.is_live()
-        assert local.is_ready()
-        assert local.startup_seconds is not None
-        assert local.startup_seconds > 0
-        assert local.wait_models_ready(["double"])["double"].ready
-        local.wait_ready(5)  # already ready: returns at once
-        assert local.log_path is not None
-        assert f'Started HTTPService at {local.endpoints.http}"' in local.log_tail(200)
-        same = UrlServer(
-            local.endpoints.http_url, grpc=local.endpoints.grpc, metrics_url=local.endpoints.metrics_url
-        )
-        with same:
-            assert same.endpoints == local.endpoints
-            runtime = same.model_runtime("double")
-            assert runtime.official
-            assert runtime.library == "libtriton_pytorch.so"
-            assert same.model_config("double").max_batch_size == 4
-        assert local.is_alive()  # leaving the UrlServer's block does not stop the server
-        pid = local.pid
-        assert pid is not None
-        assert group_members(pid)
-        assert local.backend_origin() == pytorch_backend.origin
-    assert not local.is_alive()
-    assert group_members(pid) == []
-    local.stop()  # a second stop does nothing
-
-
-@pytest.mark.slow
-def test_ctrl_c_in_the_owning_process_stops_the_server(
-    repository: Path, tmp_path: Path, pytorch_backend: BuiltBackend
-) -> None:
-    script = (
-        "import time\n"
-        "from pathlib import Path\n"
-        "from tritonpt.server import LocalServer, TritonFlags\n"
-        f"flags = TritonFlags(model_repository=Path({str(repository)!r}))\n"
-        f"with LocalServer(flags, log_path=Path({str(tmp_path / 'ctrl-c.log')!r})) as server:\n"
-        "    print(server.pid, flush=True)\n"
-        "    time.sleep(600)\n"
-    )
-    owner = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
-    try:
-        assert owner.stdout is not None
-        pid = int(owner.stdout.readline())
-        assert group_members(pid)
-        owner.send_signal(signal.SIGINT)
-        assert owner.wait(60) != 0  # KeyboardInterrupt ended it, after the with block stopped the server
-    finally:
-        owner.kill()
-        owner.wait()
-        if owner.stdout is not None:
-            owner.stdout.close()
-    assert group_members(pid) == []
-
-
-@pytest.mark.slow
-def test_a_crashed_server_fails_fast_and_leaves_nothing_behind(local: LocalServer) -> None:
-    local.start()
-    pid = local.pid
-    assert pid is not None
-    os.kill(pid, signal.SIGKILL)
-    with pytest.raises(ServerStartError, match="was killed by signal SIGKILL"):
-        local.wait_ready(30)
-    assert not local.is_alive()
-    local.stop()
-    assert group_members(pid) == []
-
-
-@pytest.mark.slow
-def test_an_exception_inside_the_block_still_stops_the_server(local: LocalServer) -> None:
-    pids: list[int] = []
-
-    def fail_while_serving() -> None:
-        with local:
-            assert local.pid is not None
-            pids.append(local.pid)
-            msg = "boom"
-            raise RuntimeError(msg)
-
-    with pytest.raises(RuntimeError, match="boom"):
-        fail_while_serving()
-    assert group_members(pids[0]) == []
-
-
-@pytest.mark.slow
-def test_a_broken_repository_fails_fast_with_the_log_tail(tmp_path: Path) -> None:
-    broken = tmp_path / "repository"
-    (broken / "bad" / "1").mkdir(parents=True)
-    (broken / "bad" / "config.pbtxt").write_text("this is { not valid", encoding="utf-8")
-    instance = LocalServer(
-        TritonFlags(model_repository=broken, exit_on_error=True), log_path=tmp_path / "t.log"
-    )
-    with pytest.raises(ServerStartError) as failure:
-        instance.start()
-    message = str(failure.value)
-    assert "exited with code 1 before it was ready" in message
-    assert "failed to read text proto" in message
-    assert "Hint: a config.pbtxt does not parse" in message
-    assert instance.pid is not None
-    assert group_members(instance.pid) == []

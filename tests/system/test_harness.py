@@ -11,6 +11,8 @@ from pathlib import Path
 import pytest
 import torch
 
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -35,7 +37,6 @@ def test_invalid_repository_stops_before_any_server_starts(
     assert not (tmp_path / "reports" / "tritonserver.log").exists()
 
 
-@pytest.mark.slow
 @pytest.mark.skipif(
     torch.cuda.is_available(),
     reason="needs a host without a GPU, where Triton refuses a KIND_GPU instance group",

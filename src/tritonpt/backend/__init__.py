@@ -1,0 +1,64 @@
+"""Stage "backend": the official Triton pytorch backend, ``libtriton_pytorch.so``, built from pinned sources.
+
+    sources    a folder of tarballs (--sources DIR, $TRITONPT_SOURCES) or GitHub at the pinned commits;
+               every tarball's sha256 checked against versions.toml [backend]
+      -> unpacked into a staging folder beside the cache
+      -> RapidJSON configured and installed into a local prefix (headers only)
+      -> pytorch_backend configured against the running environment's torch (LIB_PATHS mode), with
+         core, backend, common and googletest given as FetchContent source folders (nothing is cloned)
+      -> compiled (target ``triton-pytorch-backend`` only) -> moved into the cache in one rename
+
+The cache entry is a folder Triton takes as ``--backend-directory``: ``<entry>/pytorch/libtriton_pytorch.so``
+plus ``build.json`` (what it was built from). Its name carries a hash of every input: the six commits, the
+torch build, the compiler, the CUDA toolkit for the GPU variant, CMake and the definition below. A hit costs a
+``c++ --version``; a build never leaves a half-built entry (it is staged and renamed, and the staging folder is
+removed whatever happens).
+
+The same code builds the backend inside recipes/pytorch.Dockerfile (``python3 -m tritonpt.backend``), so this
+package imports only the standard library and :mod:`tritonpt.versions` / :mod:`tritonpt.errors`; it finds torch
+without importing it. Its modules, in the order they import each other: ``layout`` (choices, files, the CMake
+definition), ``toolchain`` (torch, compilers, CMake, nvcc), ``cache`` (what was built, its key, finding it),
+``sources`` (the pinned tarballs), ``build``, and ``__main__`` (the command line).
+"""
+
+from tritonpt.backend.build import configure_command, ensure
+from tritonpt.backend.cache import BuiltBackend, Origin, build_key, find
+from tritonpt.backend.layout import (
+    CACHE_ENV,
+    CHOICES,
+    DEFINITION,
+    LIBRARY,
+    MANIFEST,
+    SOURCES_ENV,
+    Choice,
+    Step,
+    Variant,
+    cache_root,
+)
+from tritonpt.backend.sources import fetch_sources, sources_folder, verify
+from tritonpt.backend.toolchain import Toolchain, Torch, resolve_variant
+
+__all__ = [
+    "CACHE_ENV",
+    "CHOICES",
+    "DEFINITION",
+    "LIBRARY",
+    "MANIFEST",
+    "SOURCES_ENV",
+    "BuiltBackend",
+    "Choice",
+    "Origin",
+    "Step",
+    "Toolchain",
+    "Torch",
+    "Variant",
+    "build_key",
+    "cache_root",
+    "configure_command",
+    "ensure",
+    "fetch_sources",
+    "find",
+    "resolve_variant",
+    "sources_folder",
+    "verify",
+]

@@ -1,0 +1,63 @@
+"""``python3 -m tritonpt.backend``: what `invoke build-backend` does, with nothing but the standard library."""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from tritonpt.backend.build import ensure
+from tritonpt.backend.layout import CACHE_ENV, CHOICES, LIBRARY, MANIFEST, SOURCES_ENV, _quiet
+from tritonpt.errors import BackendError
+
+# --- Command line (also run inside recipes/pytorch.Dockerfile) -----------------------------------------------
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python3 -m tritonpt.backend``: build (or find in the cache) the backend; print its folder."""
+    parser = argparse.ArgumentParser(
+        prog="python3 -m tritonpt.backend",
+        description="Build the official Triton pytorch backend (libtriton_pytorch.so) from the sources pinned in "
+        "versions.toml, against this environment's torch; reuse the cached build when nothing changed.",
+    )
+    parser.add_argument(
+        "--sources", type=Path, help=f"folder of the source tarballs (default ${SOURCES_ENV}, else download)"
+    )
+    parser.add_argument("--variant", choices=CHOICES, default="cpu", help="cpu (default), gpu, or auto")
+    parser.add_argument(
+        "--cache", type=Path, help=f"cache folder (default ${CACHE_ENV} or ~/.cache/tritonpt)"
+    )
+    parser.add_argument("--force", action="store_true", help="build even when the cache has this build")
+    parser.add_argument(
+        "--copy-to", type=Path, help="then copy the pytorch/ folder into this backends folder"
+    )
+    parser.add_argument("--quiet", action="store_true", help="print only the build folder")
+    options = parser.parse_args(argv)
+
+    def echo(line: str) -> None:
+        print(line, file=sys.stderr, flush=True)
+
+    try:
+        built = ensure(
+            sources=options.sources,
+            variant=options.variant,
+            cache=options.cache,
+            force=options.force,
+            step=_quiet if options.quiet else echo,
+        )
+    except BackendError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    if options.copy_to is not None:
+        target = options.copy_to / "pytorch"
+        target.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(built.library, target / LIBRARY)
+        shutil.copy2(built.directory / MANIFEST, target / MANIFEST)
+    print(built.directory)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,153 @@
+"""What was built: a cache entry Triton takes as --backend-directory, its manifest, its key, and finding one."""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from tritonpt.backend.layout import (
+    DEFINITION,
+    LIBRARY,
+    MANIFEST,
+    NVIDIA_DEVICE,
+    RAPIDJSON_DEFINITION,
+    VARIANT_DEFINITION,
+    Variant,
+    cache_root,
+)
+from tritonpt.backend.toolchain import Toolchain, Torch
+from tritonpt.errors import BackendError
+from tritonpt.versions import VERSIONS, Backend
+
+# --- What was built -----------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class Origin:
+    """Where a served ``libtriton_pytorch.so`` came from, as the reports name it."""
+
+    ref: str  # pytorch_backend ref, "r25.10"
+    commit: str  # pytorch_backend commit
+    torch: str  # the torch it was built against, "2.9.1+cu128"
+    variant: str  # "cpu" or "gpu"
+
+    def describe(self) -> str:
+        return f"pytorch_backend {self.ref} ({self.commit[:7]}), built against torch {self.torch}, {self.variant}"
+
+
+@dataclass(frozen=True, kw_only=True)
+class BuiltBackend:
+    """One build of the official backend in the cache: a folder Triton takes as ``--backend-directory``."""
+
+    directory: Path
+    key: str
+    variant: Variant
+    ref: str  # pytorch_backend ref, "r25.10"
+    commit: str  # pytorch_backend commit
+    commits: Mapping[str, str]  # every source's commit
+    torch_version: str
+    torch_git_version: str
+    torch_cuda: str | None
+    compiler: str
+    cmake_version: str
+    cuda_toolkit: str | None
+    library_dirs: tuple[
+        str, ...
+    ]  # besides torch/lib, what the library needs at run time (the CUDA toolkit's)
+    seconds: float  # how long the build took
+    cached: bool = False  # True when this call found it in the cache
+
+    @property
+    def library(self) -> Path:
+        return self.directory / "pytorch" / LIBRARY
+
+    @property
+    def origin(self) -> Origin:
+        return Origin(ref=self.ref, commit=self.commit, torch=self.torch_version, variant=self.variant)
+
+    def describe(self) -> str:
+        """``libtriton_pytorch.so from pytorch_backend r25.10 (3281319), built against torch 2.9.1+cu128, cpu``."""
+        return f"{LIBRARY} from {self.origin.describe()}"
+
+    def matches(self, torch: Torch, *, backend: Backend = VERSIONS.backend) -> bool:
+        """Built from today's pins against this very torch build."""
+        return (
+            self.torch_version == torch.version
+            and self.torch_git_version == torch.git_version
+            and dict(self.commits) == {s.name: s.commit for s in backend.sources}
+        )
+
+    def manifest(self) -> dict[str, object]:
+        data = asdict(self)
+        for transient in ("directory", "cached"):
+            data.pop(transient)
+        data["library_dirs"] = list(self.library_dirs)
+        return data
+
+    @classmethod
+    def read(cls, directory: Path) -> BuiltBackend:
+        """The build in ``directory``; raises ``BackendError`` when its manifest or library is missing."""
+        manifest = directory / MANIFEST
+        try:
+            data = json.loads(manifest.read_text(encoding="utf-8"))
+            built = cls(
+                directory=directory, cached=True, **{**data, "library_dirs": tuple(data["library_dirs"])}
+            )
+        except (OSError, ValueError, TypeError, KeyError) as exc:
+            msg = f"Cannot read the backend build in {directory} ({exc}); remove that folder and build again."
+            raise BackendError(msg) from exc
+        if not built.library.is_file():
+            msg = f"The backend build in {directory} has no {built.library.name}; remove that folder and build again."
+            raise BackendError(msg)
+        return built
+
+
+def build_key(
+    torch: Torch, toolchain: Toolchain, variant: Variant, backend: Backend = VERSIONS.backend
+) -> str:
+    """``r25.10-3281319-torch2.9.1+cu128-cpu-<hash of every input>``: the cache entry's name."""
+    inputs = {
+        "sources": {s.name: [s.commit, s.sha256] for s in backend.sources},
+        "torch": [torch.version, torch.git_version, torch.cuda],
+        "compiler": toolchain.compiler,
+        "cmake": toolchain.cmake_version,
+        "cuda_toolkit": toolchain.cuda_version,
+        "variant": variant,
+        "definition": [dict(DEFINITION), dict(VARIANT_DEFINITION[variant]), dict(RAPIDJSON_DEFINITION)],
+    }
+    digest = hashlib.sha256(json.dumps(inputs, sort_keys=True).encode()).hexdigest()[:12]
+    source = backend.pytorch_backend
+    return f"{source.ref}-{source.commit[:7]}-torch{torch.version}-{variant}-{digest}"
+
+
+def find(
+    variant: Variant | None = None, *, torch: Torch | None = None, cache: Path | None = None
+) -> BuiltBackend | None:
+    """The newest cached build for this torch and today's pins, or None; no compiler is asked.
+
+    ``variant`` None: the GPU variant where an NVIDIA driver is loaded and a GPU build exists, else the CPU one.
+    """
+    torch = torch or Torch.locate()
+    folder = (cache or cache_root()) / "backends"
+    if not folder.is_dir():
+        return None
+    found: list[BuiltBackend] = []
+    for entry in folder.iterdir():
+        if entry.name.startswith(".") or not (entry / MANIFEST).is_file():
+            continue
+        with contextlib.suppress(BackendError):
+            built = BuiltBackend.read(entry)
+            if built.matches(torch):
+                found.append(built)
+    wanted: tuple[Variant, ...] = (
+        (variant,) if variant else (("gpu", "cpu") if NVIDIA_DEVICE.exists() else ("cpu",))
+    )
+    for kind in wanted:
+        builds = sorted((b for b in found if b.variant == kind), key=lambda b: b.library.stat().st_mtime)
+        if builds:
+            return builds[-1]
+    return None

@@ -1,0 +1,65 @@
+"""What the backend build is made of: its choices, files, environment variables and the one CMake definition."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Literal, get_args
+
+Variant = Literal["cpu", "gpu"]
+Choice = Literal["cpu", "gpu", "auto"]
+CHOICES: tuple[Choice, ...] = get_args(Choice)
+
+LIBRARY = "libtriton_pytorch.so"
+"""The official backend's shared library; Triton loads ``<backend-directory>/pytorch/libtriton_pytorch.so``."""
+MANIFEST = "build.json"
+TARGET = "triton-pytorch-backend"
+SOURCES_ENV = "TRITONPT_SOURCES"
+CACHE_ENV = "TRITONPT_CACHE"
+CUDA_HOME = Path("/usr/local/cuda")
+NVIDIA_DEVICE = Path("/dev/nvidiactl")
+"""Present on a host whose NVIDIA driver is loaded."""
+DOWNLOAD_TIMEOUT_S = 60.0
+
+# The one CMake definition of the backend, for `invoke build-backend` and recipes/pytorch.Dockerfile alike
+# (paths are added by configure_command). TorchVision is off: the torch wheel has no libtorchvision.so
+# (reference/triton.md 2.3); TorchTRT needs TensorRT. NVSHMEM follows the variant (only CUDA torch has it).
+DEFINITION: Mapping[str, str] = {
+    "CMAKE_BUILD_TYPE": "Release",
+    "TRITON_PYTORCH_ENABLE_TORCHVISION": "OFF",
+    "TRITON_PYTORCH_ENABLE_TORCHTRT": "OFF",
+    "FETCHCONTENT_FULLY_DISCONNECTED": "ON",
+}
+VARIANT_DEFINITION: Mapping[Variant, Mapping[str, str]] = {
+    "cpu": {"TRITON_ENABLE_GPU": "OFF", "TRITON_PYTORCH_NVSHMEM": "OFF"},
+    "gpu": {"TRITON_ENABLE_GPU": "ON", "TRITON_PYTORCH_NVSHMEM": "ON"},
+}
+RAPIDJSON_DEFINITION: Mapping[str, str] = {
+    "RAPIDJSON_BUILD_DOC": "OFF",
+    "RAPIDJSON_BUILD_EXAMPLES": "OFF",
+    "RAPIDJSON_BUILD_TESTS": "OFF",
+    # RapidJSON's CMakeLists asks for an old minimum; CMake 4 refuses those without this floor.
+    "CMAKE_POLICY_VERSION_MINIMUM": "3.5",
+}
+# FetchContent names in pytorch_backend's CMakeLists -> our source names.
+FETCHED: Mapping[str, str] = {
+    "REPO-COMMON": "common",
+    "REPO-CORE": "core",
+    "REPO-BACKEND": "backend",
+    "GOOGLETEST": "googletest",
+}
+
+Step = Callable[[str], None]
+
+
+def _quiet(_: str) -> None:
+    pass
+
+
+def cache_root() -> Path:
+    """``$TRITONPT_CACHE``, else ``$XDG_CACHE_HOME/tritonpt`` (``~/.cache/tritonpt``)."""
+    if os.environ.get(CACHE_ENV):
+        return Path(os.environ[CACHE_ENV])
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "tritonpt"

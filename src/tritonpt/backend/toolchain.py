@@ -1,0 +1,215 @@
+"""What the build runs against: this environment's torch (found without importing it) and the compilers, CMake and, for the GPU variant, nvcc."""
+
+from __future__ import annotations
+
+import os
+import re
+import runpy
+import shutil
+import subprocess
+import sys
+import sysconfig
+from collections.abc import Sequence
+from dataclasses import dataclass
+from importlib import util as importlib_util
+from pathlib import Path
+
+from tritonpt.backend.layout import CHOICES, CUDA_HOME, NVIDIA_DEVICE, Choice, Variant
+from tritonpt.errors import BackendError
+from tritonpt.versions import VERSIONS
+
+# --- What the build runs against ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class Torch:
+    """The torch of the running environment, found without importing it (``torch/version.py``)."""
+
+    version: str  # "2.9.1+cu128"
+    git_version: str
+    cuda: str | None  # "12.8", or None for a CPU build
+    root: Path  # .../site-packages/torch
+
+    @property
+    def lib_dir(self) -> Path:
+        return self.root / "lib"
+
+    @property
+    def include_dirs(self) -> tuple[Path, Path]:
+        return self.root / "include", self.root / "include" / "torch" / "csrc" / "api" / "include"
+
+    @classmethod
+    def locate(cls) -> Torch:
+        spec = importlib_util.find_spec("torch")
+        if spec is None or not spec.submodule_search_locations:
+            msg = (
+                f"Cannot build or serve the pytorch backend, as there is no torch in {sys.prefix}.\n"
+                f"Hint: install torch=={VERSIONS.pytorch.torch} in this environment (nox sessions do)."
+            )
+            raise BackendError(msg)
+        root = Path(next(iter(spec.submodule_search_locations)))
+        try:
+            info = runpy.run_path(str(root / "version.py"))
+        except (OSError, SyntaxError, ImportError) as exc:
+            msg = f"Cannot read {root / 'version.py'} ({exc}); reinstall torch=={VERSIONS.pytorch.torch}."
+            raise BackendError(msg) from exc
+        return cls(
+            version=str(info["__version__"]),
+            git_version=str(info.get("git_version", "")),
+            cuda=str(info["cuda"]) if info.get("cuda") else None,
+            root=root,
+        )
+
+
+@dataclass(frozen=True, kw_only=True)
+class Toolchain:
+    """What compiles the backend: C and C++ compilers, CMake (PyPI), the Python headers, and nvcc for GPU."""
+
+    cc: Path
+    cxx: Path
+    compiler: str  # first line of `c++ --version`
+    cmake: Path
+    cmake_version: str
+    python: Path
+    python_include: Path
+    nvcc: Path | None = None
+    cuda_version: str | None = None  # the toolkit's release, e.g. "13.0"
+
+    @classmethod
+    def find(cls, variant: Variant) -> Toolchain:
+        cxx = _program(os.environ.get("CXX"), "c++", "g++", "clang++")
+        cc = _program(os.environ.get("CC"), "cc", "gcc", "clang")
+        if cxx is None or cc is None:
+            missing = "C++" if cxx is None else "C"
+            msg = (
+                f"Cannot build the pytorch backend, as no {missing} compiler was found (looked for $CXX/$CC, "
+                "c++, g++, clang++, cc, gcc, clang on PATH).\n"
+                "Hint: install a C++17 compiler (Debian/Ubuntu: `apt-get install g++`)."
+            )
+            raise BackendError(msg)
+        _check_cxx17(cxx)
+        headers = Path(sysconfig.get_paths()["include"]) / "Python.h"
+        if not headers.is_file():
+            version = f"{sys.version_info.major}.{sys.version_info.minor}"
+            msg = (
+                f"Cannot build the pytorch backend, as the Python headers of {sys.executable} are missing "
+                f"(no {headers}; torch's headers include Python.h).\n"
+                f"Hint: install them (Debian/Ubuntu: `apt-get install libpython{version}-dev`)."
+            )
+            raise BackendError(msg)
+        cmake, cmake_version = _cmake()
+        nvcc, cuda_version = (None, None)
+        if variant == "gpu":
+            nvcc = _nvcc()
+            if nvcc is None:
+                msg = (
+                    "Cannot build the GPU variant of the pytorch backend, as no CUDA toolkit was found (no nvcc on "
+                    f"PATH, in $CUDA_HOME or in {CUDA_HOME}/bin); build the CPU variant (--variant cpu) or install "
+                    "the toolkit."
+                )
+                raise BackendError(msg)
+            cuda_version = _nvcc_release(nvcc)
+        return cls(
+            cc=cc,
+            cxx=cxx,
+            compiler=_first_line([str(cxx), "--version"]),
+            cmake=cmake,
+            cmake_version=cmake_version,
+            python=Path(sys.executable),
+            python_include=headers.parent,
+            nvcc=nvcc,
+            cuda_version=cuda_version,
+        )
+
+
+def _program(*names: str | None) -> Path | None:
+    for name in names:
+        if name:
+            found = shutil.which(name)
+            if found:
+                return Path(found)
+    return None
+
+
+def _first_line(command: Sequence[str]) -> str:
+    result = subprocess.run(command, capture_output=True, text=True, check=False, timeout=30)
+    return (
+        (result.stdout or result.stderr).strip().splitlines()[0] if (result.stdout or result.stderr) else ""
+    )
+
+
+def _check_cxx17(cxx: Path) -> None:
+    probe = subprocess.run(
+        [str(cxx), "-std=c++17", "-x", "c++", "-fsyntax-only", "-"],
+        input="#include <optional>\nint main() { std::optional<int> v{1}; return *v - 1; }\n",
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=60,
+    )
+    if probe.returncode != 0:
+        first = (probe.stderr.strip().splitlines() or ["no output"])[0]
+        msg = (
+            f"Cannot build the pytorch backend with {cxx}, as it does not compile C++17 ({first}).\n"
+            "Hint: install g++ 9 or newer, or point $CXX at a C++17 compiler."
+        )
+        raise BackendError(msg)
+
+
+def _cmake() -> tuple[Path, str]:
+    """CMake from the cmake wheel of this environment (PyPI), else the one on PATH; its version checked."""
+    found: Path | None = None
+    spec = importlib_util.find_spec("cmake")
+    if spec is not None and spec.submodule_search_locations:
+        candidate = Path(next(iter(spec.submodule_search_locations))) / "data" / "bin" / "cmake"
+        found = candidate if candidate.is_file() else None
+    found = found or _program("cmake")
+    wanted = VERSIONS.backend.cmake
+    if found is None:
+        msg = (
+            "Cannot build the pytorch backend, as CMake is not installed in this environment.\n"
+            f'Hint: pip install "cmake=={wanted}" (the PyPI wheel; pytorch_backend r25.10 needs >= 3.31.8).'
+        )
+        raise BackendError(msg)
+    line = _first_line([str(found), "--version"])
+    match = re.search(r"(\d+)\.(\d+)\.(\d+)", line)
+    version = match.group(0) if match else "unknown"
+    if match is None or tuple(int(p) for p in match.groups()) < (3, 31, 8):
+        msg = (
+            f"Cannot build the pytorch backend with {found} ({line or 'no version'}), as pytorch_backend r25.10 "
+            f'needs CMake >= 3.31.8.\nHint: pip install "cmake=={wanted}".'
+        )
+        raise BackendError(msg)
+    return found, version
+
+
+def _nvcc() -> Path | None:
+    candidates = [os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), str(CUDA_HOME)]
+    for home in candidates:
+        if home and (Path(home) / "bin" / "nvcc").is_file():
+            return Path(home) / "bin" / "nvcc"
+    return _program("nvcc")
+
+
+def _nvcc_release(nvcc: Path) -> str:
+    match = re.search(r"release (\d+\.\d+)", subprocess.run(
+        [str(nvcc), "--version"], capture_output=True, text=True, check=False, timeout=60
+    ).stdout)  # fmt: skip
+    return match.group(1) if match else "unknown"
+
+
+def resolve_variant(choice: Choice, torch: Torch) -> Variant:
+    """``cpu`` and ``gpu`` as given (``gpu`` needs a CUDA torch); ``auto``: ``gpu`` where a CUDA torch, a CUDA
+    toolkit and an NVIDIA driver are all present, else ``cpu``."""
+    if choice not in CHOICES:
+        msg = f"Cannot build the variant {choice!r}: choose one of {', '.join(CHOICES)}."
+        raise BackendError(msg)
+    if choice == "auto":
+        return "gpu" if torch.cuda and _nvcc() is not None and NVIDIA_DEVICE.exists() else "cpu"
+    if choice == "gpu" and not torch.cuda:
+        msg = (
+            f"Cannot build the GPU variant of the pytorch backend, as torch {torch.version} in {torch.root} is a "
+            "CPU build; install a CUDA build of torch or build --variant cpu."
+        )
+        raise BackendError(msg)
+    return choice

@@ -1,0 +1,114 @@
+"""The front doors as a person runs them: `invoke export` and `invoke validate` in a subprocess, exit codes and
+one-paragraph errors included."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from tritonpt import reference
+from tritonpt.repository import ModelDir, read_config
+
+pytestmark = pytest.mark.slow
+
+
+USER_MODULE = textwrap.dedent(
+    """
+    import torch
+
+    class Scale(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.weight = torch.nn.Parameter(torch.randn(5))
+
+        def forward(self, x):
+            return x * self.weight
+
+    def build():
+        return Scale(), (torch.randn(2, 5),)
+    """
+)
+
+
+def _invoke(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    tasks = Path(__file__).resolve().parents[2] / "tasks.py"
+    command = [sys.executable, "-m", "invoke", "--search-root", str(tasks.parent), *args]
+    return subprocess.run(command, cwd=cwd, capture_output=True, text=True, check=False, timeout=300)
+
+
+def test_invoke_export_of_a_users_model(tmp_path: Path) -> None:
+    (tmp_path / "my_models.py").write_text(USER_MODULE, encoding="utf-8")
+    done = _invoke(
+        "export", "--model", "my_models:build", "--name", "scale", "--repository", "repo",
+        "--max-batch-size", "4", "--parameter", "INTRA_OP_THREAD_COUNT=1", cwd=tmp_path,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "valid (1 model(s))" in done.stderr
+    config = read_config(tmp_path / "repo" / "scale" / "config.pbtxt")
+    assert config.max_batch_size == 4
+    assert config.parameters["INTRA_OP_THREAD_COUNT"].string_value == "1"
+    assert [c.id for c in reference.load(ModelDir(root=tmp_path / "repo" / "scale")).cases] == ["b1", "b4"]
+
+
+@pytest.mark.parametrize(
+    ("args", "words"),
+    [
+        pytest.param(
+            ["--model", "my_models:nope", "--name", "x"], "has no callable 'nope'", id="missing-attr"
+        ),
+        pytest.param(
+            ["--model", "missing_module:build", "--name", "x"],
+            "cannot import 'missing_module'",
+            id="no-module",
+        ),
+        pytest.param(["--model", "my_models:build"], "--model needs --name", id="no-name"),
+        pytest.param(["--only", "resnet50"], "Unknown built-in model", id="unknown-builtin"),
+        pytest.param(
+            ["--model", "my_models:build", "--name", "x", "--parameter", "INTRA_OP_THREAD_COUNT"],
+            "write it as NAME=VALUE",
+            id="parameter-syntax",
+        ),
+        pytest.param(
+            ["--model", "my_models:build", "--name", "x", "--dynamic-axis", "0"],
+            "INPUT_INDEX:AXIS",
+            id="axis-syntax",
+        ),
+    ],
+)
+def test_invoke_export_errors_are_one_paragraph_and_exit_1(
+    tmp_path: Path, args: list[str], words: str
+) -> None:
+    (tmp_path / "my_models.py").write_text(USER_MODULE, encoding="utf-8")
+    done = _invoke("export", "--repository", "repo", *args, cwd=tmp_path)
+    assert done.returncode == 1
+    assert words in done.stderr
+    assert "Traceback" not in done.stderr
+    assert not (tmp_path / "repo").exists() or not any((tmp_path / "repo").iterdir())
+
+
+def test_invoke_validate_reports_and_exits_1(repository_copy: Callable[..., Path]) -> None:
+    repository = repository_copy("multi_io", "fixed_shape")
+    config = repository / "multi_io" / "config.pbtxt"
+    config.write_text(config.read_text().replace('platform: "pytorch_libtorch"', 'platform: "pytorch"'))
+    tasks = Path(__file__).resolve().parents[2]
+    command = [
+        sys.executable,
+        "-m",
+        "invoke",
+        "--search-root",
+        str(tasks),
+        "validate",
+        "--repository",
+        str(repository),
+    ]
+    done = subprocess.run(command, capture_output=True, text=True, check=False, timeout=300)
+    assert done.returncode == 1
+    assert f"error: {repository / 'multi_io' / 'config.pbtxt'}: platform:" in done.stderr
+    assert 'fix: write `platform: "pytorch_libtorch"`' in done.stderr
+    assert "1 error(s), 0 warning(s)." in done.stderr
+    assert "Traceback" not in done.stderr

@@ -1,0 +1,167 @@
+"""The house: every import points down the pipeline, nothing runtime imports the test helpers, and the front
+doors load neither torch nor docker-py until a task needs them."""
+
+from __future__ import annotations
+
+import ast
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import tritonpt
+
+PACKAGE = Path(tritonpt.__file__).resolve().parent
+ROOT = PACKAGE.parents[1]
+
+# Bottom first: a stage may import only the stages before it (and, inside a subpackage, its own modules).
+LAYERS = (
+    "errors",
+    "versions",
+    "options",
+    "dtypes",
+    "backend",
+    "spec",
+    "zoo",
+    "repository",
+    "parity",
+    "reference",
+    "validate",
+    "export",
+    "image",
+    "client",
+    "server",
+    "checks",
+    "report",
+    "doctor",
+    "testing",
+    "console",
+    "cli",
+    "tasks",
+    "__main__",
+)
+
+
+def _stage(module: str) -> str:
+    """``tritonpt.server.local`` -> ``server``; ``tritonpt`` itself -> ``__init__``."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else "__init__"
+
+
+def _module_of(path: Path) -> str:
+    relative = path.relative_to(PACKAGE.parent).with_suffix("")
+    parts = list(relative.parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _imports(path: Path) -> set[str]:
+    """Every tritonpt module a file imports, at module level or inside functions."""
+    found: set[str] = set()
+    package = _module_of(path) if path.name == "__init__.py" else _module_of(path).rpartition(".")[0]
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found |= {alias.name for alias in node.names if alias.name.startswith("tritonpt")}
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                base = ".".join(
+                    [*package.split(".")[: len(package.split(".")) - node.level + 1], base]
+                ).strip(".")
+            if base == "tritonpt":
+                found |= {f"tritonpt.{alias.name}" for alias in node.names if alias.name != "__version__"}
+            elif base.startswith("tritonpt."):
+                found.add(base)
+    return found
+
+
+def _graph() -> dict[str, set[str]]:
+    return {_module_of(path): _imports(path) for path in sorted(PACKAGE.rglob("*.py"))}
+
+
+def test_every_stage_is_in_the_layer_list() -> None:
+    stages = {_stage(module) for module in _graph()} - {"__init__"}
+    assert stages <= set(LAYERS), stages - set(LAYERS)
+
+
+def test_imports_point_only_down_the_pipeline() -> None:
+    upward = []
+    for module, imported in _graph().items():
+        here = _stage(module)
+        for target in imported:
+            there = _stage(target)
+            if here in ("__init__", there):
+                continue
+            if LAYERS.index(there) > LAYERS.index(here):
+                upward.append(f"{module} imports {target} ({there} comes after {here})")
+    assert not upward, "\n".join(upward)
+
+
+def test_no_module_imports_itself_in_a_cycle() -> None:
+    graph = _graph()
+    state: dict[str, int] = {}  # 1: on the path, 2: done
+    cycles: list[str] = []
+
+    def visit(module: str, path: list[str]) -> None:
+        state[module] = 1
+        for target in sorted(graph.get(module, ())):
+            if target not in graph:
+                continue
+            if state.get(target) == 1:
+                cycles.append(" -> ".join([*path[path.index(target) :], target]))
+            elif target not in state:
+                visit(target, [*path, target])
+        state[module] = 2
+
+    for module in graph:
+        if module not in state:
+            visit(module, [module])
+    # A package's __init__ re-exporting its own submodules is not a cycle of stages.
+    real = [c for c in cycles if len({_stage(m) for m in c.split(" -> ")}) > 1]
+    assert not real, "\n".join(real)
+
+
+def test_errors_import_nothing_of_the_package() -> None:
+    assert _imports(PACKAGE / "errors.py") == set()
+
+
+def test_nothing_users_run_imports_the_test_helpers() -> None:
+    offenders = [
+        f"{module} imports {target}"
+        for module, imported in _graph().items()
+        if _stage(module) != "testing"
+        for target in imported
+        if _stage(target) == "testing"
+    ]
+    assert not offenders, "\n".join(offenders)
+
+
+def _loaded_after(code: str) -> set[str]:
+    script = f"{code}\nimport sys\nprint(' '.join(sorted(m.split('.')[0] for m in sys.modules)))"
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=True, cwd=ROOT, timeout=120
+    )
+    return set(done.stdout.split())
+
+
+def test_the_front_doors_load_neither_torch_nor_docker() -> None:
+    loaded = _loaded_after("import tritonpt.cli, tritonpt.console, tritonpt.tasks, tritonpt.__main__")
+    assert "torch" not in loaded
+    assert "docker" not in loaded
+
+
+def test_invoke_list_loads_no_torch() -> None:
+    done = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "invoke", "--list"],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=ROOT,
+        timeout=120,
+        env={**os.environ, "PYTHONWARNINGS": "ignore"},
+    )
+    assert "export" in done.stdout
+    imported = {line.rsplit("|", 1)[-1].strip() for line in done.stderr.splitlines() if "|" in line}
+    assert "torch" not in imported
+    assert not any(name.startswith("torch.") for name in imported)
