@@ -7,7 +7,7 @@
 # $DOCKER_ENGINE_TIMEOUT seconds. Exit status: 0 when an engine answers, 1 otherwise (with the log tail).
 #
 # Why not systemd: CI containers and fresh VMs often have no init system; a background dockerd works on both.
-# Measured here (shared/FACTS.md): Debian 12's docker.io is engine 20.10, storage overlay2, about 5 s to ready.
+# Measured on our CI machines: Debian 12's docker.io is engine 20.10, storage overlay2, about 5 s to ready.
 set -euo pipefail
 
 timeout_s="${DOCKER_ENGINE_TIMEOUT:-60}"

@@ -1,7 +1,7 @@
 """One table for data types: torch, Triton's config enum, the wire name and numpy.
 
 The pytorch backend maps TYPE_BOOL..TYPE_FP64 to torch dtypes and rejects TYPE_BF16 and the unsigned
-16/32/64-bit types (``unsupported datatype TYPE_UINT32 for input ...``; reference/triton.md 3.5).
+16/32/64-bit types (``unsupported datatype TYPE_UINT32 for input ...``; pytorch_backend r25.10 src/libtorch_utils.cc).
 """
 
 from __future__ import annotations

@@ -64,7 +64,22 @@ Recipe = Literal["ngc", "pytorch"]
 RECIPES: tuple[Recipe, ...] = ("ngc", "pytorch")
 
 LABEL_PREFIX = "io.tritonpt."
-"""Our own image labels; the OCI ones (``org.opencontainers.image.*``) are set beside them."""
+"""Our own image and container labels; the OCI ones (``org.opencontainers.image.*``) are set beside them."""
+# What the recipes label their images with (read back by the doctor and the container runner).
+LABEL_RECIPE = f"{LABEL_PREFIX}recipe"
+LABEL_NGC = f"{LABEL_PREFIX}ngc"
+LABEL_SERVER = f"{LABEL_PREFIX}triton-server"
+LABEL_CUDA = f"{LABEL_PREFIX}cuda"
+LABEL_MIN_DRIVER = f"{LABEL_PREFIX}min-driver"
+LABEL_BACKEND_TORCH = f"{LABEL_PREFIX}backend-torch"
+LABEL_BACKEND_REF = f"{LABEL_PREFIX}backend-ref"
+LABEL_BACKEND_COMMIT = f"{LABEL_PREFIX}backend-commit"
+LABEL_BACKEND_VARIANT = f"{LABEL_PREFIX}backend-variant"
+# What our own containers carry, so that they can be found and removed.
+LABEL_HARNESS = f"{LABEL_PREFIX}harness"
+LABEL_SESSION = f"{LABEL_PREFIX}session"
+LABEL_DOCTOR = f"{LABEL_PREFIX}doctor"
+LABEL_STANDIN = f"{LABEL_PREFIX}standin"
 
 DEFAULT_DOCKER_HOST = "unix:///var/run/docker.sock"
 MIN_API_VERSION = "1.41"
@@ -382,7 +397,7 @@ def describe(
         id=str(info["Id"]),
         size=int(info.get("Size") or 0),
         labels={k: v for k, v in sorted(labels.items()) if k.startswith(LABEL_PREFIX)},
-        recipe=recipe or labels.get(f"{LABEL_PREFIX}recipe", ""),
+        recipe=recipe or labels.get(LABEL_RECIPE, ""),
         build_args=dict(build_args or {}),
         seconds=seconds,
     )

@@ -20,7 +20,7 @@ from tritonpt.options import InstanceKind
 
 Method = Literal["trace", "script"]
 
-# Backend parameters we write unless told otherwise (reference/triton.md 3.4 and 7):
+# Backend parameters we write unless told otherwise (pytorch_backend r25.10 src/libtorch.cc, ModelState::ParseParameters):
 # inference mode on (the backend's default, made explicit), and optimized execution off so that the
 # profiling executor's fusion cannot change numbers after the first calls or stall the first requests.
 DEFAULT_PARAMETERS: Mapping[str, str] = {

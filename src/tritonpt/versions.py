@@ -75,7 +75,7 @@ class Source:
 
     @property
     def tarball(self) -> str:
-        """``<name>-<commit>.tar.gz``, the file name in a sources folder (as in shared/third_party)."""
+        """``<name>-<commit>.tar.gz``, the file name in a sources folder (a mirror laid out as `git archive` writes them)."""
         return f"{self.name}-{self.commit}.tar.gz"
 
     @property

@@ -1,7 +1,7 @@
 """The official pytorch backend's build: pins, sources, the cache key, the cache, and each failure's paragraph.
 
 Built for real against this environment's torch (once per machine: later runs hit the cache). Sources come
-from $TRITONPT_SOURCES (.ci/run points it at shared/third_party), else from GitHub.
+from $TRITONPT_SOURCES (.ci/run points it at the mirror CI has), else from GitHub.
 """
 
 from __future__ import annotations

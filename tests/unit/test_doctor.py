@@ -57,7 +57,7 @@ def test_glibc_need_of_a_host_binary_matches_its_strings_and_this_glibc(path: st
 
 
 def test_glibc_need_of_the_pytriton_server_is_2_34() -> None:
-    # shared/FACTS.md: objdump -T on the binary shows GLIBC_2.34 at most.
+    # objdump -T on the binary shows GLIBC_2.34 at most (seen on our machines).
     assert doctor.glibc_needed_by(_pytriton_file("bin", "tritonserver")) == (2, 34)
 
 

@@ -58,7 +58,7 @@ def configure_command(
         "TRITON_PYTORCH_INCLUDE_PATHS": f"{include};{api_include}",
         "TRITON_PYTORCH_LIB_PATHS": str(torch.lib_dir),
         "RapidJSON_DIR": str(prefix / "lib" / "cmake" / "RapidJSON"),
-        # RapidJSON's CMake config puts no include folder on common's targets (FACTS: triton_json.h fails).
+        # RapidJSON's CMake config puts no include folder on common's targets (without it triton_json.h fails).
         "CMAKE_CXX_FLAGS": f"-isystem {prefix / 'include'}",
         **{f"FETCHCONTENT_SOURCE_DIR_{name}": str(source_dirs[source]) for name, source in FETCHED.items()},
     }

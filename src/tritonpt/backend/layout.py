@@ -24,7 +24,7 @@ DOWNLOAD_TIMEOUT_S = 60.0
 
 # The one CMake definition of the backend, for `invoke build-backend` and recipes/pytorch.Dockerfile alike
 # (paths are added by configure_command). TorchVision is off: the torch wheel has no libtorchvision.so
-# (reference/triton.md 2.3); TorchTRT needs TensorRT. NVSHMEM follows the variant (only CUDA torch has it).
+# (linking fails with `cannot find -ltorchvision`, pytorch_backend issues #3010, #3058); TorchTRT needs TensorRT. NVSHMEM follows the variant (only CUDA torch has it).
 DEFINITION: Mapping[str, str] = {
     "CMAKE_BUILD_TYPE": "Release",
     "TRITON_PYTORCH_ENABLE_TORCHVISION": "OFF",

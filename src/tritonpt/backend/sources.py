@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from tritonpt.backend.layout import DOWNLOAD_TIMEOUT_S, SOURCES_ENV, Step, _quiet, cache_root
-from tritonpt.errors import BackendError
+from tritonpt.errors import HINT, BackendError
 from tritonpt.versions import VERSIONS, Backend, Source
 
 # --- Sources ------------------------------------------------------------------------------------------------
@@ -50,7 +50,7 @@ def verify(source: Source, path: Path, *, where: str) -> None:
     msg = (
         f"Cannot use {path} ({where}) as the {source.name} source, as its sha256 is {digest}, not the pinned "
         f"{source.sha256} ({source.repository} {source.commit}); {what}.\n"
-        f"Hint: replace it with {source.url}, or fix the pin in versions.toml [backend] if the commit changed on purpose."
+        f"{HINT} replace it with {source.url}, or fix the pin in versions.toml [backend] if the commit changed on purpose."
     )
     raise BackendError(msg)
 
@@ -68,7 +68,7 @@ def fetch_sources(
         if not folder.is_dir():
             msg = (
                 f"Cannot read the backend sources from {folder}, as it is not a folder (--sources / ${SOURCES_ENV}).\n"
-                "Hint: point it at a folder of <name>-<commit>.tar.gz tarballs, or leave both unset to download them."
+                f"{HINT} point it at a folder of <name>-<commit>.tar.gz tarballs, or leave both unset to download them."
             )
             raise BackendError(msg)
         for source in backend.sources:
@@ -76,7 +76,7 @@ def fetch_sources(
             if not path.is_file():
                 msg = (
                     f"Cannot find the {source.name} source: there is no {source.tarball} in {folder} "
-                    f"(--sources / ${SOURCES_ENV}).\nHint: put {source.url} there under that name, or unset "
+                    f"(--sources / ${SOURCES_ENV}).\n{HINT} put {source.url} there under that name, or unset "
                     f"${SOURCES_ENV} to download every source."
                 )
                 raise BackendError(msg)
@@ -110,7 +110,7 @@ def _download(source: Source, target: Path) -> None:
         reason = getattr(exc, "reason", None) or exc
         msg = (
             f"Cannot download the {source.name} source from {source.url}, as {reason}.\n"
-            f"Hint: without GitHub, give a folder of the tarballs with --sources DIR or ${SOURCES_ENV} "
+            f"{HINT} without GitHub, give a folder of the tarballs with --sources DIR or ${SOURCES_ENV} "
             f"(files named <name>-<commit>.tar.gz, e.g. {source.tarball})."
         )
         raise BackendError(msg) from exc

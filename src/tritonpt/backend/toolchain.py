@@ -15,7 +15,7 @@ from importlib import util as importlib_util
 from pathlib import Path
 
 from tritonpt.backend.layout import CHOICES, CUDA_HOME, NVIDIA_DEVICE, Choice, Variant
-from tritonpt.errors import BackendError
+from tritonpt.errors import HINT, BackendError
 from tritonpt.versions import VERSIONS
 
 # --- What the build runs against ----------------------------------------------------------------------------
@@ -44,7 +44,7 @@ class Torch:
         if spec is None or not spec.submodule_search_locations:
             msg = (
                 f"Cannot build or serve the pytorch backend, as there is no torch in {sys.prefix}.\n"
-                f"Hint: install torch=={VERSIONS.pytorch.torch} in this environment (nox sessions do)."
+                f"{HINT} install torch=={VERSIONS.pytorch.torch} in this environment (nox sessions do)."
             )
             raise BackendError(msg)
         root = Path(next(iter(spec.submodule_search_locations)))
@@ -84,7 +84,7 @@ class Toolchain:
             msg = (
                 f"Cannot build the pytorch backend, as no {missing} compiler was found (looked for $CXX/$CC, "
                 "c++, g++, clang++, cc, gcc, clang on PATH).\n"
-                "Hint: install a C++17 compiler (Debian/Ubuntu: `apt-get install g++`)."
+                f"{HINT} install a C++17 compiler (Debian/Ubuntu: `apt-get install g++`)."
             )
             raise BackendError(msg)
         _check_cxx17(cxx)
@@ -94,7 +94,7 @@ class Toolchain:
             msg = (
                 f"Cannot build the pytorch backend, as the Python headers of {sys.executable} are missing "
                 f"(no {headers}; torch's headers include Python.h).\n"
-                f"Hint: install them (Debian/Ubuntu: `apt-get install libpython{version}-dev`)."
+                f"{HINT} install them (Debian/Ubuntu: `apt-get install libpython{version}-dev`)."
             )
             raise BackendError(msg)
         cmake, cmake_version = _cmake()
@@ -151,7 +151,7 @@ def _check_cxx17(cxx: Path) -> None:
         first = (probe.stderr.strip().splitlines() or ["no output"])[0]
         msg = (
             f"Cannot build the pytorch backend with {cxx}, as it does not compile C++17 ({first}).\n"
-            "Hint: install g++ 9 or newer, or point $CXX at a C++17 compiler."
+            f"{HINT} install g++ 9 or newer, or point $CXX at a C++17 compiler."
         )
         raise BackendError(msg)
 
@@ -168,7 +168,7 @@ def _cmake() -> tuple[Path, str]:
     if found is None:
         msg = (
             "Cannot build the pytorch backend, as CMake is not installed in this environment.\n"
-            f'Hint: pip install "cmake=={wanted}" (the PyPI wheel; pytorch_backend r25.10 needs >= 3.31.8).'
+            f'{HINT} pip install "cmake=={wanted}" (the PyPI wheel; pytorch_backend r25.10 needs >= 3.31.8).'
         )
         raise BackendError(msg)
     line = _first_line([str(found), "--version"])
@@ -177,7 +177,7 @@ def _cmake() -> tuple[Path, str]:
     if match is None or tuple(int(p) for p in match.groups()) < (3, 31, 8):
         msg = (
             f"Cannot build the pytorch backend with {found} ({line or 'no version'}), as pytorch_backend r25.10 "
-            f'needs CMake >= 3.31.8.\nHint: pip install "cmake=={wanted}".'
+            f'needs CMake >= 3.31.8.\n{HINT} pip install "cmake=={wanted}".'
         )
         raise BackendError(msg)
     return found, version

@@ -20,15 +20,15 @@ PYTORCH_BACKEND = f"{BACKENDS}/pytorch/libtriton_pytorch.so"
 SCANNED = (SERVER_BINARY, SERVER_LIBRARIES, BACKENDS)
 """What the glibc check reads: every ELF file in (or at) these paths of the image."""
 
-LABEL_BACKEND_TORCH = f"{images.LABEL_PREFIX}backend-torch"
-LABEL_MIN_DRIVER = f"{images.LABEL_PREFIX}min-driver"
-LABEL_NGC = f"{images.LABEL_PREFIX}ngc"
-LABEL_CUDA = f"{images.LABEL_PREFIX}cuda"
-LABEL_SERVER = f"{images.LABEL_PREFIX}triton-server"
+LABEL_BACKEND_TORCH = images.LABEL_BACKEND_TORCH
+LABEL_MIN_DRIVER = images.LABEL_MIN_DRIVER
+LABEL_NGC = images.LABEL_NGC
+LABEL_CUDA = images.LABEL_CUDA
+LABEL_SERVER = images.LABEL_SERVER
 NVIDIA_SERVER_LABEL = "com.nvidia.tritonserver.version"
 """NGC images carry this label (server version, ``2.62.0``) and ``ENV NVIDIA_TRITON_SERVER_VERSION`` (``25.10``)."""
 
-CONTAINER_LABEL = f"{images.LABEL_PREFIX}doctor"
+CONTAINER_LABEL = images.LABEL_DOCTOR
 """Label on the short-lived containers the doctor runs (they are removed at once; this finds strays)."""
 COMMAND_TIMEOUT_S = 120
 DOCKER_FIX = (

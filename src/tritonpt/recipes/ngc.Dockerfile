@@ -8,7 +8,7 @@
 #
 # Base: nvcr.io/nvidia/tritonserver:<release>-pyt-python-py3 ("PyTorch and Python backends only", NGC tag
 # table). 25.10 = server 2.62.0, pytorch backend with PyTorch 2.9.0a0, CUDA 13.0, Ubuntu 24.04, Python 3.12,
-# needs an R580 driver (shared/reference/triton.md 1.3). Models exported with torch 2.9.1 load there: same
+# needs an R580 driver (NGC Triton 25.10 release notes). Models exported with torch 2.9.1 load there: same
 # TorchScript format and operator set.
 #
 # Build context: none. The recipe copies nothing, so the Dockerfile alone is sent (stdin above, or

@@ -19,7 +19,8 @@
 #   toolkit of the devel image); stages 2 and 3 (they pip-install nvidia-pytriton); two CUDA runtimes in one
 #   process (the server's bundled cudart 12.6 and torch's 12.8) on a GPU.
 #
-# Choices, with sources (shared/reference/triton.md 1.3, 2.1-2.4, 4; shared/FACTS.md): the base is Ubuntu 22.04,
+# Choices (sources: pytorch/pytorch's docker.Makefile and Dockerfile, NGC's Triton release notes, pytriton's
+# build scripts, and what was measured on our machines): the base is Ubuntu 22.04,
 # glibc 2.35, torch in /opt/conda; every Triton image from 24.11 on needs glibc 2.39, so the server is 2.51.0 from
 # the nvidia-pytriton wheel (at most GLIBC_2.35); 24.10's own backend bundles libtorch 2.5, too old for TorchScript
 # saved by 2.9, hence a backend built here. Only libtriton_pytorch.so is kept: its RPATH points at the base's own

@@ -14,7 +14,7 @@ import importlib
 from collections.abc import Sequence
 from pathlib import Path
 
-from tritonpt.errors import ServerError
+from tritonpt.errors import HINT, ServerError
 from tritonpt.options import GPUS, TARGETS, Gpus, Mount, Target
 from tritonpt.server.base import Endpoints, ModelRuntime, ModelState, Server, ServerKind
 from tritonpt.server.local import LocalServer, TritonFlags, TritonInstall
@@ -77,7 +77,7 @@ def create(
             raise
         msg = (
             f"Cannot run Triton in a container, as {CONTAINER_MODULE} is not part of this installation.\n"
-            "Hint: use target 'local' (a tritonserver process) or 'url' (a server you started)."
+            f"{HINT} use target 'local' (a tritonserver process) or 'url' (a server you started)."
         )
         raise ServerError(msg) from None
     server = module.ContainerServer(

@@ -151,7 +151,7 @@ def hint_for(text: str) -> str | None:
     return None
 
 
-# What every Triton logs on a machine without a GPU (reference/triton.md 6): harmless, and no clue to a failure.
+# What every Triton logs on a machine without a GPU (seen with server 2.51.0 on CPU-only hosts): harmless, and no clue to a failure.
 NO_GPU_NOTICES: tuple[str, ...] = (
     "Failed to initialize NVML",
     "CudaDriverHelper has not been initialized",

@@ -38,7 +38,7 @@ from testcontainers.core.wait_strategies import LogMessageWaitStrategy
 from tritonpt import image
 from tritonpt.backend import Origin
 from tritonpt.client import GRPC_PORT, HTTP_PORT, METRICS_PORT, Endpoints
-from tritonpt.errors import ServerError, ServerStartError, TritonPtError
+from tritonpt.errors import HINT, ServerError, ServerStartError, TritonPtError
 from tritonpt.image import DockerClient
 from tritonpt.options import GPUS, Gpus, Mount
 from tritonpt.server.base import Server, ServerKind, State
@@ -47,9 +47,9 @@ from tritonpt.server.local import TritonFlags
 CONTAINER_MODELS = image.MODELS_MOUNT
 """Where the model repository is mounted (read-only), as the recipes expect."""
 
-HARNESS_LABEL = "io.tritonpt.harness"
+HARNESS_LABEL = image.LABEL_HARNESS
 HARNESS = "integration"
-SESSION_LABEL = "io.tritonpt.session"
+SESSION_LABEL = image.LABEL_SESSION
 """Per process: testcontainers' session id, so ``docker ps --filter label=...`` and Ryuk agree."""
 LEFTOVER_STATUSES = ("exited", "dead")
 """Containers of other sessions removed at start: finished ones only (a running one may be another run's)."""
@@ -172,7 +172,7 @@ def check_readable(repository: Path, user: str) -> None:
             f"{len(bad)} path(s) in it:",
             *shown,
             *more,
-            f"Hint: make the repository readable for everyone (`chmod -R a+rX {repository}`; pytest's tmp_path "
+            f"{HINT} make the repository readable for everyone (`chmod -R a+rX {repository}`; pytest's tmp_path "
             f"folders are 0700) or give it to uid {uid}; tritonpt does not change the permissions of your files.",
         ]
     )
@@ -204,7 +204,7 @@ def gpu_requests(client: DockerClient, gpus: Gpus, *, image_tag: str) -> list[An
                 if local_engine
                 else "it is remote."
             )
-            + "\nHint: "
+            + f"\n{HINT} "
             + TOOLKIT_HINT.format(image=image_tag)
         )
         raise ServerStartError(msg)
@@ -406,14 +406,14 @@ class ContainerServer(Server):
     def backend_origin(self) -> Origin | None:
         """From the image's ``io.tritonpt.backend-*`` labels (our recipes set them); None without them."""
         labels = self._labels
-        ref = labels.get("io.tritonpt.backend-ref")
+        ref = labels.get(image.LABEL_BACKEND_REF)
         if not ref:
             return None
         return Origin(
             ref=ref,
-            commit=labels.get("io.tritonpt.backend-commit", ""),
-            torch=labels.get("io.tritonpt.backend-torch", ""),
-            variant=labels.get("io.tritonpt.backend-variant", ""),
+            commit=labels.get(image.LABEL_BACKEND_COMMIT, ""),
+            torch=labels.get(image.LABEL_BACKEND_TORCH, ""),
+            variant=labels.get(image.LABEL_BACKEND_VARIANT, ""),
         )
 
     def describe(self) -> str:
@@ -460,7 +460,7 @@ class ContainerServer(Server):
             msg = (
                 f"Cannot start Triton in a container, as the image {self.image} is not in the Docker engine at "
                 f"{image.docker_host()} (images are never pulled for this).\n"
-                "Hint: build it with `invoke build-image --recipe ngc` (or offline, from the stand-ins, "
+                f"{HINT} build it with `invoke build-image --recipe ngc` (or offline, from the stand-ins, "
                 "`python -m tritonpt.testing.standin`) and pass the tag it prints."
             )
             raise ServerStartError(msg) from None
@@ -518,10 +518,10 @@ class ContainerServer(Server):
         detail = str(getattr(exc, "explanation", None) or exc).strip()
         msg = f"Cannot start {self.describe()}, as the Docker engine refused: {detail}."
         if self.gpus_requested and re.search(r"device driver|gpu|nvidia", detail, re.IGNORECASE):
-            return f"{msg}\nHint: {TOOLKIT_HINT.format(image=self.image)}"
+            return f"{msg}\n{HINT} {TOOLKIT_HINT.format(image=self.image)}"
         if "ryuk" in detail.lower():
             return (
-                f"{msg}\nHint: testcontainers' reaper could not start; set {RYUK_DISABLED_ENV}=true (tritonpt "
+                f"{msg}\n{HINT} testcontainers' reaper could not start; set {RYUK_DISABLED_ENV}=true (tritonpt "
                 f"removes its containers by label) or make {testcontainers_config.ryuk_image} available."
             )
         return msg

@@ -32,7 +32,7 @@ from typing import ClassVar, Literal
 from tritonpt import backend
 from tritonpt.backend import BuiltBackend
 from tritonpt.client import Endpoints
-from tritonpt.errors import BackendError, ServerStartError
+from tritonpt.errors import HINT, BackendError, ServerStartError
 from tritonpt.server.base import Server, ServerKind
 from tritonpt.versions import VERSIONS
 
@@ -79,7 +79,7 @@ class TritonInstall:
             if not candidate.is_file():
                 msg = (
                     f"Cannot use the tritonserver named by {origin} ({candidate}), as no such file exists.\n"
-                    f"Hint: give the path of an existing tritonserver binary, or unset it to use the one inside "
+                    f"{HINT} give the path of an existing tritonserver binary, or unset it to use the one inside "
                     f"the nvidia-pytriton wheel (pip install nvidia-pytriton=={VERSIONS.embedded.pytriton})."
                 )
                 raise ServerStartError(msg)
@@ -87,7 +87,7 @@ class TritonInstall:
         msg = (
             "Cannot find a tritonserver: none given, $TRITONSERVER unset, none on PATH or in /opt/tritonserver, "
             "and the nvidia-pytriton wheel is not installed.\n"
-            f"Hint: pip install nvidia-pytriton=={VERSIONS.embedded.pytriton} (it carries a CPU tritonserver "
+            f"{HINT} pip install nvidia-pytriton=={VERSIONS.embedded.pytriton} (it carries a CPU tritonserver "
             f"{VERSIONS.embedded.server}), or pass the path of a tritonserver binary."
         )
         raise ServerStartError(msg)
@@ -142,7 +142,7 @@ def pytorch_backend_for(install: TritonInstall, built: BuiltBackend | None = Non
             f"Cannot serve pytorch_libtorch models with {install.binary}, as its backends folder {install.backends} "
             f"has no pytorch/{backend.LIBRARY} and none is built for torch {torch.version} in "
             f"{backend.cache_root() / 'backends'}.\n"
-            f"Hint: build the official backend with `invoke build-backend` (add --sources DIR without GitHub; "
+            f"{HINT} build the official backend with `invoke build-backend` (add --sources DIR without GitHub; "
             f"`nox -s integration` does this itself)."
         )
         raise ServerStartError(msg)
@@ -189,7 +189,7 @@ class TritonFlags:
     Defaults suit verification: explicit model control with every model loaded at startup (so the repository
     API works and each model's load error can be read), and ``exit_on_error=False`` so that one model that
     fails to load does not hide the others. Auto-complete is off: the pytorch backend cannot auto-complete
-    (reference/triton.md 3.2).
+    (the pytorch_backend README: no auto-complete).
 
     On SIGTERM Triton 2.51 first waits for open HTTP connections (a client that keeps its keep-alive
     connection open holds the stop), then unloads the models, all within ``exit_timeout_secs``.

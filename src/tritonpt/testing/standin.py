@@ -41,6 +41,7 @@ from pathlib import Path
 
 from tritonpt import backend, image
 from tritonpt.backend import BuiltBackend
+from tritonpt.client import GRPC_PORT, HTTP_PORT, METRICS_PORT
 from tritonpt.errors import ImageError, TritonPtError
 from tritonpt.image import MODELS_MOUNT, DockerClient
 from tritonpt.options import Mount
@@ -63,7 +64,7 @@ BACKEND_STAGE_TAG = f"{REPOSITORY}:pytorch-backend-stage"
 CONTAINER_SITE_PACKAGES = "/opt/tritonpt/site-packages"
 """Where the host's site-packages goes; the stand-in's LD_LIBRARY_PATH names its torch/lib."""
 CONTAINER_MODELS = MODELS_MOUNT
-LABEL = "io.tritonpt.standin"
+LABEL = image.LABEL_STANDIN
 """Label of the stand-in images (``base`` or ``triton``; images built FROM them inherit it).
 ``python -m tritonpt.testing.standin --prune`` removes the tags of older inputs."""
 
@@ -90,7 +91,7 @@ class RunSettings:
 
     mounts: tuple[Mount, ...]
     environment: Mapping[str, str] = field(default_factory=dict)
-    ports: tuple[int, ...] = (8000, 8001, 8002)
+    ports: tuple[int, ...] = (HTTP_PORT, GRPC_PORT, METRICS_PORT)
 
     def docker_run(self, tag: str, command: Sequence[str] = ()) -> list[str]:
         """A ``docker run`` command line with random 127.0.0.1 host ports, for people and logs."""
