@@ -89,19 +89,27 @@ def export(
 
 
 def build_image(
-    *, recipe: str, tag: str | None, no_cache: bool, build_args: Sequence[str], ngc: str | None, debug: bool
+    *,
+    recipe: str,
+    tag: str | None,
+    no_cache: bool,
+    build_args: Sequence[str],
+    ngc: str | None,
+    sources: str | None,
+    debug: bool,
 ) -> None:
     from tritonpt import image  # noqa: PLC0415 - docker-py loads only when asked
 
     progress = Progress()
     with guard(debug=debug):
-        progress(f"building docker/{recipe}.Dockerfile")
+        progress(f"building recipes/{recipe}.Dockerfile")
         built = image.build_image(
             recipe=recipe,
             tag=tag,
             no_cache=no_cache,
             build_args=build_args,
             ngc=ngc,
+            sources=Path(sources) if sources else None,
             on_line=lambda line: err.print(f"  {escape(line)}"),
         )
     progress(f"built {built.tag} in {built.seconds:.1f} s")

@@ -32,6 +32,7 @@ build arguments). A recipe step that itself needs a secret (a private package in
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import io
 import os
@@ -434,24 +435,19 @@ def build_image(
     client = client or docker_client()
     try:
         started = time.perf_counter()
-        if recipe in CONTEXT_RECIPES:
-            with tempfile.TemporaryDirectory(prefix=f"tritonpt-{recipe}-context-") as folder:
-                stage_context(Path(folder), recipe_text=text, sources=sources, on_line=on_line)
-                run_build(
-                    client,
-                    tag=tag,
-                    build_args=args,
-                    context=Path(folder),
-                    target=target,
-                    no_cache=no_cache,
-                    on_line=on_line,
+        with contextlib.ExitStack() as stack:
+            context: Path | None = None
+            if recipe in CONTEXT_RECIPES:
+                context = Path(
+                    stack.enter_context(tempfile.TemporaryDirectory(prefix=f"tritonpt-{recipe}-context-"))
                 )
-        else:
+                stage_context(context, recipe_text=text, sources=sources, on_line=on_line)
             run_build(
                 client,
                 tag=tag,
                 build_args=args,
-                dockerfile=text,
+                dockerfile=None if context else text,
+                context=context,
                 target=target,
                 no_cache=no_cache,
                 on_line=on_line,

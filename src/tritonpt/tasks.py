@@ -6,7 +6,7 @@ The same tasks answer to `invoke` in a checkout (the root tasks.py imports them)
     invoke export      TorchScript + config.pbtxt + eager reference outputs into a model repository
     invoke validate    check a model repository against Triton's schema and the models themselves
     invoke build-backend  build the official libtriton_pytorch.so from pinned sources against this torch
-    invoke build-image build a Triton + PyTorch 2.9 image from a recipe in docker/
+    invoke build-image build a Triton + PyTorch 2.9 image from a recipe in tritonpt/recipes/
     invoke doctor      diagnose this host (and an image): Docker, GPU, driver, glibc, libraries, models
     invoke serve       run a local Triton on a repository until Ctrl-C
 
@@ -74,11 +74,12 @@ def export(
 @task(
     iterable=["build_arg"],
     help={
-        "recipe": "docker/ recipe: ngc (recommended; NGC Triton 25.10 with its PyTorch 2.9 backend) or pytorch (pytorch/pytorch 2.9.1 base)",
+        "recipe": "recipe: ngc (recommended; NGC Triton 25.10 with its PyTorch 2.9 backend) or pytorch (pytorch/pytorch 2.9.1 base)",
         "tag": "image tag (default tritonpt:ngc-<release> or tritonpt:pytorch-<torch>)",
         "no_cache": "build without the engine's layer cache",
         "build_arg": "override one build argument for this build, KEY=VALUE (repeatable); defaults come from versions.toml",
         "ngc": "another supported Triton release for the ngc recipe, e.g. 25.09",
+        "sources": "pytorch recipe: folder of the pytorch backend's source tarballs (default $TRITONPT_SOURCES; else GitHub)",
         "debug": "show tracebacks",
     },
 )
@@ -89,9 +90,10 @@ def build_image(
     no_cache: bool = False,
     build_arg: list[str] | None = None,
     ngc: str = "",
+    sources: str = "",
     debug: bool = False,
 ) -> None:
-    """Build the Triton + PyTorch 2.9 image from a recipe in docker/, with every version from versions.toml."""
+    """Build the Triton + PyTorch 2.9 image from a recipe in tritonpt/recipes/, with every version from versions.toml."""
     from tritonpt import cli  # noqa: PLC0415
 
     cli.build_image(
@@ -100,6 +102,7 @@ def build_image(
         no_cache=no_cache,
         build_args=build_arg or [],
         ngc=ngc or None,
+        sources=sources or None,
         debug=debug,
     )
 

@@ -58,9 +58,11 @@ def _set(**fields: object) -> Edit:
     return edit
 
 
-def _input(index: int, **fields: object) -> Edit:
+def _tensor(kind: str, index: int, **fields: object) -> Edit:
+    """Set fields of ``config.input[index]`` or ``config.output[index]`` (``dims`` replaces the list)."""
+
     def edit(_: ModelDir, config: ModelConfig) -> None:
-        tensor = config.input[index]
+        tensor = getattr(config, kind)[index]
         for key, value in fields.items():
             if key == "dims":
                 del tensor.dims[:]
@@ -69,19 +71,14 @@ def _input(index: int, **fields: object) -> Edit:
                 setattr(tensor, key, value)
 
     return edit
+
+
+def _input(index: int, **fields: object) -> Edit:
+    return _tensor("input", index, **fields)
 
 
 def _output(index: int, **fields: object) -> Edit:
-    def edit(_: ModelDir, config: ModelConfig) -> None:
-        tensor = config.output[index]
-        for key, value in fields.items():
-            if key == "dims":
-                del tensor.dims[:]
-                tensor.dims.extend(value)  # type: ignore[arg-type]
-            else:
-                setattr(tensor, key, value)
-
-    return edit
+    return _tensor("output", index, **fields)
 
 
 def _both(*edits: Edit) -> Edit:

@@ -156,7 +156,7 @@ def pytriton_server() -> tuple[Path, Path]:
         raise ImageError(msg)
     package = Path(next(iter(spec.submodule_search_locations)))
     server, libs = package / "tritonserver", package.parent / "nvidia_pytriton.libs"
-    for needed in (server / "bin" / "tritonserver", server / "backends" / "python", libs):
+    for needed in (server / "bin" / "tritonserver", libs):
         if not needed.exists():
             msg = f"Cannot find {needed}: the nvidia-pytriton install in {package.parent} is incomplete; reinstall it."
             raise ImageError(msg)

@@ -1,0 +1,75 @@
+"""The package as a user installs it: a wheel built from this checkout, installed into a fresh venv outside it.
+
+The venv gets the wheel and invoke only (``--no-deps``): the front door, the tasks and the recipes must need
+nothing more to answer ``--help`` and to find the recipes as package data.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.slow
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    uv = shutil.which("uv")
+    if uv is None:
+        pytest.skip("uv is not on PATH (nox sessions have it); it builds the wheel and the venv")
+    work = tmp_path_factory.mktemp("install")
+    subprocess.run(
+        [uv, "build", "--wheel", "--out-dir", str(work / "dist"), str(ROOT)],
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
+    [wheel] = sorted((work / "dist").glob("tritonpt-*.whl"))
+    subprocess.run([uv, "venv", "-q", "-p", sys.executable, str(work / "venv")], check=True, timeout=120)
+    python = work / "venv" / "bin" / "python"
+    subprocess.run(
+        [uv, "pip", "install", "-q", "-p", str(python), "--no-deps", str(wheel), "invoke"],
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
+    return work / "venv"
+
+
+def _run(venv: Path, *command: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(command, cwd=venv.parent, capture_output=True, text=True, check=False, timeout=120)
+
+
+def test_the_console_script_and_python_m_answer(venv: Path) -> None:
+    for command in (
+        (str(venv / "bin" / "tritonpt"), "--list"),
+        (str(venv / "bin" / "python"), "-m", "tritonpt", "--list"),
+    ):
+        done = _run(venv, *command)
+        assert done.returncode == 0, done.stderr
+        for task in ("export", "validate", "build-backend", "build-image", "doctor", "serve"):
+            assert task in done.stdout
+    done = _run(venv, str(venv / "bin" / "tritonpt"), "--help", "build-backend")
+    assert done.returncode == 0, done.stderr
+    assert "--sources" in done.stdout
+
+
+def test_the_recipes_and_stand_ins_are_package_data(venv: Path) -> None:
+    script = (
+        "from importlib import resources; from tritonpt import image; "
+        "print(image.recipe_path('ngc')); print(image.recipe_path('pytorch')); "
+        "print(resources.files('tritonpt.testing') / 'standin.Dockerfile')"
+    )
+    done = _run(venv, str(venv / "bin" / "python"), "-c", script)
+    assert done.returncode == 0, done.stderr
+    paths = [Path(line) for line in done.stdout.split()]
+    for path in paths:
+        assert path.is_file()
+        assert venv in path.parents, f"{path} is not inside the installed package"
+    assert not any(ROOT in path.parents for path in paths)
