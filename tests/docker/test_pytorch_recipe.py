@@ -16,8 +16,7 @@ from typing import Any
 
 import pytest
 
-from tritonpt import backend, client, export, reference, repository
-from tritonpt.parity import compare
+from tritonpt import backend, checks, client, export, reference, repository
 from tritonpt.server import LocalServer, TritonFlags
 from tritonpt.testing import standin
 from tritonpt.versions import VERSIONS
@@ -74,7 +73,8 @@ def test_the_recipes_backend_serves_a_model_with_parity(
             got = client.infer(
                 server.endpoints, "grpc", "multi_io", inputs, [o.name for o in expected.outputs]
             )
-            for info, actual, wanted in zip(expected.outputs, got, case.outputs, strict=True):
-                result = compare(info.name, actual, wanted, info.tolerance(gpu=False))
-                assert result.ok, result.describe()
+            failures = checks.mismatches(
+                checks.compare_outputs(expected.outputs, got, case.outputs, gpu=False)
+            )
+            assert not failures, "\n".join(failures)
     assert json.loads((taken_out.directory / backend.MANIFEST).read_text())["key"] == taken_out.key

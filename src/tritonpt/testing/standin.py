@@ -19,6 +19,8 @@ host venv's site-packages mounted read-only at ``/usr/local/lib/python3.11/dist-
 The image's Python does not matter for that: only torch's shared libraries are used.
 
 Needs root (debootstrap), ``debootstrap`` and ``tar`` on PATH, and a Docker engine (``.ci/docker-engine.sh``).
+One module of about 630 lines on purpose: the four images share their inputs' hashing, tagging, reuse and
+pruning, and a command line that builds them in order.
 Usage: ``python -m tritonpt.testing.standin --help``.
 """
 
