@@ -15,8 +15,17 @@ from pathlib import Path
 from rich.markup import escape
 
 from tritonpt.console import Progress, err, guard, out, print_problems
-from tritonpt.errors import ServerError, SpecError, ValidationError
-from tritonpt.options import GPUS, INSTANCE_KINDS, Target, one_of, parse_assignments, parse_mounts
+from tritonpt.errors import ImageError, ServerError, SpecError, ValidationError
+from tritonpt.options import (
+    GPUS,
+    INSTANCE_KINDS,
+    Target,
+    one_of,
+    parse_assignments,
+    parse_dynamic_axes,
+    parse_factory,
+    parse_mounts,
+)
 
 SERVE_TARGETS: tuple[Target, ...] = ("local", "container")
 """What `invoke serve` can start (a server at a URL is already running)."""
@@ -53,14 +62,14 @@ def export(
                 msg = "--only selects built-in models; it cannot be combined with --model."
                 raise SpecError(msg)
             result = exporting.export_factory(
-                exporting.load_factory(model),
+                exporting.load_factory(*parse_factory(model, error=SpecError)),
                 name=name,
                 repository=repository,
                 seed=seed,
                 step=progress,
                 method="script" if script else None,
                 max_batch_size=max_batch_size,
-                dynamic_axes=exporting.parse_dynamic_axes(dynamic_axes) if dynamic_axes else None,
+                dynamic_axes=parse_dynamic_axes(dynamic_axes, error=SpecError) if dynamic_axes else None,
                 instance_kind=kind,
                 parameters=parse_assignments(
                     parameters, option="--parameter", example="INTRA_OP_THREAD_COUNT=4", error=SpecError
@@ -107,7 +116,9 @@ def build_image(
             recipe=recipe,
             tag=tag,
             no_cache=no_cache,
-            build_args=build_args,
+            build_args=parse_assignments(
+                build_args, option="--build-arg", example="TRITON_NGC=25.09", error=ImageError
+            ),
             ngc=ngc,
             sources=Path(sources) if sources else None,
             on_line=lambda line: err.print(f"  {escape(line)}"),

@@ -65,12 +65,9 @@ class ExportResult:
     warnings: tuple[str, ...]
 
 
-def load_factory(target: str) -> Callable[[], object]:
-    """Import ``MODULE:ATTR`` (MODULE importable from the current directory) and return the callable."""
-    module_name, sep, attr = target.partition(":")
-    if not sep or not module_name or not attr:
-        msg = f"--model {target!r}: expected MODULE:ATTR, e.g. `--model my_models:build_classifier`."
-        raise SpecError(msg)
+def load_factory(module_name: str, attr: str) -> Callable[[], object]:
+    """Import ``module_name`` (importable from the current directory) and return its callable ``attr``."""
+    target = f"{module_name}:{attr}"
     if "" not in sys.path and str(Path.cwd()) not in sys.path:
         sys.path.insert(0, str(Path.cwd()))
     try:
@@ -443,15 +440,3 @@ def _provenance(model_spec: ModelSpec, seed: int, model_file: Path) -> reference
         torchscript_format=torchscript_format(model_file),
         exporter=f"tritonpt {__version__}",
     )
-
-
-def parse_dynamic_axes(values: Sequence[str]) -> Mapping[int, tuple[int, ...]]:
-    """``["0:1", "0:2", "1:1"]`` (INPUT_INDEX:AXIS) -> ``{0: (1, 2), 1: (1,)}``."""
-    axes: dict[int, list[int]] = {}
-    for value in values:
-        index, sep, axis = value.partition(":")
-        if not sep or not index.isdigit() or not axis.isdigit():
-            msg = f"--dynamic-axis {value!r}: expected INPUT_INDEX:AXIS, e.g. 0:1 for axis 1 of the first input."
-            raise SpecError(msg)
-        axes.setdefault(int(index), []).append(int(axis))
-    return {k: tuple(sorted(set(v))) for k, v in axes.items()}

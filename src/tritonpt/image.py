@@ -41,7 +41,7 @@ import shutil
 import socket
 import tempfile
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from importlib import metadata, resources
 from pathlib import Path
@@ -49,7 +49,6 @@ from types import ModuleType
 from typing import Any, Literal, TypeAlias, cast
 
 from tritonpt.errors import DockerUnavailable, ImageError
-from tritonpt.options import parse_assignments
 from tritonpt.versions import VERSIONS, Versions
 
 DockerClient: TypeAlias = Any
@@ -216,11 +215,6 @@ def derived_build_args(versions: Versions = VERSIONS) -> dict[str, str]:
 def recipe_build_args(ngc: str | None = None, versions: Versions = VERSIONS) -> dict[str, str]:
     """Every value a recipe may ask for: ``Versions.build_args()`` plus :func:`derived_build_args`."""
     return {**versions.build_args(ngc), **derived_build_args(versions)}
-
-
-def parse_build_args(values: Iterable[str]) -> dict[str, str]:
-    """``["K=V", ...]`` from the command line into a mapping (a value may itself hold ``=``)."""
-    return parse_assignments(values, option="--build-arg", example="TRITON_NGC=25.09", error=ImageError)
 
 
 def build_args_for(
@@ -409,7 +403,7 @@ def build_image(
     recipe: str = "ngc",
     tag: str | None = None,
     no_cache: bool = False,
-    build_args: Mapping[str, str] | Sequence[str] | None = None,
+    build_args: Mapping[str, str] | None = None,
     ngc: str | None = None,
     on_line: OnLine | None = None,
     client: DockerClient | None = None,
@@ -419,7 +413,7 @@ def build_image(
 ) -> BuiltImage:
     """Build ``recipes/<recipe>.Dockerfile`` and return what the engine reports about the result.
 
-    ``build_args`` (a mapping, or ``K=V`` strings as typed on the command line) override the values from
+    ``build_args`` override the values from
     versions.toml for this build; ``ngc`` picks another supported Triton release (``25.09``). ``target`` builds
     one stage only (the pytorch recipe's ``backend``); ``sources`` is the pytorch backend's tarball folder.
     """
@@ -427,7 +421,7 @@ def build_image(
         msg = f"Cannot build the recipe {recipe!r}: choose one of {', '.join(RECIPES)}."
         raise ImageError(msg)
     path = recipe_path(recipe, recipes_dir)
-    overrides = parse_build_args(build_args) if isinstance(build_args, Sequence) else dict(build_args or {})
+    overrides = dict(build_args or {})
     text = path.read_text(encoding="utf-8")
     args = build_args_for(text, overrides=overrides, available=recipe_build_args(ngc), source=str(path))
     tag = tag or default_tag(recipe)

@@ -8,7 +8,7 @@ only, so that reading a command line never loads torch.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, TypeVar, get_args
@@ -85,3 +85,24 @@ def parse_mounts(values: Iterable[str], *, option: str, error: type[TritonPtErro
             raise error(msg)
         mounts.append(Mount(source=source, target=parts[1], read_only=mode == "ro"))
     return tuple(mounts)
+
+
+def parse_dynamic_axes(values: Sequence[str], *, error: type[TritonPtError]) -> Mapping[int, tuple[int, ...]]:
+    """``["0:1", "0:2", "1:1"]`` (INPUT_INDEX:AXIS) -> ``{0: (1, 2), 1: (1,)}``."""
+    axes: dict[int, list[int]] = {}
+    for value in values:
+        index, sep, axis = value.partition(":")
+        if not sep or not index.isdigit() or not axis.isdigit():
+            msg = f"--dynamic-axis {value!r}: expected INPUT_INDEX:AXIS, e.g. 0:1 for axis 1 of the first input."
+            raise error(msg)
+        axes.setdefault(int(index), []).append(int(axis))
+    return {k: tuple(sorted(set(v))) for k, v in axes.items()}
+
+
+def parse_factory(value: str, *, error: type[TritonPtError]) -> tuple[str, str]:
+    """``MODULE:ATTR`` (``--model``) -> ``(MODULE, ATTR)``."""
+    module, sep, attr = value.partition(":")
+    if not sep or not module or not attr:
+        msg = f"--model {value!r}: expected MODULE:ATTR, e.g. `--model my_models:build_classifier`."
+        raise error(msg)
+    return module, attr

@@ -19,7 +19,7 @@ import pytest
 from tritonpt import backend
 from tritonpt.backend import BuiltBackend, Toolchain, Torch, toolchain
 from tritonpt.errors import BackendError
-from tritonpt.versions import VERSIONS
+from tritonpt.versions import VERSIONS, Source
 
 SRC = Path(__file__).resolve().parents[2] / "src"
 
@@ -166,9 +166,40 @@ def test_the_build_is_cached_and_found(pytorch_backend: BuiltBackend) -> None:
     assert again.directory == pytorch_backend.directory
     assert backend.find("cpu") == again
     assert BuiltBackend.read(again.directory).origin == again.origin
-    leftovers = [p.name for p in again.directory.parent.iterdir() if p.name.startswith(".")]
-    assert leftovers == []  # no staging folder of any build is left beside the entries
+    leftovers = [p.name for p in again.directory.parent.iterdir() if p.name.startswith(f".build-{again.key}")]
+    assert leftovers == []  # no staging folder of this build is left beside the entries
 
 
 def test_nothing_is_found_in_an_empty_cache(tmp_path: Path) -> None:
     assert backend.find(cache=tmp_path) is None
+
+
+def test_without_a_sources_folder_each_tarball_is_downloaded_once_and_checked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The download path, with GitHub's archive URLs pointed at file:// copies of the pinned tarballs."""
+    mirror = backend.sources_folder()
+    if mirror is None:
+        pytest.skip("$TRITONPT_SOURCES is unset: this test serves the pinned tarballs from that folder")
+    monkeypatch.setattr(Source, "url", property(lambda self: (mirror / self.tarball).absolute().as_uri()))
+    steps: list[str] = []
+    found = backend.fetch_sources(None, cache=tmp_path, step=steps.append)
+    assert {path.parent for path in found.values()} == {tmp_path / "sources"}
+    assert len([s for s in steps if s.startswith("downloading")]) == len(VERSIONS.backend.sources)
+    steps.clear()
+    backend.fetch_sources(None, cache=tmp_path, step=steps.append)
+    assert steps == []  # the second time they come from the cache
+    assert sorted(p.name for p in (tmp_path / "sources").iterdir()) == sorted(
+        s.tarball for s in VERSIONS.backend.sources
+    )
+
+
+def test_a_download_that_is_not_the_pinned_tarball_is_not_kept(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    other = _tarball(tmp_path / "other.tar.gz", commit="1" * 40, top="x")
+    monkeypatch.setattr(Source, "url", property(lambda self: other.as_uri()))
+    with pytest.raises(BackendError, match="sha256 is") as failure:
+        backend.fetch_sources(None, cache=tmp_path / "cache")
+    assert f"archive of commit {'1' * 40}" in str(failure.value)
+    assert list((tmp_path / "cache" / "sources").iterdir()) == []  # neither the file nor a partial one

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tritonpt import image
+from tritonpt import image, options
 from tritonpt.backend import BuiltBackend
 from tritonpt.errors import DockerUnavailable, ImageError
 from tritonpt.testing import standin
@@ -139,11 +139,14 @@ def test_build_args_for_another_release() -> None:
 
 
 def test_parse_build_args() -> None:
-    assert image.parse_build_args(["A=1", "B=x=y", "C="]) == {"A": "1", "B": "x=y", "C": ""}
+    def parse(*values: str) -> dict[str, str]:
+        return options.parse_assignments(values, option="--build-arg", example="A=1", error=ImageError)
+
+    assert parse("A=1", "B=x=y", "C=") == {"A": "1", "B": "x=y", "C": ""}
     with pytest.raises(ImageError, match="write it as NAME=VALUE"):
-        image.parse_build_args(["novalue"])
+        parse("novalue")
     with pytest.raises(ImageError, match="write it as NAME=VALUE"):
-        image.parse_build_args(["1BAD=x"])
+        parse("1BAD=x")
 
 
 def test_default_tags() -> None:
