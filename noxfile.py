@@ -17,6 +17,7 @@ packages from its cache, so the multi-gigabyte torch install is downloaded once 
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import subprocess
 import sys
@@ -159,10 +160,44 @@ def gpu(session: nox.Session) -> None:
     )  # fmt: skip
 
 
+def _perf_analyzer(session: nox.Session) -> None:
+    """perf_analyzer from the pinned tritonclient wheel into this session's environment (the wheel is cached).
+
+    pip download runs with the Python that runs nox (the session's uv venv has no pip).
+    """
+    version = VERSIONS.bench.tritonclient
+    wheels = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "tritonpt" / "wheels"
+    pattern = f"tritonclient-{version}-*manylinux*.whl"
+    if not sorted(wheels.glob(pattern)):
+        session.run(
+            sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--only-binary", ":all:",
+            f"tritonclient=={version}", "-d", str(wheels), external=True,
+        )  # fmt: skip
+    session.run(
+        "python", "-m", "tritonpt.bench", "--install-perf-analyzer", str(sorted(wheels.glob(pattern))[-1])
+    )
+
+
+def _bench(session: nox.Session, args: list[str]) -> None:
+    _install(session, "test", "bench")
+    if not any(arg.startswith("--repository") for arg in args):
+        session.run("invoke", "export")
+    session.run("invoke", "build-backend")
+    _perf_analyzer(session)
+    session.run("python", "-m", "tritonpt.bench", *args)
+
+
 @nox.session(python=PYTHON, default=False)
 def bench(session: nox.Session) -> None:
-    """Serving overhead, side by side: eager vs TorchScript vs Triton over HTTP and gRPC, as ratios to eager."""
-    _install(session, "test")
-    if not any(arg.startswith("--repository") for arg in session.posargs):
-        session.run("invoke", "export")
-    session.run("python", "benchmarks/serving_overhead.py", *session.posargs)
+    """Served vs eager, side by side: perf_analyzer over HTTP and gRPC against the official backend, as ratios.
+
+    Arguments after `--` go to `python -m tritonpt.bench` (--model NAME, --repository DIR, --reports DIR).
+    Writes reports/bench/bench.json, bench.md and bench.png.
+    """
+    _bench(session, list(session.posargs))
+
+
+@nox.session(python=PYTHON, name="bench-smoke")
+def bench_smoke(session: nox.Session) -> None:
+    """A short run of the bench (one model, short windows) so that it cannot rot; no figure is judged."""
+    _bench(session, ["--smoke", "--model", "multi_io", "--reports", "reports/bench-smoke"])

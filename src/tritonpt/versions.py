@@ -110,6 +110,13 @@ class Backend:
 
 
 @dataclass(frozen=True, kw_only=True)
+class Bench:
+    """The load generator of the benchmark."""
+
+    tritonclient: str  # the wheel perf_analyzer is taken from
+
+
+@dataclass(frozen=True, kw_only=True)
 class Versions:
     """Every version the repository depends on."""
 
@@ -119,6 +126,7 @@ class Versions:
     tritonclient: str
     embedded: Embedded
     backend: Backend
+    bench: Bench
     image_repository: str
 
     @property
@@ -190,6 +198,7 @@ def markdown_table(versions: Versions) -> str:
             f"nvidia-pytriton {emb.pytriton}: tritonserver {emb.server} ({emb.ngc}), needs glibc >= {emb.glibc}",
         ),
         ("tritonclient", versions.tritonclient),
+        ("perf_analyzer (benchmarks)", f"from the tritonclient {versions.bench.tritonclient} wheel"),
         ("CMake (builds the pytorch backend; PyPI wheel)", versions.backend.cmake),
     ]
     rows += [
@@ -217,6 +226,7 @@ def load(path: Path = _TOML) -> Versions:
             cmake=raw["backend"]["cmake"],
             sources=tuple(Source(**s) for s in raw["backend"]["sources"]),
         ),
+        bench=Bench(**raw["bench"]),
         image_repository=raw["images"]["repository"],
     )
 

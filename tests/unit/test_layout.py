@@ -33,6 +33,7 @@ LAYERS = (
     "server",
     "checks",
     "report",
+    "bench",
     "doctor",
     "testing",
     "console",

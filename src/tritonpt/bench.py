@@ -1,0 +1,409 @@
+"""Stage "bench": what serving costs against eager PyTorch, measured side by side with NVIDIA's perf_analyzer.
+
+    for each model of the repository (or those named):
+      cases   b1-c1: batch 1, one request at a time | bN-c1: the largest batch | b1-cN: batch-1 requests at
+              concurrency N (the largest batch), which the dynamic batcher combines
+      sides   eager: the same model.pt in this process, torch's default threads (the backend's default too),
+              at the case's batch (b1-cN: at batch N, what the batcher can at best reach)
+              http, grpc: the model served by the official backend, load from perf_analyzer
+      -> inferences/s, p50/p90/p99 latency, the server's split (queue, compute input, infer, output)
+      -> served / eager ratios in reports/bench/bench.json, bench.md and bench.png
+
+One process tree: this process measures eager, then starts one tritonserver (the built backend) and runs
+perf_analyzer against it, one side at a time so that no two sides share the cores. perf_analyzer comes from the
+tritonclient wheel pinned in versions.toml [bench] (:func:`install_perf_analyzer`), beside whatever tritonclient
+the environment imports.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import zipfile
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+from tritonclient.grpc.model_config_pb2 import ModelConfig
+
+from tritonpt import backend, reference, repository
+from tritonpt.client import PROTOCOLS, Endpoints
+from tritonpt.errors import HINT, TritonPtError
+from tritonpt.repository import ModelDir
+from tritonpt.versions import VERSIONS
+
+SIDES = ("eager", *PROTOCOLS)
+
+
+class BenchError(TritonPtError):
+    """A benchmark could not be set up or run."""
+
+
+# --- perf_analyzer ---------------------------------------------------------------------------------------------
+
+
+def tool_dir(prefix: Path | None = None) -> Path:
+    """Where this environment keeps perf_analyzer: ``<prefix>/libexec/tritonpt/perf_analyzer-<version>/``."""
+    return (
+        (prefix or Path(sys.prefix)) / "libexec" / "tritonpt" / f"perf_analyzer-{VERSIONS.bench.tritonclient}"
+    )
+
+
+def install_perf_analyzer(wheel: Path, prefix: Path | None = None) -> Path:
+    """Take ``perf_analyzer`` out of the pinned tritonclient wheel, with the libb64 link it needs; return it."""
+    member = f"tritonclient-{VERSIONS.bench.tritonclient}.data/data/bin/perf_analyzer"
+    folder = tool_dir(prefix)
+    try:
+        with zipfile.ZipFile(wheel) as archive:
+            data = archive.read(member)
+    except (OSError, KeyError, zipfile.BadZipFile) as exc:
+        msg = f"Cannot take perf_analyzer out of {wheel} ({exc}); it must be tritonclient {VERSIONS.bench.tritonclient}'s manylinux wheel."
+        raise BenchError(msg) from exc
+    (folder / "lib").mkdir(parents=True, exist_ok=True)
+    binary = folder / "perf_analyzer"
+    staged = folder / ".perf_analyzer.partial"
+    staged.write_bytes(data)
+    staged.chmod(0o755)
+    staged.replace(binary)
+    libs = sorted(backend.Torch.locate().root.parent.glob("nvidia_pytriton.libs/libb64-*.so.0d"))
+    if not libs:
+        msg = f"Cannot find libb64 (perf_analyzer needs libb64.so.0d) in nvidia_pytriton.libs; install nvidia-pytriton=={VERSIONS.embedded.pytriton}."
+        raise BenchError(msg)
+    link = folder / "lib" / "libb64.so.0d"
+    link.unlink(missing_ok=True)
+    link.symlink_to(libs[0])
+    return binary
+
+
+def perf_analyzer() -> tuple[Path, dict[str, str]]:
+    """The installed perf_analyzer and the environment it runs with (libb64, and torch's libcudart.so.12)."""
+    binary = tool_dir() / "perf_analyzer"
+    if not binary.is_file():
+        msg = (
+            f"Cannot benchmark without perf_analyzer: {binary} does not exist.\n"
+            f"{HINT} `nox -s bench` installs it; by hand: pip download --no-deps tritonclient=="
+            f"{VERSIONS.bench.tritonclient}, then python -m tritonpt.bench --install-perf-analyzer WHEEL."
+        )
+        raise BenchError(msg)
+    cudart = backend.Torch.locate().root.parent / "nvidia" / "cuda_runtime" / "lib"
+    folders = [str(binary.parent / "lib"), str(cudart), os.environ.get("LD_LIBRARY_PATH", "")]
+    return binary, {**os.environ, "LD_LIBRARY_PATH": os.pathsep.join(f for f in folders if f)}
+
+
+# --- What is measured -----------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class Case:
+    id: str  # "b1-c1", "b8-c1", "b1-c8"
+    batch: int
+    concurrency: int
+    eager_batch: int  # what eager runs for it: the batch the server could at best form
+
+
+@dataclass(frozen=True, kw_only=True)
+class Measurement:
+    model: str
+    case: str
+    side: str  # eager | http | grpc
+    batch: int
+    concurrency: int
+    throughput: float  # inferences (samples) per second
+    p50_ms: float
+    p90_ms: float
+    p99_ms: float
+    queue_us: float | None = None  # the server's split, per request
+    compute_input_us: float | None = None
+    compute_infer_us: float | None = None
+    compute_output_us: float | None = None
+
+
+def cases_for(config: ModelConfig) -> list[Case]:
+    """b1-c1 always; with batching the largest batch; with dynamic batching batch 1 at that concurrency."""
+    largest = config.max_batch_size
+    if largest <= 0:
+        return [Case(id="full-c1", batch=1, concurrency=1, eager_batch=1)]
+    found = [Case(id="b1-c1", batch=1, concurrency=1, eager_batch=1)]
+    if largest > 1:
+        found.append(Case(id=f"b{largest}-c1", batch=largest, concurrency=1, eager_batch=largest))
+        if config.HasField("dynamic_batching"):
+            found.append(Case(id=f"b1-c{largest}", batch=1, concurrency=largest, eager_batch=largest))
+    return found
+
+
+def _feed(model: ModelDir, batch: int) -> list[torch.Tensor]:
+    """Reference inputs at ``batch`` rows (the first rows of the largest case, repeated when needed)."""
+    ref = reference.load(model)
+    largest = max(ref.cases, key=lambda c: c.batch_size)
+    if largest.batch_size == 0:
+        return [torch.from_numpy(np.array(a)) for a in largest.inputs]
+    return [torch.from_numpy(np.resize(a, (batch, *a.shape[1:])).astype(a.dtype)) for a in largest.inputs]
+
+
+def eager(model: ModelDir, case: Case, *, seconds: float) -> Measurement:
+    """The TorchScript file in this process at the case's eager batch, for about ``seconds``."""
+    module = torch.jit.load(str(model.model_file()), map_location="cpu").eval()
+    inputs = _feed(model, case.eager_batch)
+    latencies: list[float] = []
+    with torch.inference_mode():
+        for _ in range(3):  # the profiling executor's first runs
+            module(*inputs)
+        began = time.perf_counter()
+        while time.perf_counter() - began < seconds or len(latencies) < 10:
+            start = time.perf_counter()
+            module(*inputs)
+            latencies.append(time.perf_counter() - start)
+        elapsed = time.perf_counter() - began
+    quantiles = statistics.quantiles([x * 1000 for x in latencies], n=100)
+    return Measurement(
+        model=model.name,
+        case=case.id,
+        side="eager",
+        batch=case.eager_batch,
+        concurrency=1,
+        throughput=case.eager_batch * len(latencies) / elapsed,
+        p50_ms=quantiles[49],
+        p90_ms=quantiles[89],
+        p99_ms=quantiles[98],
+    )
+
+
+def served(
+    endpoints: Endpoints, protocol: str, model: ModelDir, config: ModelConfig, case: Case, *, requests: int
+) -> Measurement:
+    """perf_analyzer against the served model: ``requests`` per measurement window (divided by the batch, at
+    least 20), zeros as inputs, until two windows agree within 25 % (at most six)."""
+    binary, env = perf_analyzer()
+    shapes = []
+    ref = reference.load(model)
+    sample = max(ref.cases, key=lambda c: c.batch_size)
+    batching = config.max_batch_size > 0
+    for tensor, array in zip(config.input, sample.inputs, strict=True):
+        if -1 in tensor.dims:
+            dims = array.shape[1:] if batching else array.shape
+            shapes += ["--shape", f"{tensor.name}:{','.join(str(d) for d in dims)}"]
+    with tempfile.TemporaryDirectory(prefix="tritonpt-bench-") as folder:
+        report = Path(folder) / "perf.csv"
+        command = [
+            str(binary), "-m", model.name, "-u", endpoints.http if protocol == "http" else endpoints.grpc,
+            "-i", protocol, "-b", str(case.batch), "--concurrency-range", str(case.concurrency),
+            "--measurement-mode", "count_windows", "--measurement-request-count", str(max(20, requests // case.batch)),
+            "--stability-percentage", "25", "--max-trials", "6", "--input-data", "zero", *shapes,
+            "-f", str(report),
+        ]  # fmt: skip
+        done = subprocess.run(command, env=env, capture_output=True, text=True, check=False, timeout=600)
+        if done.returncode != 0 or not report.is_file():
+            tail = "\n".join((done.stdout + done.stderr).strip().splitlines()[-6:])
+            msg = f"perf_analyzer failed for {model.name} {case.id} over {protocol} (exit {done.returncode}):\n{tail}"
+            raise BenchError(msg)
+        with report.open(encoding="utf-8") as handle:
+            row = next(csv.DictReader(handle))
+    return Measurement(
+        model=model.name,
+        case=case.id,
+        side=protocol,
+        batch=case.batch,
+        concurrency=case.concurrency,
+        throughput=float(row["Inferences/Second"]),
+        p50_ms=float(row["p50 latency"]) / 1000,
+        p90_ms=float(row["p90 latency"]) / 1000,
+        p99_ms=float(row["p99 latency"]) / 1000,
+        queue_us=float(row["Server Queue"]),
+        compute_input_us=float(row["Server Compute Input"]),
+        compute_infer_us=float(row["Server Compute Infer"]),
+        compute_output_us=float(row["Server Compute Output"]),
+    )
+
+
+# --- The run and its report ---------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class BenchReport:
+    environment: dict[str, str]
+    measurements: tuple[Measurement, ...]
+
+    def ratio(self, model: str, case: str, side: str) -> float | None:
+        """served / eager throughput for one model and case."""
+        by = {(m.model, m.case, m.side): m for m in self.measurements}
+        base, other = by.get((model, case, "eager")), by.get((model, case, side))
+        return other.throughput / base.throughput if base and other and base.throughput else None
+
+    def to_json(self) -> str:
+        rows = [
+            {**asdict(m), "ratio_to_eager": self.ratio(m.model, m.case, m.side) if m.side != "eager" else 1.0}
+            for m in self.measurements
+        ]
+        return json.dumps({"environment": self.environment, "measurements": rows}, indent=2)
+
+    def to_markdown(self) -> str:
+        lines = ["# Served vs eager", "", "| | |", "|---|---|"]
+        lines += [f"| {k} | {v} |" for k, v in self.environment.items()]
+        lines += [
+            "",
+            "| model | case | side | inferences/s | served / eager | p50 ms | p90 ms | p99 ms | queue µs | compute in / infer / out µs |",
+            "|---|---|---|---|---|---|---|---|---|---|",
+        ]
+        for m in self.measurements:
+            ratio = self.ratio(m.model, m.case, m.side) if m.side != "eager" else None
+            split = (
+                f"{m.compute_input_us:.0f} / {m.compute_infer_us:.0f} / {m.compute_output_us:.0f}"
+                if m.compute_infer_us is not None
+                else ""
+            )
+            lines.append(
+                f"| {m.model} | {m.case} | {m.side} | {m.throughput:.1f} | {f'{ratio:.2f}' if ratio else ''} | "
+                f"{m.p50_ms:.2f} | {m.p90_ms:.2f} | {m.p99_ms:.2f} | "
+                f"{'' if m.queue_us is None else f'{m.queue_us:.0f}'} | {split} |"
+            )
+        return "\n".join(lines) + "\n"
+
+    def plot(self, path: Path) -> None:
+        """Throughput against concurrency (batch-1 requests) and the latency percentiles, per model."""
+        import matplotlib  # noqa: PLC0415 - only the bench draws
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt  # noqa: PLC0415
+
+        models = sorted({m.model for m in self.measurements})
+        figure, axes = plt.subplots(len(models), 2, figsize=(11, 3.2 * len(models)), squeeze=False)
+        for row, model in enumerate(models):
+            mine = [m for m in self.measurements if m.model == model]
+            left, right = axes[row]
+            for side in SIDES:
+                points = sorted(
+                    (m.concurrency, m.throughput) for m in mine if m.side == side and m.batch == 1
+                )
+                if side != "eager" and points:
+                    left.plot(*zip(*points, strict=True), marker="o", label=side)
+            for m in mine:
+                if m.side == "eager":
+                    left.axhline(m.throughput, linestyle=":", color="grey")
+            left.set(
+                title=f"{model}: batch-1 requests (dotted: eager)",
+                xlabel="concurrency",
+                ylabel="inferences/s",
+            )
+            left.set_yscale("log")
+            left.legend(fontsize="small")
+            labels = [f"{m.case}\n{m.side}" for m in mine]
+            for offset, (name, key) in enumerate((("p50", "p50_ms"), ("p90", "p90_ms"), ("p99", "p99_ms"))):
+                right.bar(
+                    [i + offset * 0.27 for i in range(len(mine))],
+                    [getattr(m, key) for m in mine],
+                    width=0.27,
+                    label=name,
+                )
+            right.set_xticks(range(len(mine)), labels, fontsize="x-small")
+            right.set(title=f"{model}: latency", ylabel="ms")
+            right.legend(fontsize="small")
+        figure.tight_layout()
+        figure.savefig(path, dpi=110)
+        plt.close(figure)
+
+    def write(self, folder: Path) -> list[Path]:
+        folder.mkdir(parents=True, exist_ok=True)
+        written = [folder / "bench.json", folder / "bench.md", folder / "bench.png"]
+        written[0].write_text(self.to_json() + "\n", encoding="utf-8")
+        written[1].write_text(self.to_markdown(), encoding="utf-8")
+        self.plot(written[2])
+        return written
+
+
+def run(
+    repository_dir: Path,
+    *,
+    names: Sequence[str] = (),
+    eager_seconds: float = 3.0,
+    requests: int = 200,
+    step: Callable[[str], None] = lambda _: None,
+) -> BenchReport:
+    """Measure every case of every chosen model: eager first, then one server for the served sides."""
+    from tritonpt.server import LocalServer, TritonFlags  # noqa: PLC0415
+
+    chosen = [m for m in repository.models(repository_dir) if not names or m.name in names]
+    missing = sorted(set(names) - {m.name for m in chosen})
+    if missing or not chosen:
+        msg = f"Cannot benchmark {', '.join(missing) or 'anything'}: {repository_dir} holds {', '.join(m.name for m in repository.models(repository_dir)) or 'no models'}."
+        raise BenchError(msg)
+    perf_analyzer()  # fail before anything is measured
+    configs = {m.name: repository.read_config(m.config) for m in chosen}
+    measured: list[Measurement] = []
+    for model in chosen:
+        for case in cases_for(configs[model.name]):
+            step(f"[{model.name}] {case.id}: eager at batch {case.eager_batch}")
+            measured.append(eager(model, case, seconds=eager_seconds))
+    with LocalServer(TritonFlags(model_repository=repository_dir)) as server:
+        server.wait_models_ready([m.name for m in chosen])
+        for model in chosen:
+            for case in cases_for(configs[model.name]):
+                for protocol in PROTOCOLS:
+                    step(f"[{model.name}] {case.id}: {protocol} (perf_analyzer)")
+                    measured.append(
+                        served(
+                            server.endpoints, protocol, model, configs[model.name], case, requests=requests
+                        )
+                    )
+        origin = server.backend_origin()
+    environment = {
+        "torch": torch.__version__,
+        "threads (eager; the backend's default is the same)": str(torch.get_num_threads()),
+        "cores": str(os.cpu_count()),
+        "perf_analyzer": f"tritonclient {VERSIONS.bench.tritonclient}",
+        "server": f"tritonserver {VERSIONS.embedded.server}",
+        "pytorch backend": origin.describe() if origin else "the server's own",
+    }
+    return BenchReport(environment=environment, measurements=tuple(measured))
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m tritonpt.bench``: served vs eager, with ratios; or install perf_analyzer from its wheel."""
+    parser = argparse.ArgumentParser(prog="python -m tritonpt.bench", description=__doc__.splitlines()[0])
+    parser.add_argument("--repository", type=Path, default=repository.DEFAULT_REPOSITORY)
+    parser.add_argument("--model", action="append", default=[], help="benchmark only this model (repeatable)")
+    parser.add_argument("--reports", type=Path, default=Path("reports/bench"))
+    parser.add_argument(
+        "--smoke", action="store_true", help="short windows: checks that the bench runs, not how fast"
+    )
+    parser.add_argument(
+        "--install-perf-analyzer",
+        type=Path,
+        metavar="WHEEL",
+        help="install perf_analyzer from this wheel and stop",
+    )
+    options = parser.parse_args(argv)
+
+    def say(line: str) -> None:
+        print(line, file=sys.stderr, flush=True)
+
+    try:
+        if options.install_perf_analyzer:
+            say(f"perf_analyzer installed at {install_perf_analyzer(options.install_perf_analyzer)}")
+            return 0
+        report = run(
+            options.repository,
+            names=options.model,
+            eager_seconds=0.5 if options.smoke else 3.0,
+            requests=20 if options.smoke else 200,
+            step=say,
+        )
+        written = report.write(options.reports)
+    except TritonPtError as exc:
+        say(f"error: {exc}")
+        return 1
+    print(report.to_markdown())
+    say("written: " + ", ".join(str(p) for p in written))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
