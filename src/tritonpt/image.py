@@ -263,7 +263,6 @@ def stage_context(
     """The pytorch recipe's build context in ``dest``: ``Dockerfile``, ``python/tritonpt/`` (the backend build),
     ``python/cmake/`` (this environment's CMake wheel, as PyPI ships it) and ``third_party/`` (the pinned
     sources from ``sources`` / $TRITONPT_SOURCES, else downloaded; every sha256 checked)."""
-    from importlib import util  # noqa: PLC0415
 
     from tritonpt import backend  # noqa: PLC0415
 
@@ -277,12 +276,12 @@ def stage_context(
         dest / "python" / "tritonpt" / BACKEND_PACKAGE,
         ignore=shutil.ignore_patterns("__pycache__"),
     )
-    spec = util.find_spec("cmake")
-    if spec is None or not spec.submodule_search_locations:
+    cmake = backend.package_folder("cmake")
+    if cmake is None:
         msg = f'Cannot build the pytorch recipe without CMake in this environment: pip install "cmake=={VERSIONS.backend.cmake}".'
         raise ImageError(msg)
     shutil.copytree(
-        Path(next(iter(spec.submodule_search_locations))),
+        cmake,
         dest / "python" / "cmake",
         ignore=shutil.ignore_patterns("__pycache__"),
     )

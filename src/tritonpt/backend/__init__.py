@@ -34,6 +34,7 @@ from tritonpt.backend.layout import (
     Step,
     Variant,
     cache_root,
+    package_folder,
 )
 from tritonpt.backend.sources import fetch_sources, sources_folder, verify
 from tritonpt.backend.toolchain import Toolchain, Torch, resolve_variant
@@ -58,6 +59,7 @@ __all__ = [
     "ensure",
     "fetch_sources",
     "find",
+    "package_folder",
     "resolve_variant",
     "sources_folder",
     "verify",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping
+from importlib import util as importlib_util
 from pathlib import Path
 from typing import Literal, get_args
 
@@ -63,3 +64,11 @@ def cache_root() -> Path:
         return Path(os.environ[CACHE_ENV])
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     return Path(base) / "tritonpt"
+
+
+def package_folder(name: str) -> Path | None:
+    """Where an installed package lives, found without importing it (None when it is not installed)."""
+    spec = importlib_util.find_spec(name)
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    return Path(next(iter(spec.submodule_search_locations)))

@@ -11,10 +11,9 @@ import sys
 import sysconfig
 from collections.abc import Sequence
 from dataclasses import dataclass
-from importlib import util as importlib_util
 from pathlib import Path
 
-from tritonpt.backend.layout import CHOICES, CUDA_HOME, NVIDIA_DEVICE, Choice, Variant
+from tritonpt.backend.layout import CHOICES, CUDA_HOME, NVIDIA_DEVICE, Choice, Variant, package_folder
 from tritonpt.errors import HINT, BackendError
 from tritonpt.versions import VERSIONS
 
@@ -40,14 +39,13 @@ class Torch:
 
     @classmethod
     def locate(cls) -> Torch:
-        spec = importlib_util.find_spec("torch")
-        if spec is None or not spec.submodule_search_locations:
+        root = package_folder("torch")
+        if root is None:
             msg = (
                 f"Cannot build or serve the pytorch backend, as there is no torch in {sys.prefix}.\n"
                 f"{HINT} install torch=={VERSIONS.pytorch.torch} in this environment (nox sessions do)."
             )
             raise BackendError(msg)
-        root = Path(next(iter(spec.submodule_search_locations)))
         try:
             info = runpy.run_path(str(root / "version.py"))
         except (OSError, SyntaxError, ImportError) as exc:
@@ -158,12 +156,9 @@ def _check_cxx17(cxx: Path) -> None:
 
 def _cmake() -> tuple[Path, str]:
     """CMake from the cmake wheel of this environment (PyPI), else the one on PATH; its version checked."""
-    found: Path | None = None
-    spec = importlib_util.find_spec("cmake")
-    if spec is not None and spec.submodule_search_locations:
-        candidate = Path(next(iter(spec.submodule_search_locations))) / "data" / "bin" / "cmake"
-        found = candidate if candidate.is_file() else None
-    found = found or _program("cmake")
+    wheel = package_folder("cmake")
+    candidate = wheel / "data" / "bin" / "cmake" if wheel else None
+    found = candidate if candidate is not None and candidate.is_file() else _program("cmake")
     wanted = VERSIONS.backend.cmake
     if found is None:
         msg = (

@@ -17,7 +17,6 @@ cache, ``server-libs/``). All of it is set for the child process only.
 from __future__ import annotations
 
 import contextlib
-import importlib.util
 import os
 import shutil
 import signal
@@ -116,11 +115,9 @@ class TritonInstall:
 
 def _embedded_binary() -> Path | None:
     """``<site-packages>/pytriton/tritonserver/bin/tritonserver``, found without importing pytriton."""
-    spec = importlib.util.find_spec("pytriton")
-    if spec is None or not spec.submodule_search_locations:
-        return None
-    binary = Path(next(iter(spec.submodule_search_locations))) / "tritonserver" / "bin" / "tritonserver"
-    return binary if binary.is_file() else None
+    package = backend.package_folder("pytriton")
+    binary = package / "tritonserver" / "bin" / "tritonserver" if package else None
+    return binary if binary is not None and binary.is_file() else None
 
 
 def pytorch_backend_for(install: TritonInstall, built: BuiltBackend | None = None) -> BuiltBackend | None:

@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import importlib.util
 import json
 import os
 import shutil
@@ -149,14 +148,13 @@ def _deb822(stanza: str) -> dict[str, str]:
 
 def pytriton_server() -> tuple[Path, Path]:
     """``(<site-packages>/pytriton/tritonserver, <site-packages>/nvidia_pytriton.libs)`` of the installed wheel."""
-    spec = importlib.util.find_spec("pytriton")
-    if spec is None or not spec.submodule_search_locations:
+    package = backend.package_folder("pytriton")
+    if package is None:
         msg = (
             f"Cannot find the nvidia-pytriton package in {sys.prefix}: install nvidia-pytriton=="
             f"{VERSIONS.embedded.pytriton} in this environment (it carries the tritonserver the stand-in uses)."
         )
         raise ImageError(msg)
-    package = Path(next(iter(spec.submodule_search_locations)))
     server, libs = package / "tritonserver", package.parent / "nvidia_pytriton.libs"
     for needed in (server / "bin" / "tritonserver", libs):
         if not needed.exists():
@@ -167,11 +165,11 @@ def pytriton_server() -> tuple[Path, Path]:
 
 def torch_site_packages() -> Path:
     """The site-packages folder holding the torch this process would import (without importing it)."""
-    spec = importlib.util.find_spec("torch")
-    if spec is None or not spec.submodule_search_locations:
+    torch = backend.package_folder("torch")
+    if torch is None:
         msg = f"Cannot find torch in {sys.prefix}: the stand-in container needs the host's torch mounted."
         raise ImageError(msg)
-    return Path(next(iter(spec.submodule_search_locations))).parent
+    return torch.parent
 
 
 def host_mounts(*, site_packages: Path | None = None) -> tuple[Mount, ...]:
