@@ -139,9 +139,9 @@ def grpc(endpoints: Endpoints) -> Iterator[grpcclient.InferenceServerClient]:
 # --- What the runners ask while a server starts ---------------------------------------------------------------
 
 
-def is_live(endpoints: Endpoints) -> bool:
-    """``GET /v2/health/live``; ``OSError`` when nothing answers."""
-    with http(endpoints, timeout=PROBE_TIMEOUT_S) as client:
+def is_live(endpoints: Endpoints, *, timeout: float = PROBE_TIMEOUT_S) -> bool:
+    """``GET /v2/health/live``; ``OSError`` when nothing answers within ``timeout`` seconds."""
+    with http(endpoints, timeout=timeout) as client:
         return bool(client.is_server_live())
 
 

@@ -60,10 +60,12 @@ class Report:
     timings: dict[str, float] = field(default_factory=dict)  # label -> seconds
     parity: list[ParityRow] = field(default_factory=list)
     outcomes: dict[str, int] = field(default_factory=dict)  # passed / failed / skipped / error
+    aborted: str = ""  # why the run stopped before the end (the server died), else ""
 
     def to_json(self) -> str:
         return json.dumps(
             {
+                "aborted": self.aborted or None,
                 "environment": self.environment,
                 "models": {
                     model: {
@@ -82,6 +84,8 @@ class Report:
 
     def to_markdown(self) -> str:
         lines = ["# Triton integration report", ""]
+        if self.aborted:
+            lines += ["**The run was aborted:**", "", "```", self.aborted, "```", ""]
         if self.outcomes:
             lines += [", ".join(f"{n} {k}" for k, n in sorted(self.outcomes.items())), ""]
         lines += ["## Environment", "", "| | |", "|---|---|"]

@@ -16,7 +16,10 @@ Options (after `nox -s integration --`):
 
 from __future__ import annotations
 
+import os
 import platform
+import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -29,9 +32,13 @@ from tritonpt.errors import TritonPtError
 from tritonpt.options import parse_mounts
 from tritonpt.report import Report
 from tritonpt.server.base import Server
+from tritonpt.server.watchdog import Watchdog
 from tritonpt.validate import validate_repository
 
 from .matrix import Model
+
+STOP_WAIT_S = 3.0
+"""How long an aborting run gives the dead server's runner to clean up (a container to remove)."""
 
 REPORT = pytest.StashKey[Report]()
 MODELS = pytest.StashKey[list["Model"]]()
@@ -170,7 +177,8 @@ def triton(pytestconfig: pytest.Config, report: Report) -> Iterator[Server]:
     except TritonPtError as exc:
         instance.stop()
         # One message and exit 1, instead of the same setup error repeated for every check.
-        pytest.exit(f"Triton did not come up with every model, so no check ran.\n\n{exc}", returncode=1)
+        report.aborted = f"Triton did not come up with every model, so no check ran.\n\n{exc}"
+        pytest.exit(report.aborted, returncode=1)
     except BaseException:  # Ctrl-C while starting: nothing may be left running
         instance.stop()
         raise
@@ -191,10 +199,31 @@ def triton(pytestconfig: pytest.Config, report: Report) -> Iterator[Server]:
             origin.describe() if origin is not None else "the server's own (origin not known to this runner)"
         )
         matrix_started = time.perf_counter()
-        yield instance
+        with Watchdog(
+            instance,
+            lambda paragraph: _abort(instance, report, reports, paragraph),
+            what="while the matrix ran",
+        ):
+            yield instance
         report.timings["matrix wall time"] = time.perf_counter() - matrix_started
     finally:
         instance.stop()
+
+
+def _abort(instance: Server, report: Report, reports: Path, paragraph: str) -> None:
+    """The server died: write the reports saying so, say it once, clean up briefly, and end the run now.
+
+    Requests in flight are abandoned (os._exit): nobody waits out a client timeout, and no client library gets
+    to print a traceback. pytest's own junit.xml is not written; summary.md and summary.json are.
+    """
+    report.aborted = paragraph
+    report.write(reports)
+    sys.stderr.write(f"\nThe run was aborted, as the Triton server died.\n{paragraph}\nReports: {reports}\n")
+    sys.stderr.flush()
+    cleanup = threading.Thread(target=instance.stop, daemon=True)
+    cleanup.start()
+    cleanup.join(timeout=STOP_WAIT_S)
+    os._exit(1)
 
 
 @pytest.fixture(scope="session")

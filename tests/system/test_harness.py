@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import os
 import re
+import signal
 import subprocess
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -57,3 +60,66 @@ def test_model_that_fails_to_load_shows_tritons_own_error(
     assert "KIND_GPU but no GPUs are available" in output
     assert " passed" not in output
     assert (tmp_path / "reports" / "tritonserver.log").is_file()
+
+
+def _server_pids(marker: str) -> list[int]:
+    """tritonserver processes whose command line names ``marker`` (the test's own repository)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            command = (entry / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if (
+            command
+            and command[0].endswith(b"tritonserver")
+            and any(marker.encode() in part for part in command)
+        ):
+            found.append(int(entry.name))
+    return found
+
+
+# The small models' matrix takes about 1 s once the server listens: 0 s kills it before the first check,
+# 0.4 s while checks (and their requests) run.
+@pytest.mark.parametrize("delay", [0.0, 0.4], ids=["at-start", "mid-matrix"])
+def test_a_server_killed_during_the_matrix_ends_the_run_within_10_s(
+    repository_copy: Callable[..., Path], tmp_path: Path, delay: float
+) -> None:
+    repository = repository_copy("multi_io", "token_encoder", "scripted_gate", "fixed_shape")
+    reports = tmp_path / "reports"
+    command = [
+        sys.executable, "-m", "pytest", "tests/integration", "-p", "no:cacheprovider", "-q",
+        "--repository", str(repository), "--reports", str(reports), "--target", "local",
+    ]  # fmt: skip
+    run = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        log = reports / "tritonserver.log"
+        deadline = time.monotonic() + 240
+        while time.monotonic() < deadline and not (
+            log.is_file() and "Started HTTPService" in log.read_text(errors="replace")
+        ):
+            time.sleep(0.1)
+        time.sleep(delay)
+        pids = _server_pids(str(repository))
+        assert pids, "the matrix's tritonserver was not found"
+        for pid in pids:
+            os.kill(pid, signal.SIGKILL)
+        killed = time.monotonic()
+        output, _ = run.communicate(timeout=60)
+        took = time.monotonic() - killed
+    finally:
+        run.kill()
+        run.wait()
+    assert run.returncode != 0, output
+    assert took <= 10, f"the run went on for {took:.1f} s after the server died:\n{output[-3000:]}"
+    assert "was killed by signal SIGKILL" in output, output[-3000:]
+    assert "Hint:" in output
+    assert "Traceback" not in output, output[-3000:]
+    summary = (reports / "summary.md").read_text(encoding="utf-8")
+    assert "The run was aborted" in summary
+    assert "was killed by signal SIGKILL" in summary
+    assert _server_pids(str(repository)) == []
+    if delay:
+        assert "passed" not in output, "the matrix had finished before the server was killed"

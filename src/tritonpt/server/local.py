@@ -299,6 +299,11 @@ class LocalServer(Server):
         return f"exited with code {code}"
 
     def _default_hint(self) -> str:
+        if self._process is not None and self._process.poll() == -signal.SIGKILL:
+            return (
+                "SIGKILL comes from outside the server: a person, a supervisor, or the kernel's OOM killer "
+                f"(`dmesg | grep -i -e oom -e killed`); the whole log is in {self._log_path}."
+            )
         return (
             f"the whole log is in {self._log_path}; rerun with TritonFlags(log_verbose=1) for more detail."
             if self._log_path
