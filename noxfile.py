@@ -17,7 +17,6 @@ packages from its cache, so the multi-gigabyte torch install is downloaded once 
 from __future__ import annotations
 
 import argparse
-import os
 import shutil
 import subprocess
 import sys
@@ -26,6 +25,7 @@ from pathlib import Path
 import nox
 
 sys.path.insert(0, str(Path(__file__).parent / "src"))
+from tritonpt.backend.layout import cache_root  # stdlib only, like versions
 from tritonpt.versions import VERSIONS  # stdlib-only module, read before any install
 
 nox.needs_version = ">=2025.2.9"
@@ -166,7 +166,7 @@ def _perf_analyzer(session: nox.Session) -> None:
     pip download runs with the Python that runs nox (the session's uv venv has no pip).
     """
     version = VERSIONS.bench.tritonclient
-    wheels = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "tritonpt" / "wheels"
+    wheels = cache_root() / "wheels"
     pattern = f"tritonclient-{version}-*manylinux*.whl"
     if not sorted(wheels.glob(pattern)):
         session.run(

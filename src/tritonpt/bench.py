@@ -74,7 +74,8 @@ def install_perf_analyzer(wheel: Path, prefix: Path | None = None) -> Path:
     staged.write_bytes(data)
     staged.chmod(0o755)
     staged.replace(binary)
-    libs = sorted(backend.Torch.locate().root.parent.glob("nvidia_pytriton.libs/libb64-*.so.0d"))
+    pytriton = backend.package_folder("pytriton")
+    libs = sorted(pytriton.parent.glob("nvidia_pytriton.libs/libb64-*.so.0d")) if pytriton else []
     if not libs:
         msg = f"Cannot find libb64 (perf_analyzer needs libb64.so.0d) in nvidia_pytriton.libs; install nvidia-pytriton=={VERSIONS.embedded.pytriton}."
         raise BenchError(msg)
@@ -128,7 +129,8 @@ class Measurement:
 
 
 def cases_for(config: ModelConfig) -> list[Case]:
-    """b1-c1 always; with batching the largest batch; with dynamic batching batch 1 at that concurrency."""
+    """b1-c1 (full-c1 without a batch axis); with batching the largest batch; with dynamic batching batch 1 at
+    that concurrency."""
     largest = config.max_batch_size
     if largest <= 0:
         return [Case(id="full-c1", batch=1, concurrency=1, eager_batch=1)]
@@ -178,11 +180,18 @@ def eager(model: ModelDir, case: Case, *, seconds: float) -> Measurement:
 
 
 def served(
-    endpoints: Endpoints, protocol: str, model: ModelDir, config: ModelConfig, case: Case, *, requests: int
+    endpoints: Endpoints,
+    protocol: str,
+    model: ModelDir,
+    config: ModelConfig,
+    case: Case,
+    *,
+    requests: int,
+    tool: tuple[Path, dict[str, str]],
 ) -> Measurement:
     """perf_analyzer against the served model: ``requests`` per measurement window (divided by the batch, at
     least 20), zeros as inputs, until two windows agree within 25 % (at most six)."""
-    binary, env = perf_analyzer()
+    binary, env = tool
     shapes = []
     ref = reference.load(model)
     sample = max(ref.cases, key=lambda c: c.batch_size)
@@ -335,7 +344,7 @@ def run(
     if missing or not chosen:
         msg = f"Cannot benchmark {', '.join(missing) or 'anything'}: {repository_dir} holds {', '.join(m.name for m in repository.models(repository_dir)) or 'no models'}."
         raise BenchError(msg)
-    perf_analyzer()  # fail before anything is measured
+    tool = perf_analyzer()  # fail before anything is measured
     configs = {m.name: repository.read_config(m.config) for m in chosen}
     measured: list[Measurement] = []
     for model in chosen:
@@ -350,16 +359,23 @@ def run(
                     step(f"[{model.name}] {case.id}: {protocol} (perf_analyzer)")
                     measured.append(
                         served(
-                            server.endpoints, protocol, model, configs[model.name], case, requests=requests
+                            server.endpoints,
+                            protocol,
+                            model,
+                            configs[model.name],
+                            case,
+                            requests=requests,
+                            tool=tool,
                         )
                     )
         origin = server.backend_origin()
+        version = server.install.version if server.install else "unknown"
     environment = {
         "torch": torch.__version__,
         "threads (eager; the backend's default is the same)": str(torch.get_num_threads()),
         "cores": str(os.cpu_count()),
         "perf_analyzer": f"tritonclient {VERSIONS.bench.tritonclient}",
-        "server": f"tritonserver {VERSIONS.embedded.server}",
+        "server": f"tritonserver {version}",
         "pytorch backend": origin.describe() if origin else "the server's own",
     }
     return BenchReport(environment=environment, measurements=tuple(measured))

@@ -42,7 +42,7 @@ def mismatches(comparisons: Sequence[Comparison]) -> list[str]:
 
 def settled_metric(endpoints: Endpoints, name: str, model: str, *, expected: float) -> float:
     """The model's ``name`` counter once it reaches ``expected`` (or its value after :data:`SETTLE_S`)."""
-    last = client.model_metric(client.metrics(endpoints), name, model)
+    last = 0.0
 
     def probe() -> float | None:
         nonlocal last
@@ -55,7 +55,7 @@ def settled_metric(endpoints: Endpoints, name: str, model: str, *, expected: flo
 
 def settled_statistics(endpoints: Endpoints, model: str, *, requests: int) -> client.Statistics:
     """The model's statistics once ``requests`` successful requests are counted (or after :data:`SETTLE_S`)."""
-    last = client.statistics(endpoints, model)
+    last: client.Statistics | None = None
 
     def probe() -> client.Statistics | None:
         nonlocal last
@@ -63,4 +63,5 @@ def settled_statistics(endpoints: Endpoints, model: str, *, requests: int) -> cl
         return last if last.requests >= requests else None
 
     client.poll_until(probe, timeout=SETTLE_S)
+    assert last is not None  # noqa: S101 - poll_until probes at least once
     return last

@@ -157,7 +157,8 @@ def serve(
     progress = Progress()
     with guard(debug=debug):
         _validate(repository)
-        if target == "local":
+        built = None
+        if target == "local" and not server.TritonInstall.locate(tritonserver).official_pytorch:
             built = backend.find() or backend.ensure(step=progress)
             progress(f"pytorch backend: {built.describe()}")
         where = one_of(target, SERVE_TARGETS, option="--target", error=SpecError)
@@ -170,6 +171,7 @@ def serve(
             gpus=gpu_choice,
             mounts=extra,
             tritonserver=tritonserver,
+            pytorch_backend=built,
             log_path=Path("reports/tritonserver.log"),
         )
         with instance:

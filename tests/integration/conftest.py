@@ -201,7 +201,7 @@ def triton(pytestconfig: pytest.Config, report: Report) -> Iterator[Server]:
         matrix_started = time.perf_counter()
         with Watchdog(
             instance,
-            lambda paragraph: _abort(instance, report, reports, paragraph),
+            lambda paragraph: _abort(pytestconfig, instance, report, reports, paragraph),
             what="while the matrix ran",
         ):
             yield instance
@@ -210,7 +210,7 @@ def triton(pytestconfig: pytest.Config, report: Report) -> Iterator[Server]:
         instance.stop()
 
 
-def _abort(instance: Server, report: Report, reports: Path, paragraph: str) -> None:
+def _abort(config: pytest.Config, instance: Server, report: Report, reports: Path, paragraph: str) -> None:
     """The server died: write the reports saying so, say it once, clean up briefly, and end the run now.
 
     Requests in flight are abandoned (os._exit): nobody waits out a client timeout, and no client library gets
@@ -218,6 +218,9 @@ def _abort(instance: Server, report: Report, reports: Path, paragraph: str) -> N
     """
     report.aborted = paragraph
     report.write(reports)
+    capture = config.pluginmanager.getplugin("capturemanager")
+    if capture is not None:  # the test in progress has stderr captured: speak past it
+        capture.suspend_global_capture(in_=False)
     sys.stderr.write(f"\nThe run was aborted, as the Triton server died.\n{paragraph}\nReports: {reports}\n")
     sys.stderr.flush()
     cleanup = threading.Thread(target=instance.stop, daemon=True)
@@ -240,19 +243,6 @@ def gpus_expected(triton: Server) -> bool:
 def strict_backend(pytestconfig: pytest.Config) -> bool:
     """The official libtriton_pytorch.so must serve every model, unless --no-strict-backend says otherwise."""
     return bool(pytestconfig.option.strict_backend)
-
-
-@pytest.fixture(autouse=True)
-def _server_alive(request: pytest.FixtureRequest) -> None:
-    """A server that died mid-run ends the run at once, with its log tail, instead of hanging."""
-    if "triton" not in request.fixturenames:
-        return
-    instance: Server = request.getfixturevalue("triton")
-    if not instance.is_alive():
-        pytest.exit(
-            f"The Triton server is no longer running.\n\nLast log lines:\n{instance.log_tail(40)}",
-            returncode=1,
-        )
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, config: pytest.Config) -> None:

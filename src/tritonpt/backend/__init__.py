@@ -11,7 +11,7 @@
 The cache entry is a folder Triton takes as ``--backend-directory``: ``<entry>/pytorch/libtriton_pytorch.so``
 plus ``build.json`` (what it was built from). Its name carries a hash of every input: the six commits, the
 torch build, the compiler, the CUDA toolkit for the GPU variant, CMake and the definition below. A hit costs a
-``c++ --version``; a build never leaves a half-built entry (it is staged and renamed, and the staging folder is
+``c++ --version`` and a ``cmake --version`` (the key names both); a build never leaves a half-built entry (it is staged and renamed, and the staging folder is
 removed whatever happens).
 
 The same code builds the backend inside recipes/pytorch.Dockerfile (``python3 -m tritonpt.backend``), so this

@@ -29,7 +29,7 @@ from tritonpt.backend.layout import (
     cache_root,
 )
 from tritonpt.backend.sources import _unpack, fetch_sources, sources_folder
-from tritonpt.backend.toolchain import Toolchain, Torch, resolve_variant
+from tritonpt.backend.toolchain import Toolchain, Torch, check_cxx17, resolve_variant
 from tritonpt.errors import BackendError
 from tritonpt.versions import VERSIONS
 
@@ -140,8 +140,9 @@ def _build(
 ) -> BuiltBackend:
     started = time.perf_counter()
     entry.parent.mkdir(parents=True, exist_ok=True)
+    check_cxx17(toolchain.cxx)  # only a build needs it; a cache hit asks the compiler its version alone
     log = _Log(entry.parent.parent / "logs" / f"{key}.log")
-    with _staging(entry.parent, key) as staging:
+    with contextlib.closing(log), _staging(entry.parent, key) as staging:
         source_dirs = _unpack(tarballs, staging / "src", step)
         prefix, build_dir = staging / "rapidjson", staging / "build"
         step("configuring and installing RapidJSON (headers) into the build folder")

@@ -85,7 +85,6 @@ class Toolchain:
                 f"{HINT} install a C++17 compiler (Debian/Ubuntu: `apt-get install g++`)."
             )
             raise BackendError(msg)
-        _check_cxx17(cxx)
         headers = Path(sysconfig.get_paths()["include"]) / "Python.h"
         if not headers.is_file():
             version = f"{sys.version_info.major}.{sys.version_info.minor}"
@@ -136,7 +135,7 @@ def _first_line(command: Sequence[str]) -> str:
     )
 
 
-def _check_cxx17(cxx: Path) -> None:
+def check_cxx17(cxx: Path) -> None:
     probe = subprocess.run(
         [str(cxx), "-std=c++17", "-x", "c++", "-fsyntax-only", "-"],
         input="#include <optional>\nint main() { std::optional<int> v{1}; return *v - 1; }\n",

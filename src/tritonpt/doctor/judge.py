@@ -1,4 +1,6 @@
-"""Judging facts, pure: each ``check_*`` takes what was gathered and returns a Result, so it is unit-tested with real files and real tool output without a GPU or a broken image at hand."""
+"""Judging facts: each ``check_*`` takes what was gathered and returns a Result, so it is unit-tested with real
+files and real tool output without a GPU or a broken image at hand. Pure, but for ``check_models``, which reads
+the model repository it judges (configs, TorchScript archives, reference data)."""
 
 from __future__ import annotations
 

@@ -14,6 +14,7 @@ import importlib
 from collections.abc import Sequence
 from pathlib import Path
 
+from tritonpt.backend import BuiltBackend
 from tritonpt.errors import HINT, ServerError
 from tritonpt.options import GPUS, TARGETS, Gpus, Mount, Target
 from tritonpt.server.base import Endpoints, ModelRuntime, ModelState, Server, ServerKind
@@ -52,12 +53,14 @@ def create(
     log_path: Path | None = None,
     gpus: Gpus = "auto",
     mounts: Sequence[Mount] = (),
+    pytorch_backend: BuiltBackend | None = None,
 ) -> Server:
     """The server a target names, not started yet.
 
     ``auto`` picks ``url`` when a URL is given, ``container`` when an image is given, else ``local``.
     ``container`` needs ``tritonpt.server.container.ContainerServer(repository=, image=, log_path=, gpus=,
-    mounts=)``; ``gpus`` (``auto``, ``all``, ``none``) and ``mounts`` are for that target only.
+    mounts=)``; ``gpus`` (``auto``, ``all``, ``none``) and ``mounts`` are for that target only, ``pytorch_backend``
+    (a built backend; default: the cached one for this torch) for ``local``.
     """
     if target == "auto":
         target = "url" if url else "container" if image else "local"
@@ -68,7 +71,10 @@ def create(
         return UrlServer(url, grpc=grpc_url, metrics_url=metrics_url)
     if target == "local":
         return LocalServer(
-            TritonFlags(model_repository=repository), tritonserver=tritonserver, log_path=log_path
+            TritonFlags(model_repository=repository),
+            tritonserver=tritonserver,
+            log_path=log_path,
+            pytorch_backend=pytorch_backend,
         )
     try:
         module = importlib.import_module(CONTAINER_MODULE)

@@ -14,7 +14,7 @@ from :func:`tritonpt.backend.ensure`, the same build `invoke build-backend` make
 is tagged with a hash of its inputs and is not rebuilt while that tag exists (``--force`` rebuilds).
 
 torch is not in the images (the wheel and its CUDA libraries are gigabytes): run the container with the
-host venv's site-packages mounted read-only at ``/usr/local/lib/python3.11/dist-packages``, see
+host venv's site-packages mounted read-only at ``/opt/tritonpt/site-packages``, see
 :func:`run_settings`; the image's ``LD_LIBRARY_PATH`` names its ``torch/lib``, where the backend finds libtorch.
 The image's Python does not matter for that: only torch's shared libraries are used.
 
@@ -605,7 +605,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     if options.print_tag:
-        print(next(b.tag for b in built if b.role == options.print_tag))
+        tag = next((b.tag for b in built if b.role == options.print_tag), None)
+        if tag is None:
+            print(
+                f"error: --print-tag {options.print_tag} needs --pytorch-devel, which builds it.",
+                file=sys.stderr,
+            )
+            return 2
+        print(tag)
     elif options.json:
         print(json.dumps({"images": [vars(b) for b in built], "removed": removed}, indent=2))
     else:
