@@ -42,26 +42,17 @@ def mismatches(comparisons: Sequence[Comparison]) -> list[str]:
 
 def settled_metric(endpoints: Endpoints, name: str, model: str, *, expected: float) -> float:
     """The model's ``name`` counter once it reaches ``expected`` (or its value after :data:`SETTLE_S`)."""
-    last = 0.0
-
-    def probe() -> float | None:
-        nonlocal last
-        last = client.model_metric(client.metrics(endpoints), name, model)
-        return last if last >= expected else None
-
-    client.poll_until(probe, timeout=SETTLE_S)
-    return last
+    return client.settle(
+        lambda: client.model_metric(client.metrics(endpoints), name, model),
+        lambda value: value >= expected,
+        timeout=SETTLE_S,
+    )
 
 
 def settled_statistics(endpoints: Endpoints, model: str, *, requests: int) -> client.Statistics:
     """The model's statistics once ``requests`` successful requests are counted (or after :data:`SETTLE_S`)."""
-    last: client.Statistics | None = None
-
-    def probe() -> client.Statistics | None:
-        nonlocal last
-        last = client.statistics(endpoints, model)
-        return last if last.requests >= requests else None
-
-    client.poll_until(probe, timeout=SETTLE_S)
-    assert last is not None  # noqa: S101 - poll_until probes at least once
-    return last
+    return client.settle(
+        lambda: client.statistics(endpoints, model),
+        lambda stats: stats.requests >= requests,
+        timeout=SETTLE_S,
+    )

@@ -173,16 +173,23 @@ def model_config(endpoints: Endpoints, name: str) -> ModelConfig:
     return json_format.ParseDict(data, ModelConfig(), ignore_unknown_fields=True)
 
 
+def settle(
+    read: Callable[[], _T], done: Callable[[_T], bool], *, timeout: float, interval: float = POLL_INTERVAL_S
+) -> _T:
+    """Call ``read`` until ``done`` holds for what it returned, or ``timeout`` seconds pass; the last value read."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = read()
+        if done(value) or time.monotonic() >= deadline:
+            return value
+        time.sleep(interval)
+
+
 def poll_until(
     probe: Callable[[], _T | None], *, timeout: float, interval: float = POLL_INTERVAL_S
 ) -> _T | None:
     """Call ``probe`` until it returns something other than None, or ``timeout`` seconds pass (then None)."""
-    deadline = time.monotonic() + timeout
-    while True:
-        found = probe()
-        if found is not None or time.monotonic() >= deadline:
-            return found
-        time.sleep(interval)
+    return settle(probe, lambda found: found is not None, timeout=timeout, interval=interval)
 
 
 # --- What the checks ask ----------------------------------------------------------------------------------------
