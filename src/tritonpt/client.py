@@ -16,7 +16,8 @@ import time
 import urllib.request
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, TypeVar
+from http.client import HTTPException
+from typing import Any, Literal, TypeAlias, TypeVar
 
 import numpy.typing as npt
 import tritonclient.grpc as grpcclient
@@ -30,6 +31,8 @@ from tritonpt import dtypes
 Protocol = Literal["http", "grpc"]
 PROTOCOLS: tuple[Protocol, ...] = ("http", "grpc")
 Array = npt.NDArray[Any]
+Connection: TypeAlias = httpclient.InferenceServerClient | grpcclient.InferenceServerClient
+"""An open client of either protocol, as :func:`http` and :func:`grpc` yield it."""
 Metrics = dict[str, dict[tuple[tuple[str, str], ...], float]]
 
 HTTP_PORT, GRPC_PORT, METRICS_PORT = 8000, 8001, 8002
@@ -115,7 +118,8 @@ def pick_states(index: Iterable[ModelState], names: Iterable[str]) -> dict[str, 
 
 @contextlib.contextmanager
 def http(endpoints: Endpoints, *, timeout: float = TIMEOUT_S) -> Iterator[httpclient.InferenceServerClient]:
-    """tritonclient's HTTP client; gevent's timeout comes out as ``TimeoutError``."""
+    """tritonclient's HTTP client; gevent's timeout comes out as ``TimeoutError``, a connection closed without
+    an answer as ``ConnectionError`` (both ``OSError``, as a refused connection is)."""
     import gevent  # noqa: PLC0415 - tritonclient.http's transport, already loaded with it
 
     client = httpclient.InferenceServerClient(
@@ -126,6 +130,11 @@ def http(endpoints: Endpoints, *, timeout: float = TIMEOUT_S) -> Iterator[httpcl
     except gevent.Timeout as exc:
         msg = f"{endpoints.http_url} did not answer within {timeout:.0f} s"
         raise TimeoutError(msg) from exc
+    except (
+        HTTPException
+    ) as exc:  # geventhttpclient's HTTPConnectionClosed: e.g. docker-proxy's port, its container gone
+        msg = f"{endpoints.http_url} closed the connection without an answer ({type(exc).__name__})"
+        raise ConnectionError(msg) from exc
     finally:
         client.close()
 
@@ -217,10 +226,28 @@ def infer(
     *,
     datatypes: Mapping[str, str] | None = None,
 ) -> list[Array]:
-    """One inference request; returns the requested outputs in order.
+    """One inference request on a client of its own; returns the requested outputs in order.
 
     ``datatypes`` overrides the wire datatype per input (to send a deliberately wrong one).
     """
+    opened: contextlib.AbstractContextManager[Connection] = (
+        http(endpoints) if protocol == "http" else grpc(endpoints)
+    )
+    with opened as connection:
+        return infer_on(connection, protocol, model, inputs, outputs, datatypes=datatypes)
+
+
+def infer_on(
+    connection: Connection,
+    protocol: Protocol,
+    model: str,
+    inputs: Mapping[str, Array],
+    outputs: Sequence[str],
+    *,
+    datatypes: Mapping[str, str] | None = None,
+) -> list[Array]:
+    """:func:`infer` on a client opened by :func:`http` or :func:`grpc` (one per thread: tritonclient's clients
+    are not thread-safe), for many requests on one connection."""
     module: Any = httpclient if protocol == "http" else grpcclient
     request = []
     for name, array in inputs.items():
@@ -230,11 +257,9 @@ def infer(
         request.append(item)
     wanted = [module.InferRequestedOutput(name) for name in outputs]
     if protocol == "http":
-        with http(endpoints) as client:
-            result = client.infer(model, request, outputs=wanted)
+        result = connection.infer(model, request, outputs=wanted)
     else:
-        with grpc(endpoints) as client:
-            result = client.infer(model, request, outputs=wanted, client_timeout=TIMEOUT_S)
+        result = connection.infer(model, request, outputs=wanted, client_timeout=TIMEOUT_S)
     return [result.as_numpy(name) for name in outputs]
 
 

@@ -3,6 +3,7 @@
     TritonPtError
     ├── SpecError          a model definition that cannot be exported as given
     ├── ExportError        tracing, scripting or the reload check failed
+    ├── ReferenceDataError reference.json / reference.npz cannot be read as export writes them
     ├── ValidationError    the model repository breaks one or more rules (carries the problems)
     ├── BackendError       the official pytorch backend could not be built or found
     ├── ServerError        a Triton server could not be started, reached or stopped
@@ -61,6 +62,21 @@ class SpecError(TritonPtError):
 
 class ExportError(TritonPtError):
     """Tracing, scripting or the reload check of a model failed."""
+
+
+class ReferenceDataError(TritonPtError, ValueError):
+    """A model's reference.json or reference.npz cannot be read as export writes them.
+
+    ``path`` is the file, ``field`` what in it is wrong, ``detail`` what was found and expected, ``fix`` what to
+    do; a ValueError too, for callers that catch what reading a file can raise.
+    """
+
+    def __init__(self, *, path: Path, field: str, detail: str, fix: str) -> None:
+        self.path = path
+        self.field = field
+        self.detail = detail
+        self.fix = fix
+        super().__init__(f"{path}: {field}: {detail} {HINT} {fix}")
 
 
 class ValidationError(TritonPtError):

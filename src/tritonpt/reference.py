@@ -7,15 +7,21 @@ same seed on the same machine reproduces them byte for byte.
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
+import reprlib
 import zipfile
-from dataclasses import asdict, dataclass
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass, fields
 from pathlib import Path
+from typing import Any, NoReturn
 
 import numpy as np
 import numpy.typing as npt
 
+from tritonpt import dtypes
+from tritonpt.errors import ReferenceDataError, first_line
 from tritonpt.repository import ModelDir
 from tritonpt.spec import Tolerance
 
@@ -131,38 +137,160 @@ def exists(model: ModelDir) -> bool:
 
 
 def load(model: ModelDir) -> Reference:
-    """Read a model's reference data; raises ``FileNotFoundError`` or ``ValueError`` with the file named."""
-    document = json.loads(model.reference_json.read_text(encoding="utf-8"))
+    """Read a model's reference data; raises ``ReferenceDataError`` naming the file and the field."""
+    json_file = _Reader(model.reference_json)
+    document = json_file.document()
     if document.get("format") != FORMAT:
-        msg = (
-            f"{model.reference_json}: reference format {document.get('format')!r}, this version reads "
-            f"{FORMAT}. Re-export the model to refresh it."
+        json_file.fail(
+            "format",
+            f"reference format {document.get('format')!r}, this version reads {FORMAT}.",
         )
-        raise ValueError(msg)
-    inputs = tuple(TensorInfo(**i) for i in document["inputs"])
+    inputs = tuple(
+        TensorInfo(name=json_file.text(i, "name", where), data_type=json_file.data_type(i, where))
+        for where, i in json_file.items(document, "inputs")
+    )
     outputs = tuple(
         OutputInfo(
-            name=o["name"],
-            data_type=o["data_type"],
-            cpu_tolerance=Tolerance(**o["cpu_tolerance"]),
-            gpu_tolerance=Tolerance(**o["gpu_tolerance"]),
+            name=json_file.text(o, "name", where),
+            data_type=json_file.data_type(o, where),
+            cpu_tolerance=json_file.tolerance(o, "cpu_tolerance", where),
+            gpu_tolerance=json_file.tolerance(o, "gpu_tolerance", where),
         )
-        for o in document["outputs"]
+        for where, o in json_file.items(document, "outputs")
     )
-    with np.load(model.reference_npz, allow_pickle=False) as npz:
-        cases = tuple(
-            Case(
-                id=c["id"],
-                batch_size=c["batch_size"],
-                inputs=tuple(npz[_key(c["id"], "inputs", i.name)] for i in inputs),
-                outputs=tuple(npz[_key(c["id"], "outputs", o.name)] for o in outputs),
+    cases = json_file.items(document, "cases")
+    provenance = json_file.provenance(document)
+    npz_file = _Reader(model.reference_npz)
+    loaded = []
+    with npz_file.archive() as npz:
+        for where, c in cases:
+            case_id = json_file.text(c, "id", where)
+            batch_size = json_file.value(c, "batch_size", int, "an integer", where)
+            arrays = {
+                kind: tuple(
+                    npz_file.array(npz, _key(case_id, kind, info.name), info.data_type) for info in infos
+                )
+                for kind, infos in (("inputs", inputs), ("outputs", outputs))
+            }
+            loaded.append(
+                Case(id=case_id, batch_size=batch_size, inputs=arrays["inputs"], outputs=arrays["outputs"])
             )
-            for c in document["cases"]
-        )
     return Reference(
-        model=document["model"],
-        provenance=Provenance(**document["provenance"]),
+        model=json_file.text(document, "model", ""),
+        provenance=provenance,
         inputs=inputs,
         outputs=outputs,
-        cases=cases,
+        cases=tuple(loaded),
     )
+
+
+_REEXPORT = "re-export the model with `invoke export` to rewrite its reference data."
+
+
+class _Reader:
+    """Reads one reference file, failing with the file, the field, what was found and what was expected.
+
+    On damaged bytes numpy's and zipfile's readers raise ValueError, EOFError, OSError, zipfile.BadZipFile,
+    zlib.error, NotImplementedError (an unknown compression method), RuntimeError (an encrypted member) or
+    tokenize.TokenError (a mangled array header), as tests/unit/test_validate_fuzz.py found: every one means
+    the archive is not what export wrote, so reading an archive catches them all.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def fail(self, field: str, detail: str) -> NoReturn:
+        raise ReferenceDataError(path=self.path, field=field, detail=detail, fix=_REEXPORT)
+
+    def document(self) -> dict[str, Any]:
+        try:
+            document = json.loads(self.path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            self.fail("file", "it does not exist.")
+        except (OSError, UnicodeDecodeError) as exc:
+            self.fail("file", f"it cannot be read as UTF-8 text ({first_line(exc)}).")
+        except json.JSONDecodeError as exc:
+            self.fail("syntax", f"not JSON ({exc}).")
+        except RecursionError:
+            self.fail("syntax", "JSON nested too deeply to read.")
+        if not isinstance(document, dict):
+            self.fail("document", f"a JSON {type(document).__name__}; expected an object.")
+        return document
+
+    def value(
+        self, mapping: dict[str, Any], key: str, kind: type | tuple[type, ...], expected: str, where: str
+    ) -> Any:  # noqa: ANN401 - what JSON holds
+        found = mapping.get(key)
+        # bool is an int to Python, never a count or a tolerance here.
+        if not isinstance(found, kind) or (isinstance(found, bool) and kind is not bool):
+            got = "missing" if key not in mapping else reprlib.repr(found)
+            self.fail(f"{where}.{key}" if where else key, f"{got}; expected {expected}.")
+        return found
+
+    def text(self, mapping: dict[str, Any], key: str, where: str) -> str:
+        return str(self.value(mapping, key, str, "a string", where))
+
+    def items(self, document: dict[str, Any], key: str) -> list[tuple[str, dict[str, Any]]]:
+        entries = self.value(document, key, list, "a list of objects", "")
+        for index, entry in enumerate(entries):
+            if not isinstance(entry, dict):
+                self.fail(f"{key}[{index}]", f"{reprlib.repr(entry)}; expected an object.")
+        return [(f"{key}[{index}]", entry) for index, entry in enumerate(entries)]
+
+    def data_type(self, mapping: dict[str, Any], where: str) -> str:
+        name = self.text(mapping, "data_type", where)
+        try:
+            dtypes.from_config(name)
+        except ValueError:
+            served = ", ".join(d.config for d in dtypes.SUPPORTED)
+            self.fail(f"{where}.data_type", f"{name!r}; expected one of {served}.")
+        return name
+
+    def tolerance(self, mapping: dict[str, Any], key: str, where: str) -> Tolerance:
+        bound = self.value(mapping, key, dict, "an object with atol and rtol", where)
+        atol, rtol = (
+            float(self.value(bound, k, (int, float), "a number", f"{where}.{key}")) for k in ("atol", "rtol")
+        )
+        return Tolerance(atol=atol, rtol=rtol)
+
+    def provenance(self, document: dict[str, Any]) -> Provenance:
+        found = self.value(document, "provenance", dict, "an object", "")
+        values: dict[str, Any] = {}
+        for item in fields(Provenance):
+            kind = int if item.type == "int" else str
+            values[item.name] = self.value(
+                found, item.name, kind, "an integer" if kind is int else "a string", "provenance"
+            )
+        return Provenance(**values)
+
+    @contextlib.contextmanager
+    def archive(self) -> Iterator[Any]:
+        with contextlib.ExitStack() as stack:
+            try:
+                # An open stream, not the path: numpy leaks the file it opened when the zip is corrupt.
+                stream = stack.enter_context(self.path.open("rb"))
+                npz = np.load(stream, allow_pickle=False)
+            except FileNotFoundError:
+                self.fail("file", "it does not exist.")
+            except Exception as exc:  # damaged bytes: any of the types in _Reader's docstring
+                self.fail("file", f"not a numpy .npz archive ({type(exc).__name__}: {first_line(exc)}).")
+            if not isinstance(npz, np.lib.npyio.NpzFile):
+                self.fail("file", f"a single {type(npz).__name__}; expected an .npz archive of arrays.")
+            with npz:
+                yield npz
+
+    def array(self, npz: Any, key: str, data_type: str) -> Array:  # noqa: ANN401 - numpy's NpzFile is untyped
+        if key not in npz.files:
+            self.fail(key, "no such array in the archive; reference.json names it.")
+        try:
+            array: Array = npz[key]
+        except MemoryError:
+            self.fail(key, "its header declares an array too large to load.")
+        except Exception as exc:  # damaged bytes: any of the types in _Reader's docstring
+            self.fail(key, f"cannot be read ({type(exc).__name__}: {first_line(exc)}).")
+        expected = np.dtype(dtypes.from_config(data_type).numpy)
+        if array.dtype != expected:
+            self.fail(
+                key, f"dtype {array.dtype.str}; reference.json says {data_type}, stored as {expected.str}."
+            )
+        return array

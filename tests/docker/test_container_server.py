@@ -36,6 +36,8 @@ from tritonpt.server.local import TritonFlags
 from tritonpt.testing import standin
 from tritonpt.versions import VERSIONS
 
+from ..helpers import wait_for_text
+
 pytestmark = pytest.mark.slow
 
 PORTS = ("8000/tcp", "8001/tcp", "8002/tcp")
@@ -161,6 +163,8 @@ def test_start_removes_exited_leftovers_and_stop_leaves_nothing(
     running = docker_client.containers.run(ngc_image, ["sleep", "300"], detach=True, labels=others)
     try:
         log = tmp_path / "reports" / "tritonserver.log"
+        log.parent.mkdir(parents=True)
+        log.write_text("a stale line of an earlier run\n", encoding="utf-8")
         server = ContainerServer(
             repository=model_repository,
             image=ngc_image,
@@ -174,7 +178,9 @@ def test_start_removes_exited_leftovers_and_stop_leaves_nothing(
             assert exited.id not in ids, "an exited container of an earlier session must be removed at start"
             assert running.id in ids, "a running container of another session must be left alone"
             assert server.log_path == log
-            assert log.read_text(encoding="utf-8") == ""  # written at stop, never stale
+            # copied as it runs, from the start of this container's log: never stale
+            assert wait_for_text(log, "Started HTTPService", 10)
+            assert "a stale line" not in log.read_text(encoding="utf-8")
         finally:
             server.stop()
         assert not server.is_alive()

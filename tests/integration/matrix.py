@@ -1,12 +1,20 @@
-"""What the matrix's tests share: one model of the repository under test, with its config and reference data."""
+"""What the matrix's tests share: one model of the repository under test, with its config and reference data;
+what a bad request must answer, and whether the server is still live and right after one."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from tritonclient.grpc.model_config_pb2 import ModelConfig
+from tritonclient.utils import InferenceServerException
 
-from tritonpt import reference
+from tritonpt import checks, client, reference
+from tritonpt.server.base import Server
+
+# What a bad request must answer: the client's fault, never a server error (HTTP 500 / gRPC INTERNAL).
+CLIENT_ERROR = {"http": "400", "grpc": "StatusCode.INVALID_ARGUMENT"}
+NOT_FOUND = {"http": "404", "grpc": "StatusCode.NOT_FOUND"}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -32,3 +40,41 @@ class Model:
     @property
     def dynamic_batching(self) -> bool:
         return self.batching and self.config.HasField("dynamic_batching")
+
+
+def probe_model(models: Sequence[Model]) -> Model:
+    """The model bad requests are sent to: the first that batches, else the first."""
+    return next((m for m in models if m.batching), models[0])
+
+
+@dataclass(frozen=True, kw_only=True)
+class Aftermath:
+    """The server after a bad request: live and ready, and a good request's outputs against the reference."""
+
+    live: bool
+    ready: bool
+    failures: tuple[str, ...]  # outputs out of tolerance, or what the good request raised
+
+    @property
+    def parity(self) -> bool:
+        return not self.failures
+
+
+def aftermath(triton: Server, model: Model, protocol: client.Protocol) -> Aftermath:
+    """Whether ``triton`` is still live and ready, and still computes ``model``'s first reference case."""
+    try:
+        live, ready = client.live_and_ready(triton.endpoints, protocol)
+    except (OSError, InferenceServerException):  # nothing answers (HTTP), or the channel fails (gRPC)
+        live, ready = False, False
+    case = model.reference.cases[0]
+    try:
+        got = client.infer(
+            triton.endpoints, protocol, model.name, dict(zip(model.input_names, case.inputs, strict=True)),
+            model.output_names,
+        )  # fmt: skip
+        gpu = checks.served_on_gpu(triton.model_config(model.name))
+        comparisons = checks.compare_outputs(model.reference.outputs, got, case.outputs, gpu=gpu)
+        failures = tuple(checks.mismatches(comparisons))
+    except (OSError, InferenceServerException) as exc:
+        failures = (f"the good request after it failed: {type(exc).__name__}: {exc}",)
+    return Aftermath(live=live, ready=ready, failures=failures)

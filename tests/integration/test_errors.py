@@ -6,21 +6,18 @@ import numpy as np
 import pytest
 from tritonclient.utils import InferenceServerException
 
-from tritonpt import checks, client
+from tritonpt import client
 from tritonpt.server.base import Server
 
-from .matrix import Model
+from .matrix import CLIENT_ERROR, NOT_FOUND, Model, aftermath, probe_model
 
-# What a bad request must answer: the client's fault, never a server error (HTTP 500 / gRPC INTERNAL).
-CLIENT_ERROR = {"http": "400", "grpc": "StatusCode.INVALID_ARGUMENT"}
-NOT_FOUND = {"http": "404", "grpc": "StatusCode.NOT_FOUND"}
 _OTHER_DTYPE = {np.dtype(np.float32): np.float64, np.dtype(np.int64): np.float32}
 
 
 @pytest.fixture(scope="module")
 def probe(models: list[Model]) -> Model:
     """The model the faults are sent to: the first that batches, else the first."""
-    return next((m for m in models if m.batching), models[0])
+    return probe_model(models)
 
 
 @pytest.mark.parametrize("fault", ["wrong-shape", "wrong-dtype", "unknown-input", "unknown-model"])
@@ -50,9 +47,6 @@ def test_bad_request_is_a_client_error(
     assert info.value.message(), "the server gave an error without a message"
 
     # Still live, and still right.
-    assert client.live_and_ready(triton.endpoints, protocol) == (True, True)
-    good = dict(zip(probe.input_names, case.inputs, strict=True))
-    got = client.infer(triton.endpoints, protocol, probe.name, good, probe.output_names)
-    gpu = checks.served_on_gpu(triton.model_config(probe.name))
-    failures = checks.mismatches(checks.compare_outputs(probe.reference.outputs, got, case.outputs, gpu=gpu))
-    assert not failures, "\n".join(failures)
+    after = aftermath(triton, probe, protocol)
+    assert (after.live, after.ready) == (True, True)
+    assert after.parity, "\n".join(after.failures)

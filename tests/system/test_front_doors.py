@@ -14,6 +14,8 @@ import pytest
 from tritonpt import reference
 from tritonpt.repository import ModelDir, read_config
 
+from ..helpers import invoke_command
+
 pytestmark = pytest.mark.slow
 
 
@@ -36,9 +38,9 @@ USER_MODULE = textwrap.dedent(
 
 
 def _invoke(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    tasks = Path(__file__).resolve().parents[2] / "tasks.py"
-    command = [sys.executable, "-m", "invoke", "--search-root", str(tasks.parent), *args]
-    return subprocess.run(command, cwd=cwd, capture_output=True, text=True, check=False, timeout=300)
+    return subprocess.run(
+        invoke_command(*args), cwd=cwd, capture_output=True, text=True, check=False, timeout=300
+    )
 
 
 def test_invoke_export_of_a_users_model(tmp_path: Path) -> None:

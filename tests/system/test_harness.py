@@ -6,7 +6,6 @@ import os
 import re
 import signal
 import subprocess
-import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -14,16 +13,13 @@ from pathlib import Path
 import pytest
 import torch
 
-pytestmark = pytest.mark.slow
+from ..helpers import ROOT, matrix_command, server_pids, wait_for_text
 
-ROOT = Path(__file__).resolve().parents[2]
+pytestmark = pytest.mark.slow
 
 
 def _matrix(repository: Path, reports: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    command = [
-        sys.executable, "-m", "pytest", "tests/integration", "-p", "no:cacheprovider", "-q",
-        "--repository", str(repository), "--reports", str(reports), *args,
-    ]  # fmt: skip
+    command = matrix_command(repository, reports, *args)
     return subprocess.run(command, cwd=ROOT, capture_output=True, text=True, check=False, timeout=600)
 
 
@@ -62,25 +58,6 @@ def test_model_that_fails_to_load_shows_tritons_own_error(
     assert (tmp_path / "reports" / "tritonserver.log").is_file()
 
 
-def _server_pids(marker: str) -> list[int]:
-    """tritonserver processes whose command line names ``marker`` (the test's own repository)."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            command = (entry / "cmdline").read_bytes().split(b"\0")
-        except OSError:
-            continue
-        if (
-            command
-            and command[0].endswith(b"tritonserver")
-            and any(marker.encode() in part for part in command)
-        ):
-            found.append(int(entry.name))
-    return found
-
-
 # The small models' matrix takes about 1 s once the server listens: 0 s kills it before the first check,
 # 0.4 s while checks (and their requests) run.
 @pytest.mark.parametrize("delay", [0.0, 0.4], ids=["at-start", "mid-matrix"])
@@ -89,20 +66,12 @@ def test_a_server_killed_during_the_matrix_ends_the_run_within_10_s(
 ) -> None:
     repository = repository_copy("multi_io", "token_encoder", "scripted_gate", "fixed_shape")
     reports = tmp_path / "reports"
-    command = [
-        sys.executable, "-m", "pytest", "tests/integration", "-p", "no:cacheprovider", "-q",
-        "--repository", str(repository), "--reports", str(reports), "--target", "local",
-    ]  # fmt: skip
+    command = matrix_command(repository, reports, "--target", "local")
     run = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
-        log = reports / "tritonserver.log"
-        deadline = time.monotonic() + 240
-        while time.monotonic() < deadline and not (
-            log.is_file() and "Started HTTPService" in log.read_text(errors="replace")
-        ):
-            time.sleep(0.1)
+        wait_for_text(reports / "tritonserver.log", "Started HTTPService", 240)
         time.sleep(delay)
-        pids = _server_pids(str(repository))
+        pids = server_pids(str(repository))
         assert pids, "the matrix's tritonserver was not found"
         for pid in pids:
             os.kill(pid, signal.SIGKILL)
@@ -120,6 +89,6 @@ def test_a_server_killed_during_the_matrix_ends_the_run_within_10_s(
     summary = (reports / "summary.md").read_text(encoding="utf-8")
     assert "The run was aborted" in summary
     assert "was killed by signal SIGKILL" in summary
-    assert _server_pids(str(repository)) == []
+    assert server_pids(str(repository)) == []
     if delay:
         assert "passed" not in output, "the matrix had finished before the server was killed"

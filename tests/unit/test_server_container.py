@@ -5,6 +5,7 @@ Nothing here talks to Docker; tests/docker/test_container_server.py runs real co
 
 from __future__ import annotations
 
+import gc
 from pathlib import Path
 
 import pytest
@@ -13,6 +14,7 @@ from tritonpt import server
 from tritonpt.errors import ServerError, ServerStartError
 from tritonpt.server.container import (
     CONTAINER_MODELS,
+    ENGINE_GONE,
     STARTED_LINES,
     ContainerServer,
     check_readable,
@@ -153,3 +155,23 @@ def test_create_builds_an_unstarted_container_server(tmp_path: Path) -> None:
         _ = made.endpoints
     made.stop()  # nothing to stop: no error
     assert server.GPUS == ("auto", "all", "none")
+
+
+# docker-py leaves its socket open when a connection fails (see image.docker_client); collected here.
+@pytest.mark.filterwarnings("ignore::ResourceWarning")
+def test_an_engine_that_no_longer_answers_is_a_verdict_with_its_own_hint(tmp_path: Path) -> None:
+    """docker-py against a socket nobody listens on, as after the engine stopped: the engine went away."""
+    import docker  # noqa: PLC0415 - the real client, talking to a socket that is not there
+
+    gone = docker.DockerClient(base_url=f"unix://{tmp_path / 'docker.sock'}", version="1.41", timeout=5)
+    container = ContainerServer(repository=tmp_path, image="tritonpt:ngc-25.10")
+    container._client, container._id = gone, "0123456789ab"
+    try:
+        ended = container._exit_state()
+    finally:
+        gone.close()
+        gc.collect()
+    assert ended is not None
+    assert ended.startswith(ENGINE_GONE)
+    assert "No such file or directory" in ended
+    assert "start the engine again" in (container._verdict_hint() or "")

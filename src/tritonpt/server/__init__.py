@@ -54,12 +54,14 @@ def create(
     gpus: Gpus = "auto",
     mounts: Sequence[Mount] = (),
     pytorch_backend: BuiltBackend | None = None,
+    memory: str | None = None,
 ) -> Server:
     """The server a target names, not started yet.
 
     ``auto`` picks ``url`` when a URL is given, ``container`` when an image is given, else ``local``.
     ``container`` needs ``tritonpt.server.container.ContainerServer(repository=, image=, log_path=, gpus=,
-    mounts=)``; ``gpus`` (``auto``, ``all``, ``none``) and ``mounts`` are for that target only, ``pytorch_backend``
+    mounts=, memory=)``; ``gpus`` (``auto``, ``all``, ``none``), ``mounts`` and ``memory`` (a limit such as ``"2g"``)
+    are for that target only, ``pytorch_backend``
     (a built backend; default: the cached one for this torch) for ``local``.
     """
     if target == "auto":
@@ -87,7 +89,7 @@ def create(
         )
         raise ServerError(msg) from None
     server = module.ContainerServer(
-        repository=repository, image=image, log_path=log_path, gpus=gpus, mounts=mounts
+        repository=repository, image=image, log_path=log_path, gpus=gpus, mounts=mounts, memory=memory
     )
     if not isinstance(server, Server):
         msg = f"{CONTAINER_MODULE}.ContainerServer must build a tritonpt.server.base.Server, not {server!r}."

@@ -85,6 +85,17 @@ class ModelRuntime:
 # Heuristics for the Hint: sentence, first match wins; each key is text Triton (or the loader) writes.
 HINTS: tuple[tuple[str, str], ...] = (
     (
+        "Signal (15) received",
+        "something sent the server SIGTERM (`kill`, `docker stop`, a Docker engine that is stopping: it stops its "
+        "containers first, a supervisor, a CI runner cancelling the job); Triton then unloads its models and exits "
+        "with code 0.",
+    ),
+    (
+        "Signal (2) received",
+        "the server got SIGINT (Ctrl-C in the terminal that started it, or `kill -INT`); Triton then unloads its "
+        "models and exits.",
+    ),
+    (
         "failed to stat file",
         "the model repository folder does not exist or cannot be read; check the --model-repository path.",
     ),
@@ -222,6 +233,11 @@ class Server(abc.ABC):
         finally:
             self.state = State.STOPPED
 
+    def reap_later(self) -> None:
+        """Leave behind what removes this server once that is possible, when ``stop()`` could not finish (a
+        container whose engine went away); nothing for runners whose ``stop()`` cannot be held up."""
+        return  # a hook with nothing to do by default (a body, so not B027's empty method)
+
     def is_alive(self) -> bool:
         """Whether what runs the server is still running (for a URL: whether it answers)."""
         return self.state in (State.STARTING, State.READY) and self._exit_state() is None
@@ -267,6 +283,10 @@ class Server(abc.ABC):
 
     def _default_hint(self) -> str:
         return "the server's log says more; raise its verbosity (--log-verbose=1) if it does not."
+
+    def _verdict_hint(self) -> str | None:
+        """A hint the runner's own verdict makes surer than the log (an OOM kill, a lost engine), else None."""
+        return None
 
     # --- helpers the runners share ----------------------------------------------------------------------------------
 
@@ -453,7 +473,8 @@ class Server(abc.ABC):
             parts.extend(f"    {line}" for line in tail)
         else:
             parts.append("No server log is available here.")
-        parts.append(f"{HINT} {hint_for(chr(10).join(tail)) or self._default_hint()}")
+        hint = self._verdict_hint() or hint_for(chr(10).join(tail)) or self._default_hint()
+        parts.append(f"{HINT} {hint}")
         return "\n".join(parts)
 
 

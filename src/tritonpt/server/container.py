@@ -6,7 +6,11 @@
         -> command: tritonserver + TritonFlags for /models, 0.0.0.0 and ports 8000-8002 inside the container
         -> DockerContainer: ports bound to 127.0.0.1, our labels, GPUs (auto | all | none)
         -> Triton's three "Started ..." log lines -> Server.wait_ready (health or live-and-settled)
-    stop()    SIGTERM (Triton unloads its models) -> the whole container log to log_path -> container removed
+    running   `docker logs --follow` copied into log_path as it comes (readable when the engine is gone)
+    verdicts  docker inspect: exited with code N | killed by signal S (128 + S) | OOMKilled | removed;
+              an engine that refuses connections: the container went away with its engine
+    stop()    SIGTERM (Triton unloads its models) -> the whole container log to log_path -> container removed;
+              without an engine, reap_later() leaves a process that removes it once the engine answers again
 
 Cleanup does not depend on testcontainers' reaper (Ryuk): every container carries ``io.tritonpt.harness`` and a
 per-process ``io.tritonpt.session`` label. ``stop()`` removes its own container, ``start()`` first removes exited
@@ -23,7 +27,12 @@ import atexit
 import contextlib
 import os
 import re
+import signal
 import stat
+import subprocess
+import sys
+import threading
+import time
 import weakref
 from collections.abc import Iterator, Sequence
 from dataclasses import replace
@@ -73,6 +82,12 @@ ROOT_USERS = frozenset({"", "0", "root"})
 NGC_USER = (1000, 1000)
 """triton-server in NGC images and in recipes/ngc.Dockerfile; assumed for a user given by name."""
 SHOWN_PATHS = 5
+SIGNAL_EXIT = 128
+"""Docker's exit code for a process ended by signal N is 128 + N (137: SIGKILL, 143: SIGTERM)."""
+ENGINE_GONE = "went away with its Docker engine, which no longer answers"
+FOLLOWER_JOIN_S = 5.0
+REAP_WITHIN_S = 600.0
+"""How long reap_later()'s process waits for an engine that went away to come back."""
 
 
 # --- What runs in the container -------------------------------------------------------------------------------
@@ -244,6 +259,25 @@ def _has_image(client: DockerClient, tag: str) -> bool:
     return True
 
 
+def engine_errors() -> tuple[type[BaseException], ...]:
+    """What docker-py raises when the engine refuses, fails or is gone (requests' errors are not DockerException)."""
+    import requests  # noqa: PLC0415 - docker-py's transport
+
+    return (image.docker_module().errors.DockerException, requests.exceptions.RequestException)
+
+
+def _first_words(exc: BaseException) -> str:
+    """The innermost operating-system reason behind a connection error ("No such file or directory")."""
+    pending: list[object] = [exc]
+    while pending:
+        item = pending.pop(0)
+        if isinstance(item, OSError) and item.strerror:
+            return str(item.strerror)
+        if isinstance(item, BaseException):
+            pending += [*item.args, item.__cause__, item.__context__]
+    return type(exc).__name__
+
+
 def session_labels() -> dict[str, str]:
     """The labels every container of this process carries."""
     return {HARNESS_LABEL: HARNESS, SESSION_LABEL: SESSION_ID}
@@ -297,6 +331,34 @@ def _at_exit() -> None:
         client.close()
 
 
+def remove_when_back(container_id: str, *, within: float = REAP_WITHIN_S) -> None:
+    """Remove a container as soon as the engine answers, trying every second for ``within`` seconds."""
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        try:
+            client = image.docker_client(timeout=10)
+        except TritonPtError:
+            time.sleep(1.0)
+            continue
+        try:
+            with contextlib.suppress(image.docker_module().errors.NotFound):
+                client.api.remove_container(container_id, force=True)
+        except engine_errors():
+            time.sleep(1.0)
+        else:
+            return
+        finally:
+            client.close()
+
+
+def _copy_log(client: DockerClient, container_id: str, path: Path) -> None:
+    """``docker logs --follow`` into ``path`` until the container stops (or the engine goes away)."""
+    with contextlib.suppress(*engine_errors(), OSError), path.open("ab") as out:
+        for chunk in client.api.logs(container_id, stdout=True, stderr=True, stream=True, follow=True):
+            out.write(chunk)
+            out.flush()
+
+
 # --- The container ----------------------------------------------------------------------------------------------
 
 
@@ -327,13 +389,15 @@ class ContainerServer(Server):
       driver on this host), ``all`` demands them, ``none`` never asks.
     - ``flags``: tritonserver flags (default :class:`TritonFlags`); repository, addresses, ports and backend
       directory are replaced by the container's (see :func:`container_flags`), ``repository`` is what is mounted.
-    - ``log_path``: where ``stop()`` writes the whole container log (default: a temporary file chosen at
-      start); until then ``docker logs`` has it and :meth:`log_tail` reads it from there.
+    - ``log_path``: where the container's log is copied as it runs, and written whole by ``stop()`` (default: a
+      temporary file chosen at start); :meth:`log_tail` reads ``docker logs`` while the engine answers.
     - ``bind_address``: the host address the ports are published on; ``0.0.0.0`` for an engine on another
       machine (the endpoints then use the engine's host).
     - ``mounts``: more bind mounts (read-only unless said otherwise), for images that need host files at run
       time; CI's offline stand-ins need the host's site-packages (``python -m tritonpt.testing.standin
       --print-mount``).
+    - ``memory``: a memory limit (``docker run --memory``, e.g. ``"2g"``), swap included; None: the host's.
+      A server that outgrows it is killed by the kernel, and the verdict says OOM.
     """
 
     kind: ClassVar[ServerKind] = "container"
@@ -349,6 +413,7 @@ class ContainerServer(Server):
         mounts: Sequence[Mount] = (),
         bind_address: str = "127.0.0.1",
         shm_size: str = "1g",
+        memory: str | None = None,
         start_timeout: float = 240.0,
         stop_timeout: int = 45,
     ) -> None:
@@ -369,6 +434,7 @@ class ContainerServer(Server):
         self.mounts = (Mount(source=repository.absolute(), target=CONTAINER_MODELS), *mounts)
         self.bind_address = bind_address
         self.shm_size = shm_size
+        self.memory = memory
         self.stop_timeout = stop_timeout
         self.gpus_requested = False  # what gpus resolved to at start
         self.reaper = False  # whether testcontainers' Ryuk watches the container (known at start)
@@ -377,6 +443,9 @@ class ContainerServer(Server):
         self._container: BoundContainer | None = None
         self._id: str | None = None
         self._labels: dict[str, str] = {}  # the image's, read at start
+        self._ended: str | None = None  # the last verdict of _exit_state, for the hint
+        self._follower: threading.Thread | None = None  # copies the container's log into log_path as it comes
+        self._reaping = False  # reap_later() left a process to remove the container
 
     # --- Server ---------------------------------------------------------------------------------------------------
 
@@ -391,14 +460,13 @@ class ContainerServer(Server):
 
     @property
     def log_path(self) -> Path | None:
-        """The file ``stop()`` writes the container's whole log to (None before ``start()`` without one given)."""
+        """The file the container's log is copied to as it runs (None before ``start()`` without one given)."""
         return self._log_path
 
     def log_tail(self, lines: int = 40) -> str:
         """``docker logs --tail`` while the container exists; the file ``stop()`` wrote afterwards."""
         if self._client is not None and self._id is not None and self.state is not State.STOPPED:
-            docker = image.docker_module()
-            with contextlib.suppress(docker.errors.DockerException):
+            with contextlib.suppress(*engine_errors()):  # without an engine, the copy in log_path has it
                 raw: bytes = self._client.api.logs(self._id, stdout=True, stderr=True, tail=lines)
                 return raw.decode("utf-8", errors="replace").rstrip("\n")
         return super().log_tail(lines)
@@ -423,27 +491,67 @@ class ContainerServer(Server):
         return f"the Triton container {self._id[:12]} ({self.image}{where})"
 
     def _exit_state(self) -> str | None:
+        self._ended = self._verdict()
+        return self._ended
+
+    def _verdict(self) -> str | None:
+        """What ``docker inspect`` says of the container; an engine that refuses connections is a verdict too."""
         if self._client is None or self._id is None:
             return "was never started"
+        import requests  # noqa: PLC0415 - docker-py's transport
+
         docker = image.docker_module()
         try:
             state = self._client.api.inspect_container(self._id)["State"]
         except docker.errors.NotFound:
             return "was removed"
-        except docker.errors.DockerException:
-            return None  # the engine did not answer this once: no verdict
+        except requests.exceptions.ConnectionError as exc:  # the socket is gone or refuses: no engine runs
+            return f"{ENGINE_GONE} ({image.docker_host()}: {_first_words(exc)})"
+        except (docker.errors.DockerException, requests.exceptions.RequestException):
+            return None  # the engine did not answer this once (a timeout): no verdict
         if state.get("Status") in ("created", "running", "paused", "restarting"):
             return None
-        code = state.get("ExitCode")
+        code = int(state.get("ExitCode") or 0)
         if state.get("OOMKilled"):
-            return f"was killed for lack of memory (OOM, exit code {code})"
+            return f"was killed for lack of memory (OOMKilled, exit code {code})"
+        if code > SIGNAL_EXIT:  # Docker reports a process ended by signal N as 128 + N
+            with contextlib.suppress(ValueError):
+                return f"was killed by signal {signal.Signals(code - SIGNAL_EXIT).name} (exit code {code})"
         return f"exited with code {code}"
 
+    def _verdict_hint(self) -> str | None:
+        """The engine that went away and the OOM kill say more than the log's last lines (a SIGTERM notice)."""
+        ended = self._ended or ""
+        if ended.startswith(ENGINE_GONE):
+            return (
+                "the Docker engine stopped (its service was stopped or restarted, or dockerd was killed) and took "
+                "the container with it; start the engine again (as root: .ci/docker-engine.sh, or `systemctl start "
+                f"docker`). The log up to then is in {self._log_path}; the stopped container is removed once the engine "
+                "answers again (by a process this run leaves for it, or by the next start)."
+            )
+        if "OOMKilled" in ended:
+            limit = (
+                f"its limit is {self.memory}"
+                if self.memory
+                else "it had no limit of its own, so the host's ran out"
+            )
+            return (
+                f"the kernel killed Triton for memory ({limit}); give the container more (ContainerServer(memory=...), "
+                "pytest --memory) or send smaller requests. `docker inspect` shows OOMKilled=true."
+            )
+        return None
+
     def _default_hint(self) -> str:
+        short = (self._id or "<id>")[:12]
+        if "signal SIGKILL" in (self._ended or ""):
+            return (
+                f"SIGKILL comes from outside the server: `docker kill {short}`, `docker rm -f`, a supervisor, or the "
+                f"host's OOM killer (`dmesg | grep -i -e oom -e killed`); the log up to then is in {self._log_path}."
+            )
         where = f" to {self._log_path}" if self._log_path else ""
         return (
-            f"the container's whole log is written{where} when it stops (`docker logs {(self._id or '<id>')[:12]}` "
-            "while it runs); rerun with TritonFlags(log_verbose=1) for more detail."
+            f"the container's whole log is written{where} as it runs (`docker logs {short}` too); rerun with "
+            "TritonFlags(log_verbose=1) for more detail."
         )
 
     # --- start and stop -------------------------------------------------------------------------------------------
@@ -479,6 +587,8 @@ class ContainerServer(Server):
         for mount in self.mounts:
             container.with_volume_mapping(mount.source, mount.target, "ro" if mount.read_only else "rw")
         options: dict[str, Any] = {"labels": session_labels(), "shm_size": self.shm_size}
+        if self.memory:
+            options |= {"mem_limit": self.memory, "memswap_limit": self.memory}  # no swap beyond the limit
         if devices:
             options["device_requests"] = devices
         container.with_kwargs(**options).waiting_for(
@@ -500,6 +610,32 @@ class ContainerServer(Server):
                 raise ServerStartError(self._refused(exc)) from exc
         self._id = container.get_container_id()
         self._endpoints = self._published_endpoints()
+        self._follower = threading.Thread(
+            target=_copy_log,
+            args=(client, self._id, self._log_path),
+            name="tritonpt-container-log",
+            daemon=True,
+        )
+        self._follower.start()
+
+    def reap_later(self) -> None:
+        """Leave a small process that removes this container once the engine answers again.
+
+        For a run that ends while the engine does not answer (it stopped, or is stopping its containers): the
+        engine keeps the stopped container, and nobody would remove it. The process tries every second for at
+        most :data:`REAP_WITHIN_S` seconds, then gives up (the next ``start()`` removes exited leftovers too).
+        """
+        if self._id is None or self._reaping:
+            return
+        self._reaping = True
+        code = "import sys; from tritonpt.server.container import remove_when_back; remove_when_back(sys.argv[1])"
+        subprocess.Popen(
+            [sys.executable, "-c", code, self._id],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,  # outlives this process and its Ctrl-C
+        )
 
     def _created_id(self) -> str | None:
         wrapped = (
@@ -544,18 +680,24 @@ class ContainerServer(Server):
             return
         _LIVE.discard(self)
         client, container = self._client, self._container
-        docker = image.docker_module()
+        errors = engine_errors()
         try:
             if self._id is not None:
-                with contextlib.suppress(docker.errors.NotFound):
+                try:
                     client.api.stop(self._id, timeout=self.stop_timeout)
+                    if self._follower is not None:
+                        self._follower.join(timeout=FOLLOWER_JOIN_S)  # its stream ends with the container
                     log: bytes = client.api.logs(self._id, stdout=True, stderr=True)
                     if self._log_path is not None:
                         self._log_path.write_bytes(log)
+                except image.docker_module().errors.NotFound:
+                    pass  # already gone
+                except errors:
+                    self.reap_later()  # no engine to remove it now: once one answers again
         finally:
             try:
                 if container is not None:
-                    with contextlib.suppress(docker.errors.NotFound):
+                    with contextlib.suppress(*errors):
                         container.stop(force=True, delete_volume=True)  # removes it, closes its client
             finally:
                 client.close()

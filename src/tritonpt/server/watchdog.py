@@ -59,6 +59,24 @@ class Watchdog:
         self._stop.set()
         self._thread.join(timeout=5)
 
+    def hold_while_unanswered(self, timeout: float) -> None:
+        """Block while the server does not answer a live probe, at most ``timeout`` seconds.
+
+        For a check that just failed: a server on its way down (SIGTERM: Triton closes its ports a moment
+        before its process ends) fails every check at once, and this gives the watchdog's verdict, one
+        paragraph, the time to end the run before the failures pile up. A server that answers costs one probe.
+        """
+        deadline = time.monotonic() + timeout
+        while not self._stop.is_set():
+            try:
+                if client.is_live(self.server.endpoints, timeout=PROBE_TIMEOUT_S):
+                    return
+            except OSError:
+                pass
+            if time.monotonic() >= deadline:
+                return
+            time.sleep(self.interval)
+
     def verdict(self, missed: int) -> tuple[str | None, int]:
         """How the server ended (or None), and the probes missed in a row so far."""
         ended = self.server._exit_state()

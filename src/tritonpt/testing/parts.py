@@ -1,0 +1,46 @@
+"""The reliability report's parts: each reliability tier writes one JSON object, ``<folder>/<part>.json``.
+
+    write_part("soak", {...})     reports/reliability/parts/soak.json, written atomically (temp file + rename)
+    count_tracebacks(*texts)      how often "Traceback (most recent call last)" appears in what a tier captured
+
+Every part holds at least ``{"part": name, "tracebacks": int}``; ``python -m tritonpt.testing.reliability``
+merges the parts that exist into reports/reliability.md and .json.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+PARTS = Path("reports/reliability/parts")
+TRACEBACK = "Traceback (most recent call last)"
+
+
+def count_tracebacks(texts: Iterable[str]) -> int:
+    """How many Python tracebacks the texts hold (the goal in every user-facing output: none)."""
+    return sum(text.count(TRACEBACK) for text in texts)
+
+
+def write_part(part: str, data: Mapping[str, Any], folder: Path = PARTS) -> Path:
+    """Write ``{"part": part, **data}`` to ``folder/<part>.json`` in one rename; ``data`` must hold ``tracebacks``."""
+    if "tracebacks" not in data:
+        msg = (
+            f"The reliability part {part!r} must say how many tracebacks its tier saw (a 'tracebacks' field)."
+        )
+        raise ValueError(msg)
+    folder.mkdir(parents=True, exist_ok=True)
+    target = folder / f"{part}.json"
+    handle, staged = tempfile.mkstemp(prefix=f".{part}.", suffix=".partial", dir=folder)
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8") as stream:
+            json.dump({"part": part, **data}, stream, indent=2)
+            stream.write("\n")
+        Path(staged).replace(target)
+    except BaseException:
+        Path(staged).unlink(missing_ok=True)
+        raise
+    return target

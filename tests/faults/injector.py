@@ -1,0 +1,341 @@
+"""Start a front door, inject a fault, time the exit, count what it left behind.
+
+Every process a fault starts carries ``TRITONPT_FAULT=<id>`` in its environment (tritonserver, cmake, make and
+the compiler inherit it), and its own temporary folder (``TMPDIR``); containers are told apart by the fault's
+repository, which they mount. So other work on the machine (other test runs, other servers) is never counted.
+
+    run = FaultRun(fault="SIGKILL of tritonserver", stage="matrix", bound_s=10, folder=tmp_path, ...)
+    run.start(command)               # its own process group, as a terminal starts a foreground job
+    run.wait_output("tracing", 60)   # or wait_for_text(log, ...)
+    run.inject(lambda: ...)          # the fault; time to exit counts from here
+    outcome = run.finish()           # exit, leftovers, tracebacks; a row of the fault table
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import threading
+import time
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tritonpt.backend.layout import MANIFEST
+from tritonpt.image import LABEL_HARNESS
+from tritonpt.testing.parts import count_tracebacks
+from tritonpt.testing.reliability import LEFTOVER_KINDS
+
+from ..helpers import ROOT
+
+MARKER = "TRITONPT_FAULT"
+GRACE_S = 60.0
+"""How long past its bound a front door may take before it is killed (and the fault fails)."""
+SETTLE_S = 3.0
+"""How long processes of the fault may take to end after the front door exited before they count as left."""
+TEMP_PREFIXES = ("tritonpt-", "tritonserver-")
+"""What this package creates in the temporary folder (build contexts, bench folders, server logs)."""
+
+
+@dataclass(kw_only=True)
+class Outcome:
+    """One row of the fault table."""
+
+    fault: str
+    stage: str
+    bound_s: float
+    exit_s: float
+    returncode: int | None  # None: it did not exit, and was killed
+    output: str
+    leftovers: dict[str, int]
+    left: list[str] = field(default_factory=list)  # what the leftovers are, for the failure message
+    expected_exit: tuple[int, ...] = (1, 2, 130)  # pytest 2 on Ctrl-C, ours 1 or 130; 0 would hide the fault
+    extra_ok: bool = True  # the test's own checks (the paragraph said what died)
+
+    @property
+    def exit(self) -> str:
+        if self.returncode is None:
+            return "did not exit (killed)"
+        if self.returncode < 0:
+            return f"signal {signal.Signals(-self.returncode).name}"
+        return f"code {self.returncode}"
+
+    @property
+    def tracebacks(self) -> int:
+        return count_tracebacks([self.output])
+
+    @property
+    def passed(self) -> bool:
+        return (
+            self.returncode in self.expected_exit
+            and self.exit_s <= self.bound_s
+            and not any(self.leftovers.values())
+            and self.tracebacks == 0
+            and self.extra_ok
+        )
+
+    def row(self) -> dict[str, Any]:
+        return {
+            "fault": self.fault,
+            "stage": self.stage,
+            "bound_s": self.bound_s,
+            "exit_s": round(self.exit_s, 2),
+            "exit": self.exit,
+            "leftovers": dict(self.leftovers),
+            "tracebacks": self.tracebacks,
+            "passed": self.passed,
+        }
+
+    def explain(self) -> str:
+        tail = "\n".join(self.output.splitlines()[-40:])
+        return (
+            f"{self.fault} ({self.stage}): exit {self.exit} after {self.exit_s:.2f} s (bound {self.bound_s} s), "
+            f"leftovers {self.leftovers} {self.left}, tracebacks {self.tracebacks}\n--- output (last lines) ---\n{tail}"
+        )
+
+
+class FaultRun:
+    """A front door in its own process group, with a marker and a temporary folder of its own."""
+
+    def __init__(
+        self,
+        *,
+        fault: str,
+        stage: str,
+        bound_s: float,
+        folder: Path,
+        repository: Path | None = None,
+        cache: Path | None = None,
+        env: Mapping[str, str] | None = None,
+        docker: Any = None,
+    ) -> None:
+        self.fault = fault
+        self.stage = stage
+        self.bound_s = bound_s
+        self.folder = folder
+        self.repository = repository
+        self.cache = cache
+        self.docker = docker  # a docker-py client, to count containers (None: no engine in this fault)
+        self.marker = uuid.uuid4().hex
+        self.tmp = folder / "tmp"
+        self.tmp.mkdir(parents=True, exist_ok=True)
+        self.env = {**os.environ, MARKER: self.marker, "TMPDIR": str(self.tmp), **(env or {})}
+        if cache is not None:
+            self.env["TRITONPT_CACHE"] = str(cache)
+        self.began = time.time()
+        self.injected: float | None = None
+        self.process: subprocess.Popen[str] | None = None
+        self._lines: list[str] = []
+        self._reader: threading.Thread | None = None
+
+    # --- the front door -----------------------------------------------------------------------------------------
+
+    def start(self, command: Sequence[str], *, cwd: Path = ROOT) -> FaultRun:
+        self.process = subprocess.Popen(
+            command,
+            cwd=cwd,
+            env=self.env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            errors="replace",
+            start_new_session=True,  # its own group, like a terminal's foreground job: Ctrl-C goes to all of it
+            preexec_fn=_default_sigint,  # noqa: PLW1509 - no threads between fork and exec here that matter
+        )
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+        return self
+
+    def _read(self) -> None:
+        assert self.process is not None
+        assert self.process.stdout is not None
+        for line in self.process.stdout:
+            self._lines.append(line)
+
+    @property
+    def output(self) -> str:
+        return "".join(self._lines)
+
+    def wait_output(self, text: str, timeout: float) -> None:
+        """Wait until the front door printed ``text``; fail the test (after cleaning up) if it did not."""
+        self._wait(lambda: text in self.output, f"{text!r} never appeared in its output", timeout)
+
+    def wait_file(self, path: Path, text: str, timeout: float) -> None:
+        """Wait until the file ``path`` holds ``text``; fail the test (after cleaning up) if it did not."""
+
+        def there() -> bool:
+            return path.is_file() and text in path.read_text(encoding="utf-8", errors="replace")
+
+        self._wait(there, f"{text!r} never appeared in {path}", timeout)
+
+    def _wait(self, condition: Callable[[], bool], failure: str, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        while not condition():
+            ended = self.process is not None and self.process.poll() is not None
+            self.require(not ended and time.monotonic() < deadline, failure)
+            time.sleep(0.05)
+
+    def require(self, ok: bool, what: str) -> None:
+        """Give up on the fault (cleaning up) when a precondition does not hold."""
+        if not ok:
+            code = self.process.poll() if self.process is not None else None
+            self.abandon()
+            msg = f"{self.fault}: {what} (front door exit: {code})\n{self.output[-3000:]}"
+            raise AssertionError(msg)
+
+    def inject(self, action: Callable[[], object]) -> None:
+        """Run the fault; the time to exit counts from its end."""
+        action()
+        self.injected = time.monotonic()
+
+    def interrupt(self) -> None:
+        """Ctrl-C as a terminal sends it: SIGINT to the front door's whole process group."""
+        assert self.process is not None
+        self.inject(lambda: os.killpg(self.process.pid, signal.SIGINT))  # type: ignore[union-attr]
+
+    def finish(
+        self,
+        *,
+        expected_exit: tuple[int, ...] = (1, 2, 130),
+        before_count: Callable[[], object] | None = None,
+    ) -> Outcome:
+        """Wait for the exit (bound + grace, then kill), count the leftovers, then clear them for the next fault.
+
+        ``before_count`` runs between the exit and the count (the engine-stop fault starts the engine again).
+        """
+        assert self.process is not None
+        assert self.injected is not None
+        returncode: int | None
+        try:
+            returncode = self.process.wait(self.bound_s + GRACE_S)
+        except subprocess.TimeoutExpired:
+            returncode = None
+            _kill_group(self.process.pid)
+            self.process.wait()
+        exit_s = time.monotonic() - self.injected
+        self._close()
+        (self.folder / "output.txt").write_text(
+            self.output, encoding="utf-8"
+        )  # the whole of it, for a person
+        if before_count is not None:
+            before_count()
+        leftovers, left = self.count_leftovers()
+        self.clear()
+        return Outcome(
+            fault=self.fault,
+            stage=self.stage,
+            bound_s=self.bound_s,
+            exit_s=exit_s,
+            returncode=returncode,
+            output=self.output,
+            leftovers=leftovers,
+            left=left,
+            expected_exit=expected_exit,
+        )
+
+    def abandon(self) -> None:
+        """End the front door and whatever it left (a precondition failed; nothing is recorded)."""
+        if self.process is not None and self.process.poll() is None:
+            _kill_group(self.process.pid)
+            self.process.wait()
+        self._close()
+        self.clear()
+
+    def _close(self) -> None:
+        if self._reader is not None:
+            self._reader.join(timeout=10)
+        if self.process is not None and self.process.stdout is not None:
+            self.process.stdout.close()
+
+    # --- leftovers ----------------------------------------------------------------------------------------------
+
+    def count_leftovers(self) -> tuple[dict[str, int], list[str]]:
+        """What is left once the front door exited; processes get SETTLE_S to end (a reaper finishing)."""
+        deadline = time.monotonic() + SETTLE_S
+        while marked_processes(self.marker) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        found: dict[str, list[str]] = {kind: [] for kind in LEFTOVER_KINDS}
+        found["processes"] = [f"pid {pid} {name}" for pid, name in marked_processes(self.marker)]
+        found["containers"] = [f"container {c.short_id} ({c.status})" for c in self.containers()]
+        found["temp_dirs"] = [p.name for p in sorted(self.tmp.iterdir()) if p.name.startswith(TEMP_PREFIXES)]
+        if self.repository is not None and self.repository.is_dir():
+            found["staging_dirs"] = [
+                p.name for p in self.repository.iterdir() if p.name.startswith(".staging-")
+            ]
+        if self.cache is not None:
+            found["partial_cache"] = partial_cache_entries(self.cache)
+        return {kind: len(items) for kind, items in found.items()}, [
+            i for items in found.values() for i in items
+        ]
+
+    def containers(self) -> list[Any]:
+        """Our containers (harness label) that mount this fault's repository, in any state."""
+        if self.docker is None or self.repository is None:
+            return []
+        mine = []
+        for container in self.docker.containers.list(all=True, filters={"label": LABEL_HARNESS}):
+            sources = [m.get("Source", "") for m in container.attrs.get("Mounts", [])]
+            if str(self.repository) in sources:
+                mine.append(container)
+        return mine
+
+    def clear(self) -> None:
+        """Remove what the fault left, so that the next one starts clean (after it was counted)."""
+        for pid, _ in marked_processes(self.marker):
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+        for container in self.containers():
+            with contextlib.suppress(Exception):
+                container.remove(force=True)
+
+
+def _default_sigint() -> None:
+    """In the child before exec: Ctrl-C acts, even when this run started with SIGINT ignored (a background job)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+def _kill_group(pgid: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, signal.SIGKILL)
+
+
+def marked_processes(marker: str) -> list[tuple[int, str]]:
+    """Live processes (not zombies) whose environment carries ``TRITONPT_FAULT=marker``: (pid, name)."""
+    needle = f"{MARKER}={marker}".encode()
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+            if stat.rsplit(")", 1)[1].split()[0] == "Z":
+                continue
+            environ = (entry / "environ").read_bytes().split(b"\0")
+        except (OSError, IndexError):
+            continue  # it ended while we looked, or is not ours to read
+        if needle in environ:
+            found.append((int(entry.name), stat.split("(", 1)[1].rsplit(")", 1)[0]))
+    return found
+
+
+def partial_cache_entries(cache: Path) -> list[str]:
+    """What an interrupted build or download may leave in a TRITONPT_CACHE: staging folders, entries without a
+    manifest, partial tarballs, staged links."""
+    found: list[str] = []
+    backends = cache / "backends"
+    if backends.is_dir():
+        for entry in backends.iterdir():
+            if entry.name.startswith(".") or not (entry / MANIFEST).is_file():
+                found.append(f"backends/{entry.name}")
+    sources = cache / "sources"
+    if sources.is_dir():
+        found += [f"sources/{p.name}" for p in sources.iterdir() if p.name.startswith(".")]
+    libs = cache / "server-libs"
+    if libs.is_dir():
+        found += [f"server-libs/{p.parent.name}/{p.name}" for p in libs.glob("*/.*")]
+    return found

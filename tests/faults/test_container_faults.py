@@ -1,0 +1,276 @@
+"""Faults of the container lane: `pytest tests/integration --target container` on our ngc recipe built on the
+offline stand-in, while its container is killed, runs out of memory, is stopped, its run gets Ctrl-C, or the
+Docker engine itself stops.
+
+Needs a Docker engine and the stand-in images (`nox -s container` builds them); each test skips, saying so,
+without them. The engine-stop fault is marked ``stops_docker``: it stops the engine of this machine and starts it
+again with .ci/docker-engine.sh, so it runs only as root, on the local engine, when no container but its own
+runs there (see :func:`_engine_stop_is_safe`); deselect it with ``-m "not stops_docker"`` on a shared machine.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+import tritonclient.http as httpclient
+
+from tritonpt import image
+
+from ..helpers import ROOT, matrix_command
+from .injector import FaultRun, Outcome, marked_processes
+
+pytestmark = pytest.mark.slow
+
+STARTED = "Started HTTPService"
+STARTUP_S = 240.0
+DEAD_BOUND_S = 10.0
+"""Issue 10: a dead server ends the run within 10 s (a killed or OOM-killed container, an engine that stops)."""
+CTRL_C_BOUND_S = 20.0
+"""Ctrl-C: pytest's teardown stops the container (docker stop: SIGTERM, Triton unloads and exits) and removes it."""
+MEMORY_LIMIT = "512m"
+"""The OOM fault's limit: the four small models are served in about 180 MB; one token_encoder request of
+OOM_TOKENS tokens needs several times the limit (its embedding alone is 128 bytes a token)."""
+OOM_TOKENS = 4_000_000
+MID_MATRIX_S = 0.4
+"""After "Started HTTPService" (copied from the container's log): the small models' matrix takes about a second."""
+REAPER_S = 30.0
+"""How long the engine-stop fault waits, once the engine is back, for the reaper to remove the container."""
+DOCKER_PID = Path("/var/run/docker.pid")
+ENGINE_SCRIPT = ROOT / ".ci" / "docker-engine.sh"
+
+
+def _container_run(run: FaultRun, lane: tuple[str, list[str]], *args: str) -> Path:
+    assert run.repository is not None
+    tag, mounts = lane
+    reports = run.folder / "reports"
+    command = matrix_command(
+        run.repository, reports, "--target", "container", "--image", tag, "--gpus", "none", *mounts, *args
+    )
+    run.start(command)
+    return reports
+
+
+def _the_container(run: FaultRun, timeout: float = STARTUP_S) -> Any:
+    """The fault's container once it exists (created by the run, found by the repository it mounts)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        found = run.containers()
+        if found:
+            return found[0]
+        run.require(
+            run.process is not None and run.process.poll() is None, "the run ended before its container"
+        )
+        run.require(time.monotonic() < deadline, "no container appeared")
+        time.sleep(0.1)
+
+
+def _aborted(outcome: Outcome, reports: Path, verdict: str) -> bool:
+    summary = reports / "summary.md"
+    return (
+        verdict in outcome.output
+        and "Hint:" in outcome.output
+        and "Last " in outcome.output  # the log lines
+        and summary.is_file()
+        and "The run was aborted" in summary.read_text(encoding="utf-8")
+    )
+
+
+# --- the container dies ----------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("how", "moment"),
+    [("SIGKILL", "at start"), ("SIGKILL", "mid-matrix"), ("SIGTERM", "mid-matrix")],
+    ids=["kill-at-start", "kill-mid-matrix", "term-mid-matrix"],
+)
+def test_a_container_that_is_killed_ends_the_run(
+    fault: Callable[..., FaultRun],
+    record: Callable[[Outcome], Outcome],
+    container_lane: tuple[str, list[str]],
+    docker_engine: Any,
+    how: str,
+    moment: str,
+) -> None:
+    run = fault(
+        f"docker kill -s {how} of the container",
+        f"matrix, {moment} (container)",
+        DEAD_BOUND_S,
+        docker=docker_engine,
+    )
+    reports = _container_run(run, container_lane)
+    run.wait_file(reports / "tritonserver.log", STARTED, STARTUP_S)
+    container = _the_container(run)
+    time.sleep(0.0 if moment == "at start" else MID_MATRIX_S)
+    run.inject(lambda: container.kill(signal=how))
+    outcome = run.finish(expected_exit=(1,))
+    # SIGTERM: Triton closes its ports, unloads and exits 0; the watchdog sees the exit or the silence first,
+    # and the hint names SIGTERM from the log's "Signal (15) received".
+    verdict = (
+        "was killed by signal SIGKILL (exit code 137)" if how == "SIGKILL" else "sent the server SIGTERM"
+    )
+    outcome.extra_ok = _aborted(outcome, reports, verdict) or (
+        moment == "at start" and verdict in outcome.output and "no check ran" in outcome.output
+    )
+    record(outcome)
+    assert outcome.passed, outcome.explain()
+
+
+def _allocate(endpoint: str) -> None:
+    """One token_encoder request far larger than the container's memory limit (its answer never comes)."""
+    tokens = httpclient.InferInput("INPUT__0", [1, OOM_TOKENS], "INT64")
+    tokens.set_data_from_numpy(np.zeros((1, OOM_TOKENS), dtype=np.int64), binary_data=True)
+    try:
+        with httpclient.InferenceServerClient(endpoint, network_timeout=60) as client:
+            client.infer("token_encoder", [tokens])
+    except Exception:  # noqa: S110 - the server is meant to die under it
+        pass
+
+
+def test_a_container_killed_for_memory_ends_the_run_saying_oom(
+    fault: Callable[..., FaultRun],
+    record: Callable[[Outcome], Outcome],
+    container_lane: tuple[str, list[str]],
+    docker_engine: Any,
+) -> None:
+    run = fault(
+        "OOM kill of the container",
+        f"matrix, mid-matrix (container, --memory {MEMORY_LIMIT})",
+        DEAD_BOUND_S,
+        docker=docker_engine,
+    )
+    reports = _container_run(run, container_lane, "--memory", MEMORY_LIMIT)
+    run.wait_file(reports / "tritonserver.log", STARTED, STARTUP_S)
+    container = _the_container(run)
+    container.reload()
+    port = container.ports["8000/tcp"][0]["HostPort"]
+    sender = threading.Thread(target=_allocate, args=(f"127.0.0.1:{port}",), daemon=True)
+    run.inject(sender.start)
+    outcome = run.finish(expected_exit=(1,))
+    outcome.extra_ok = _aborted(outcome, reports, "was killed for lack of memory (OOMKilled, exit code 137)")
+    record(outcome)
+    assert outcome.passed, outcome.explain()
+
+
+# --- Ctrl-C ----------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("moment", ["during container start", "mid-matrix"])
+def test_ctrl_c_of_the_container_lane_removes_its_container(
+    fault: Callable[..., FaultRun],
+    record: Callable[[Outcome], Outcome],
+    container_lane: tuple[str, list[str]],
+    docker_engine: Any,
+    moment: str,
+) -> None:
+    run = fault(
+        "Ctrl-C of pytest tests/integration",
+        f"matrix, {moment} (container)",
+        CTRL_C_BOUND_S,
+        docker=docker_engine,
+    )
+    reports = _container_run(run, container_lane)
+    if moment == "during container start":
+        _the_container(run)
+    else:
+        run.wait_file(reports / "tritonserver.log", STARTED, STARTUP_S)
+        time.sleep(MID_MATRIX_S)
+    run.interrupt()
+    outcome = record(run.finish(expected_exit=(1, 2)))
+    assert outcome.passed, outcome.explain()
+
+
+# --- the Docker engine stops -----------------------------------------------------------------------------------
+
+
+def _engine_stop_is_safe(docker_engine: Any) -> str | None:
+    """Why stopping this machine's engine is not safe here, or None when it is."""
+    host = os.environ.get("DOCKER_HOST", "")
+    if host not in ("", "unix:///var/run/docker.sock"):
+        return f"DOCKER_HOST={host} is not this machine's engine"
+    if os.geteuid() != 0:
+        return "stopping and starting dockerd needs root"
+    if not DOCKER_PID.is_file():
+        return f"no {DOCKER_PID}: this engine was not started as .ci/docker-engine.sh starts it"
+    others = docker_engine.containers.list()
+    if others:
+        return f"{len(others)} other container(s) run on this engine ({', '.join(c.name for c in others)})"
+    return None
+
+
+def _start_engine() -> None:
+    done = subprocess.run(
+        ["bash", str(ENGINE_SCRIPT)], capture_output=True, text=True, check=False, timeout=120
+    )
+    assert done.returncode == 0, f"the engine did not come back:\n{done.stdout}\n{done.stderr}"
+
+
+@pytest.mark.stops_docker
+def test_a_docker_engine_that_stops_ends_the_run(
+    fault: Callable[..., FaultRun],
+    record: Callable[[Outcome], Outcome],
+    container_lane: tuple[str, list[str]],
+    docker_engine: Any,
+) -> None:
+    """dockerd gets SIGTERM mid-matrix (as `systemctl stop docker` sends it), and is started again afterwards."""
+    unsafe = _engine_stop_is_safe(docker_engine)
+    if unsafe:
+        pytest.skip(f"not stopping the Docker engine: {unsafe}")
+    run = fault("SIGTERM of dockerd", "matrix, mid-matrix (container)", DEAD_BOUND_S, docker=docker_engine)
+    reports = _container_run(run, container_lane)
+    run.wait_file(reports / "tritonserver.log", STARTED, STARTUP_S)
+    _the_container(run)
+    time.sleep(MID_MATRIX_S)
+    dockerd = int(DOCKER_PID.read_text().strip())
+    try:
+        run.inject(lambda: os.kill(dockerd, 15))
+        outcome = run.finish(expected_exit=(1,), before_count=lambda: _restart(dockerd, run))
+    finally:
+        if not _engine_answers():
+            _start_engine()
+    # The engine first stops its containers (SIGTERM), then closes its API: the watchdog sees whichever comes
+    # first, so the paragraph names the engine that went away, or the SIGTERM of an engine that is stopping.
+    outcome.extra_ok = _aborted(outcome, reports, "went away with its Docker engine") or _aborted(
+        outcome, reports, "a Docker engine that is stopping"
+    )
+    if run.docker is not docker_engine:
+        run.docker.close()
+    record(outcome)
+    assert outcome.passed, outcome.explain()
+
+
+def _engine_answers() -> bool:
+    try:
+        image.docker_client(timeout=5).close()
+    except Exception:  # any failure means: it does not answer
+        return False
+    return True
+
+
+def _restart(dockerd: int, run: FaultRun) -> None:
+    """Wait for the old dockerd to end (it stops its containers first), start it again, count with a new client."""
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            os.kill(dockerd, 0)
+        except ProcessLookupError:
+            break
+        time.sleep(0.2)
+    _start_engine()
+    run.docker = image.docker_client()
+    # The aborted run left a process (ContainerServer.reap_later) to remove its container once the engine is
+    # back: give it the seconds it needs (it tries every second), then count.
+    waiting = [name for _, name in marked_processes(run.marker)] + [c.status for c in run.containers()]
+    deadline = time.monotonic() + REAPER_S
+    while time.monotonic() < deadline and (marked_processes(run.marker) or run.containers()):
+        time.sleep(0.2)
+    note = f"once the engine answered again: {waiting or 'nothing left'}; {REAPER_S - (deadline - time.monotonic()):.1f} s later: "
+    note += f"{[n for _, n in marked_processes(run.marker)] + [c.status for c in run.containers()] or 'nothing left'}\n"
+    (run.folder / "after-restart.txt").write_text(note, encoding="utf-8")

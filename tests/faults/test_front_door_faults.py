@@ -1,0 +1,136 @@
+"""Ctrl-C of the front doors as a person runs them (`invoke export`, `invoke build-backend`, `invoke serve`),
+and a server that dies under `invoke serve`.
+
+Ctrl-C is SIGINT to the front door's process group, as a terminal sends it: cmake, make and the compiler get it
+too; tritonserver runs in a session of its own and is stopped by the front door.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from tritonpt import backend
+from tritonpt.validate import validate_repository
+
+from ..helpers import invoke_command, server_pids
+from .injector import FaultRun, Outcome
+
+pytestmark = pytest.mark.slow
+
+EXPORT_BOUND_S = 10.0
+"""Ctrl-C of an export: the step in progress stops, its staging folder goes."""
+BUILD_BOUND_S = 15.0
+"""Ctrl-C of a build: cmake, make and c++ end on SIGINT; the staging folder (the unpacked sources) is removed."""
+SERVE_BOUND_S = 15.0
+"""Ctrl-C of `invoke serve`: the server gets SIGTERM, unloads its models and exits."""
+DEAD_BOUND_S = 10.0
+"""A server that dies under `invoke serve` (its loop looks every second)."""
+STARTUP_S = 240.0
+
+
+# --- invoke export ---------------------------------------------------------------------------------------------
+
+# Step lines of `invoke export` and what it exports: the built-in set (resnet18 first; the repository holds only
+# the small models) while resnet18 builds and while it is traced, and one small model re-exported over the one
+# the repository holds (--force, quicker to get there) as its staged folder is validated.
+EXPORT_MOMENTS = {
+    "while the model builds": ("[resnet18] building the model", ()),
+    "while tracing": ("[resnet18] tracing", ()),
+    "as a staged folder is validated": (
+        "validating the staged model folder",
+        ("--only", "multi_io", "--force"),
+    ),
+}
+
+
+@pytest.mark.parametrize("moment", EXPORT_MOMENTS)
+def test_ctrl_c_of_invoke_export_leaves_the_repository_as_it_was(
+    fault: Callable[..., FaultRun], record: Callable[[Outcome], Outcome], moment: str
+) -> None:
+    run = fault("Ctrl-C of invoke export", f"export, {moment}", EXPORT_BOUND_S)
+    assert run.repository is not None
+    before = sorted(p.name for p in run.repository.iterdir())
+    line, only = EXPORT_MOMENTS[moment]
+    run.start(invoke_command("export", "--repository", str(run.repository), *only))
+    run.wait_output(line, STARTUP_S)
+    run.interrupt()
+    outcome = run.finish(expected_exit=(1, 130))
+    errors = [p for p in validate_repository(run.repository) if p.severity == "error"]
+    outcome.extra_ok = sorted(p.name for p in run.repository.iterdir()) == before and not errors
+    record(outcome)
+    assert outcome.passed, outcome.explain()
+
+
+# --- invoke build-backend ------------------------------------------------------------------------------------
+
+BUILD_MOMENTS = {
+    "while unpacking the sources": "unpacking 6 sources",
+    "while cmake configures": "configuring pytorch_backend",
+    "while c++ compiles": "] building ",
+}
+
+
+@pytest.mark.parametrize("moment", BUILD_MOMENTS)
+def test_ctrl_c_of_a_cold_backend_build_leaves_no_partial_cache_entry(
+    fault: Callable[..., FaultRun], record: Callable[[Outcome], Outcome], tmp_path: Path, moment: str
+) -> None:
+    sources = backend.sources_folder()
+    if sources is None:
+        pytest.skip("$TRITONPT_SOURCES is unset: a cold build in an empty cache would download every source")
+    cache = tmp_path / "cache"
+    run = fault("Ctrl-C of invoke build-backend", f"backend build, {moment}", BUILD_BOUND_S, cache=cache)
+    run.start(invoke_command("build-backend", "--sources", str(sources)))
+    run.wait_output(BUILD_MOMENTS[moment], STARTUP_S)
+    run.interrupt()
+    outcome = run.finish(expected_exit=(1, 130))
+    outcome.extra_ok = not (cache / "backends").is_dir() or not any((cache / "backends").iterdir())
+    record(outcome)
+    assert outcome.passed, outcome.explain()
+
+
+# --- invoke serve ----------------------------------------------------------------------------------------------
+
+
+def _serve(run: FaultRun) -> Path:
+    """`invoke serve` from the fault's folder (its reports/ go there), on the fault's repository."""
+    assert run.repository is not None
+    run.start(invoke_command("serve", "--repository", str(run.repository)), cwd=run.folder)
+    return run.folder / "reports" / "tritonserver.log"
+
+
+@pytest.mark.parametrize("moment", ["during server start", "while serving"])
+def test_ctrl_c_of_invoke_serve_stops_the_server(
+    fault: Callable[..., FaultRun], record: Callable[[Outcome], Outcome], moment: str
+) -> None:
+    run = fault("Ctrl-C of invoke serve", f"serve, {moment}", SERVE_BOUND_S)
+    log = _serve(run)
+    if moment == "during server start":
+        run.wait_file(log, "loading: ", STARTUP_S)
+    else:
+        run.wait_output("Ctrl-C stops", STARTUP_S)
+    run.interrupt()
+    outcome = record(run.finish(expected_exit=(1, 130)))
+    assert outcome.passed, outcome.explain()
+
+
+@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM], ids=["SIGKILL", "SIGTERM"])
+def test_a_server_that_dies_under_invoke_serve_ends_it_with_one_paragraph(
+    fault: Callable[..., FaultRun], record: Callable[[Outcome], Outcome], sig: signal.Signals
+) -> None:
+    run = fault(f"{sig.name} of tritonserver", "serve, while serving", DEAD_BOUND_S)
+    _serve(run)
+    run.wait_output("Ctrl-C stops", STARTUP_S)
+    assert run.repository is not None
+    pids = server_pids(str(run.repository))
+    run.require(bool(pids), "the served tritonserver was not found")
+    run.inject(lambda: [os.kill(pid, sig) for pid in pids])
+    outcome = run.finish(expected_exit=(1,))
+    verdict = "was killed by signal SIGKILL" if sig == signal.SIGKILL else "exited with code 0"
+    outcome.extra_ok = "while serving (it stopped on its own)" in outcome.output and verdict in outcome.output
+    record(outcome)
+    assert outcome.passed, outcome.explain()

@@ -1,0 +1,88 @@
+"""Faults of a local Triton while `pytest tests/integration` runs, and Ctrl-C of that run.
+
+A dead server must end the run within 10 s with one paragraph (what died, how, the last log lines, a Hint:),
+no traceback, the reports written saying "aborted", and nothing left behind. The small models' matrix takes
+about a second once the server listens: 0 s after "Started HTTPService" is the start of the matrix, 0.4 s its
+middle.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from ..helpers import matrix_command, server_pids
+from .injector import FaultRun, Outcome
+
+pytestmark = pytest.mark.slow
+
+STARTED = "Started HTTPService"
+START_TIMEOUT_S = 240.0
+DEAD_BOUND_S = 10.0
+"""Issue 10: a dead server ends the run within 10 s."""
+CTRL_C_BOUND_S = 15.0
+"""Ctrl-C: pytest's teardown stops the server (SIGTERM; Triton unloads the models and exits)."""
+MOMENTS = {"at start": 0.0, "mid-matrix": 0.4}
+
+
+def _matrix_run(run: FaultRun, *args: str) -> Path:
+    assert run.repository is not None
+    reports = run.folder / "reports"
+    run.start(matrix_command(run.repository, reports, "--target", "local", *args))
+    return reports
+
+
+def _signal_server(run: FaultRun, sig: signal.Signals) -> None:
+    assert run.repository is not None
+    pids = server_pids(str(run.repository))
+    run.require(bool(pids), "the matrix's tritonserver was not found")
+    for pid in pids:
+        os.kill(pid, sig)
+
+
+@pytest.mark.parametrize("moment", MOMENTS, ids=[m.replace(" ", "-") for m in MOMENTS])
+@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM], ids=["SIGKILL", "SIGTERM"])
+def test_a_local_server_that_dies_ends_the_run(
+    fault: Callable[..., FaultRun], record: Callable[[Outcome], Outcome], sig: signal.Signals, moment: str
+) -> None:
+    run = fault(f"{sig.name} of tritonserver", f"matrix, {moment} (local)", DEAD_BOUND_S)
+    reports = _matrix_run(run)
+    run.wait_file(reports / "tritonserver.log", STARTED, START_TIMEOUT_S)
+    time.sleep(MOMENTS[moment])
+    run.inject(lambda: _signal_server(run, sig))
+    outcome = run.finish(expected_exit=(1,))
+    verdict = (
+        "was killed by signal SIGKILL" if sig == signal.SIGKILL else "sent the server SIGTERM"
+    )  # the hint
+    summary = reports / "summary.md"
+    outcome.extra_ok = (
+        verdict in outcome.output
+        and "Hint:" in outcome.output
+        and summary.is_file()
+        and "The run was aborted" in summary.read_text(encoding="utf-8")
+    )
+    record(outcome)
+    assert outcome.passed, outcome.explain()
+
+
+@pytest.mark.parametrize("moment", ["during server start", "mid-matrix"])
+def test_ctrl_c_of_the_matrix_stops_its_server(
+    fault: Callable[..., FaultRun], record: Callable[[Outcome], Outcome], moment: str
+) -> None:
+    run = fault("Ctrl-C of pytest tests/integration", f"matrix, {moment} (local)", CTRL_C_BOUND_S)
+    reports = _matrix_run(run)
+    log = reports / "tritonserver.log"
+    if moment == "during server start":
+        # The log exists once the process runs; the models load before the HTTP service starts.
+        run.wait_file(log, "loading: ", START_TIMEOUT_S)
+    else:
+        run.wait_file(log, STARTED, START_TIMEOUT_S)
+        time.sleep(MOMENTS["mid-matrix"])
+    run.interrupt()
+    outcome = record(run.finish(expected_exit=(1, 2)))
+    assert outcome.passed, outcome.explain()

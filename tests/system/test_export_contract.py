@@ -1,0 +1,222 @@
+"""The user-model contract of `invoke export --model MODULE:ATTR`, through the front door: every way a model
+breaks it ends in one paragraph (no traceback), exit code 1, and the repository exactly as it was.
+
+Each case runs `python -m invoke export` in a subprocess against a repository that already holds a model
+exported under the same name (a failed re-export must keep it), and a few run against a repository folder
+that does not exist yet (a failed export must not create it). A tree listing with a sha256 of every file is
+taken before and after. The cases and what they showed go to the reliability report's ``export-contract``
+part when this module ends.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import shutil
+import subprocess
+import sys
+import textwrap
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tritonpt import export
+from tritonpt.testing.parts import count_tracebacks, write_part
+
+from . import contract_models
+
+pytestmark = pytest.mark.slow
+
+ROOT = Path(__file__).resolve().parents[2]
+HERE = Path(__file__).resolve().parent
+NAME = "contract"
+ERROR_LINE = re.compile(r"^error:", re.MULTILINE)
+PARAGRAPH_LIMIT = 1200  # characters: a paragraph, not a page of torch internals
+
+_results: list[dict[str, Any]] = []
+_outputs: list[str] = []
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _contract_part() -> Iterator[None]:
+    """The reliability report's ``export-contract`` part: each case and what it showed, once all have run."""
+    yield
+    write_part(
+        "export-contract",
+        {"cases": list(_results), "tracebacks": count_tracebacks(_outputs)},
+        folder=ROOT / "reports" / "reliability" / "parts",
+    )
+
+
+@pytest.fixture(scope="module")
+def previous(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A repository holding a sound model exported as ``contract``: every failed re-export must keep it."""
+    repository = tmp_path_factory.mktemp("previous") / "repository"
+    export.export_factory(contract_models.good, name=NAME, repository=repository)
+    return repository
+
+
+# Modules that break before a factory is ever called; written into the folder export runs from.
+IMPORT_FAILURES = {
+    "syntax_error": "import torch\n\ndef build(:\n    return None\n",
+    "raises_on_import": "import torch\n\nraise RuntimeError('CUDA_HOME is not set')\n",
+    "imports_missing": "import torch\nimport tritonpt_no_such_package\n\ndef build():\n    return None\n",
+}
+
+
+def _tree(root: Path) -> dict[str, str] | None:
+    """Every path under ``root`` with a sha256 of each file (None when ``root`` does not exist)."""
+    if not root.exists():
+        return None
+    return {
+        str(path.relative_to(root)): "folder"
+        if path.is_dir()
+        else hashlib.sha256(path.read_bytes()).hexdigest()
+        for path in sorted(root.rglob("*"))
+    }
+
+
+def _error_paragraph(stderr: str) -> str:
+    """From the line the front door starts with ``error:`` to the end (the progress lines before it are not the error)."""
+    match = ERROR_LINE.search(stderr)
+    return stderr[match.start() :].strip() if match else ""
+
+
+def _is_one_paragraph(stderr: str) -> bool:
+    paragraph = _error_paragraph(stderr)
+    return (
+        bool(paragraph)
+        and len(ERROR_LINE.findall(stderr)) == 1
+        and "\n\n" not in paragraph
+        and "\n" + " " * 4 + "^" not in paragraph  # no source excerpt with a caret under it
+        and len(paragraph) <= PARAGRAPH_LIMIT
+    )
+
+
+def _run(case: str, model: str, repository: Path, cwd: Path, *extra: str) -> subprocess.CompletedProcess[str]:
+    """`invoke export --model MODEL` as a person runs it; records the case for the reliability report."""
+    for module, source in IMPORT_FAILURES.items():
+        (cwd / f"{module}.py").write_text(textwrap.dedent(source), encoding="utf-8")
+    env = {
+        k: v for k, v in os.environ.items() if k != "TRITONPT_DEBUG"
+    }  # --debug prints tracebacks on purpose
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(HERE), env.get("PYTHONPATH", "")]))
+    # The outermost folder that does not exist yet (a failed export must not create it), else the repository.
+    watched = next((p for p in reversed([repository, *repository.parents]) if not p.exists()), repository)
+    before = _tree(watched)
+    command = [sys.executable, "-m", "invoke", "--search-root", str(ROOT), "export", "--model", model]
+    done = subprocess.run(
+        [*command, "--name", NAME, "--repository", str(repository), *extra],
+        cwd=cwd, env=env, capture_output=True, text=True, check=False, timeout=300,
+    )  # fmt: skip
+    _outputs.append(done.stdout + done.stderr)
+    _results.append(
+        {
+            "case": case,
+            "exit": done.returncode,
+            "one_paragraph": _is_one_paragraph(done.stderr),
+            "repository_unchanged": _tree(watched) == before,
+        }
+    )
+    return done
+
+
+# (case, MODULE:ATTR, extra options, words the error must hold)
+CASES = [
+    ("factory-raises", "contract_models:raises", [], "the factory raised FileNotFoundError: the checkpoint"),
+    ("factory-takes-arguments", "contract_models:needs_arguments", [], "the factory raised TypeError"),
+    ("returns-none", "contract_models:returns_none", [], "the factory returned NoneType"),
+    ("returns-module-only", "contract_models:returns_module_only", [], "the factory returned Linear"),
+    ("returns-three-items", "contract_models:returns_three_items", [], "the factory returned tuple"),
+    ("returns-a-function", "contract_models:returns_function_and_inputs", [], "the factory returned tuple"),
+    ("inputs-not-tensors", "contract_models:inputs_are_lists", [], "returned list as example inputs"),
+    ("inputs-numpy", "contract_models:inputs_are_numpy", [], "returned tuple as example inputs"),
+    ("spec-inputs-not-tensors", "contract_models:spec_with_string_inputs", [], "example_inputs is ['str']"),
+    ("inputs-meta-device", "contract_models:inputs_on_meta_device", [], "input 0: the example tensor is on device meta"),
+    ("module-meta-device", "contract_models:module_on_meta_device", [], "parameter 'layer.weight' is on device meta"),
+    ("inputs-complex64", "contract_models:inputs_complex64", [], "cannot serve tensors of torch.complex64"),
+    ("inputs-bfloat16", "contract_models:inputs_bfloat16", [], "cannot serve tensors of torch.bfloat16"),
+    ("inputs-empty-axis", "contract_models:inputs_empty_axis", [], "with length 0 on axis 1"),
+    ("inputs-wrong-shape", "contract_models:inputs_of_the_wrong_shape", [], "forward() failed on inputs [2, 5]"),
+    ("outputs-dict", "contract_models:outputs_dict", [], "forward() returned dict"),
+    ("outputs-float", "contract_models:outputs_float", [], "forward() returned float"),
+    ("outputs-nested", "contract_models:outputs_nested", [], "forward() returned tuple"),
+    ("outputs-meta-device", "contract_models:outputs_on_meta_device", [], "output 0 is a strided tensor on device meta"),
+    ("outputs-complex64", "contract_models:outputs_complex64", [], "output 0: Triton's pytorch backend cannot serve"),
+    ("untraceable", "contract_models:untraceable", [], "torch.jit.trace failed: RuntimeError"),
+    ("unscriptable", "contract_models:unscriptable", ["--script"], "torch.jit.script failed: NotSupportedError"),
+    ("trace-freezes-a-branch", "contract_models:traced_branch", [], "the reloaded TorchScript disagrees with eager"),
+    ("dropout-in-train-mode", "contract_models:dropout_in_train_mode", [], "forward() is not deterministic"),
+    ("random-in-forward", "contract_models:random_in_forward", [], "forward() is not deterministic"),
+    ("state-between-calls", "contract_models:state_between_calls", [], "forward() is not deterministic"),
+    ("module-syntax-error", "syntax_error:build", [], "importing 'syntax_error' raised SyntaxError"),
+    ("module-raises-on-import", "raises_on_import:build", [], "raised RuntimeError: CUDA_HOME is not set"),
+    ("module-imports-missing", "imports_missing:build", [], "it imports 'tritonpt_no_such_package'"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("case", "model", "extra", "words"), [pytest.param(*c, id=c[0]) for c in CASES])
+def test_broken_model_keeps_the_previous_export(
+    previous: Path, tmp_path: Path, case: str, model: str, extra: list[str], words: str
+) -> None:
+    repository = tmp_path / "repository"
+    shutil.copytree(previous, repository)
+    done = _run(case, model, repository, tmp_path, *extra)
+    assert done.returncode == 1, done.stderr
+    assert "Traceback" not in done.stdout + done.stderr
+    assert words in _error_paragraph(done.stderr), done.stderr
+    assert _is_one_paragraph(done.stderr), done.stderr
+    assert _tree(repository) == _tree(previous), "the failed export changed the repository"
+
+
+# One failure before anything is written, one inside the staged folder, one at import: none creates a folder.
+FRESH = ["factory-raises", "trace-freezes-a-branch", "dropout-in-train-mode", "module-syntax-error"]
+
+
+@pytest.mark.parametrize(
+    ("case", "model", "extra", "words"), [pytest.param(*c, id=c[0]) for c in CASES if c[0] in FRESH]
+)
+def test_broken_model_creates_no_repository(
+    tmp_path: Path, case: str, model: str, extra: list[str], words: str
+) -> None:
+    repository = tmp_path / "new" / "repository"
+    done = _run(f"{case} (no repository yet)", model, repository, tmp_path, *extra)
+    assert done.returncode == 1, done.stderr
+    assert "Traceback" not in done.stdout + done.stderr
+    assert words in _error_paragraph(done.stderr), done.stderr
+    assert not (tmp_path / "new").exists(), sorted(str(p) for p in (tmp_path / "new").rglob("*"))
+
+
+def test_the_sound_model_replaces_the_previous_export(previous: Path, tmp_path: Path) -> None:
+    """The control: the same harness sees an export that succeeds, and the repository it changes."""
+    repository = tmp_path / "repository"
+    shutil.copytree(previous, repository)
+    before = _tree(repository)
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(HERE), os.environ.get("PYTHONPATH")])),
+    }
+    command = [
+        sys.executable,
+        "-m",
+        "invoke",
+        "--search-root",
+        str(ROOT),
+        "export",
+        "--model",
+        "contract_models:good",
+    ]
+    done = subprocess.run(
+        [*command, "--name", NAME, "--repository", str(repository), "--seed", "1"],
+        cwd=tmp_path, env=env, capture_output=True, text=True, check=False, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "Traceback" not in done.stdout + done.stderr
+    after = _tree(repository)
+    assert after is not None
+    assert before is not None
+    assert after != before  # another seed: other weights and reference data
+    assert sorted(after) == sorted(before)  # the same files: one model, no staging folder left

@@ -1,0 +1,183 @@
+"""The reliability report's merge, on parts written here by hand (JSON as the tiers' contract describes it)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tritonpt.testing import reliability
+
+CLEAN = {"processes": 0, "containers": 0, "temp_dirs": 0, "staging_dirs": 0, "partial_cache": 0}
+
+
+def _part(reports: Path, name: str, data: dict[str, Any]) -> Path:
+    folder = reports / "reliability" / "parts"
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{name}.json"
+    path.write_text(json.dumps(data), encoding="utf-8")
+    return path
+
+
+def _fault(name: str, exit_s: float, *, passed: bool = True, **left: int) -> dict[str, Any]:
+    return {
+        "fault": name,
+        "stage": "matrix",
+        "exit_s": exit_s,
+        "exit": "code 1",
+        "leftovers": {**CLEAN, **left},
+        "passed": passed,
+    }
+
+
+SOAK = {
+    "part": "soak",
+    "tracebacks": 0,
+    "requests_sent": 10000,
+    "failures": 2,
+    "mismatches": 1,
+    "counts": {
+        "multi_io": {
+            "sent": 6000,
+            "request_success": 5998,
+            "inference_count": 9000,
+            "expected_inference_count": 9000,
+        },
+        "fixed_shape": {
+            "sent": 4000,
+            "request_success": 4000,
+            "inference_count": 4000,
+            "expected_inference_count": 4000,
+        },
+    },
+    "rss_start_mb": 300.0,
+    "rss_end_mb": 340.5,
+    "rss_bound_mb": 64.0,
+    "smoke": False,
+}
+
+
+def test_faults_and_soak_are_merged_and_the_rest_named_not_run(tmp_path: Path) -> None:
+    rows = [_fault("SIGKILL", 0.4), _fault("Ctrl-C", 3.5, passed=False, containers=1, temp_dirs=2)]
+    _part(tmp_path, "faults", {"part": "faults", "tracebacks": 1, "faults": rows})
+    _part(tmp_path, "soak", SOAK)
+    result = reliability.merge(tmp_path)
+    assert result.parts_run == ["faults", "soak"]
+    assert result.parts_not_run == ["fuzz", "export-contract", "bad-requests", "lockdown"]
+    assert result.tracebacks == {"faults": 1, "soak": 0}
+    assert result.leftovers == {**CLEAN, "containers": 1, "temp_dirs": 2}
+    goals = {g.what: g for g in result.goals}
+    assert goals["tracebacks seen"].value == "1"
+    assert not goals["tracebacks seen"].met
+    assert goals["faults injected / survived"].value == "2 / 1"
+    assert not goals["faults injected / survived"].met  # fewer than 20, and one failed
+    assert goals["leftovers after the faults"].value == "3"
+    assert goals["slowest time to exit"].value == "3.5 s"
+    assert goals["soak: requests sent / lost"].value == "10000 / 3"
+    assert goals["soak: server counters"].value == "differ"  # multi_io: 5998 of 6000 succeeded
+    assert goals["soak: RSS growth"].value == "+40 MB"
+    assert goals["soak: RSS growth"].met
+    assert not result.all_met
+
+
+def test_twenty_clean_faults_meet_the_goals(tmp_path: Path) -> None:
+    rows = [_fault(f"fault {i}", 1.0 + i / 10) for i in range(20)]
+    _part(tmp_path, "faults", {"part": "faults", "tracebacks": 0, "faults": rows})
+    result = reliability.merge(tmp_path)
+    assert result.all_met
+    assert result.leftovers == CLEAN
+    assert {g.what: g.value for g in result.goals}["slowest time to exit"] == "2.9 s"
+
+
+def test_the_report_files_hold_the_tables(tmp_path: Path) -> None:
+    _part(
+        tmp_path,
+        "faults",
+        {"part": "faults", "tracebacks": 0, "faults": [_fault("SIGTERM of dockerd", 2.33)]},
+    )
+    fuzz = {
+        "part": "fuzz",
+        "tracebacks": 0,
+        "cases": {"config_text": 500, "reference_files": 200, "layouts": 100},
+        "crashes": 0,
+    }
+    _part(tmp_path, "fuzz", fuzz)
+    assert reliability.main(["--reports", str(tmp_path)]) == 0
+    markdown = (tmp_path / "reliability.md").read_text(encoding="utf-8")
+    assert "| SIGTERM of dockerd | matrix | 2.33 s | code 1 | none | yes |" in markdown
+    assert "| fuzz cases tried / crashes | 800 / 0 | 0 crashes | yes |" in markdown
+    assert "- `soak`: no reports/reliability/parts/soak.json" in markdown
+    data = json.loads((tmp_path / "reliability.json").read_text(encoding="utf-8"))
+    assert data["parts_not_run"] == ["soak", "export-contract", "bad-requests", "lockdown"]
+    assert data["faults"][0]["fault"] == "SIGTERM of dockerd"
+    assert data["fuzz"]["cases"]["layouts"] == 100
+
+
+def test_no_parts_at_all_is_a_report_of_nothing_run(tmp_path: Path) -> None:
+    assert reliability.main(["--reports", str(tmp_path)]) == 0
+    data = json.loads((tmp_path / "reliability.json").read_text(encoding="utf-8"))
+    assert data["parts_run"] == []
+    assert data["parts_not_run"] == list(reliability.PARTS)
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "words"),
+    [
+        pytest.param("soak", "{not json", "is not JSON", id="not-json"),
+        pytest.param(
+            "soak",
+            json.dumps({**SOAK, "failures": "2"}),
+            "'failures' is \"2\", expected an integer",
+            id="str-count",
+        ),
+        pytest.param(
+            "soak", json.dumps({**SOAK, "smoke": 1}), "'smoke' is 1, expected true/false", id="int-bool"
+        ),
+        pytest.param(
+            "faults", json.dumps({"part": "faults", "tracebacks": 0}), "has no 'faults' field", id="no-rows"
+        ),
+        pytest.param(
+            "faults",
+            json.dumps(
+                {
+                    "part": "faults",
+                    "tracebacks": 0,
+                    "faults": [{**_fault("x", 1.0), "leftovers": {"processes": 0}}],
+                }
+            ),
+            "faults[0].leftovers has no 'containers' field",
+            id="short-leftovers",
+        ),
+        pytest.param(
+            "lockdown",
+            json.dumps({"part": "soak", "tracebacks": 0}),
+            "says it is part 'soak'",
+            id="wrong-name",
+        ),
+        pytest.param(
+            "fuzz",
+            json.dumps({"part": "fuzz", "tracebacks": True, "cases": {}, "crashes": 0}),
+            "'tracebacks' is true",
+            id="bool-count",
+        ),
+    ],
+)
+def test_a_part_that_breaks_its_contract_is_named_and_the_merge_exits_1(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str, text: str, words: str
+) -> None:
+    path = _part(tmp_path, name, {})
+    path.write_text(text, encoding="utf-8")
+    _part(
+        tmp_path, "bad-requests", {"part": "bad-requests", "tracebacks": 0, "cases": []}
+    )  # a good one beside
+    assert reliability.main(["--reports", str(tmp_path)]) == 1
+    error = capsys.readouterr().err
+    assert str(path) in error
+    assert words in error
+    assert "Traceback" not in error
+    data = json.loads((tmp_path / "reliability.json").read_text(encoding="utf-8"))
+    assert str(path) in data["unreadable"]
+    assert name not in data["parts_not_run"]  # it ran; its file is what is wrong
+    assert data["parts_run"] == ["bad-requests"]  # the good part beside it is still merged
