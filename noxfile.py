@@ -8,6 +8,8 @@
     nox -s differential  the validator's verdict on each broken repository against the real server's
     nox -s container     our image built on offline stand-ins, the doctor, the matrix in a container;
                          recipes/pytorch.Dockerfile's backend stage on a stand-in of its devel base
+    nox -s faults        20+ injected faults, each timed to exit and followed by a count of leftovers
+    nox -s reliability   (last) reports/reliability.md and .json from the parts the tiers wrote
     nox -s gpu           (GPU runners) build the real image, doctor, the matrix in a GPU container, strict
 
 Every session installs the exact torch pins from src/tritonpt/versions.toml. The uv backend hard-links
@@ -17,6 +19,7 @@ packages from its cache, so the multi-gigabyte torch install is downloaded once 
 from __future__ import annotations
 
 import argparse
+import shlex
 import shutil
 import subprocess
 import sys
@@ -65,6 +68,8 @@ def lint(session: nox.Session) -> None:
     session.run("ruff", "format", "--check", ".")
     session.run("mypy")
     session.run("hadolint", *sorted(str(p) for p in Path("src/tritonpt").glob("*/*.Dockerfile")))
+    # Fails on any finding of zizmor's regular persona (exit 13 for a medium one): stricter than the
+    # medium-or-worse line that tests/docker/test_lockdown.py holds with --min-severity medium.
     session.run("zizmor", "--offline", ".github/workflows")
     workflows = sorted(str(p) for p in Path(".github/workflows").glob("*.yml"))
     session.run("check-jsonschema", "--builtin-schema", "vendor.github-workflows", *workflows)
@@ -139,6 +144,21 @@ def container(session: nox.Session) -> None:
     )  # fmt: skip
 
 
+@nox.session(python=PYTHON)
+def faults(session: nox.Session) -> None:
+    """Fault injection: 20+ faults across the stages, each timed to exit and followed by a count of leftovers.
+
+    Server deaths, Ctrl-C of each front door, killed and OOM-killed containers, a Docker engine that stops;
+    prints the fault table and writes the `faults` reliability part.
+
+    The container faults skip without a Docker engine and the stand-in images (`nox -s container` builds them);
+    `-- -m "not stops_docker"` leaves out the fault that stops this machine's engine and starts it again.
+    """
+    _install(session, "test")
+    session.run("invoke", "build-backend")
+    _pytest(session, "tests/faults", *session.posargs)
+
+
 @nox.session(python=PYTHON, default=False)
 def gpu(session: nox.Session) -> None:
     """GPU runner lane: build the real image (-- --recipe ngc|pytorch), doctor, the matrix in a GPU container.
@@ -178,26 +198,80 @@ def _perf_analyzer(session: nox.Session) -> None:
     )
 
 
-def _bench(session: nox.Session, args: list[str]) -> None:
+def _bench(session: nox.Session, args: list[str], *, harness: bool) -> None:
     _install(session, "test", "bench")
     if not any(arg.startswith("--repository") for arg in args):
         session.run("invoke", "export")
     session.run("invoke", "build-backend")
     _perf_analyzer(session)
     session.run("python", "-m", "tritonpt.bench", *args)
+    if harness:  # the harness against a bare script, and the first command by stage (nox runs nox for it)
+        session.run(
+            "python", "-m", "tritonpt.testing.overhead", "--nox", shlex.join([sys.executable, "-m", "nox"])
+        )
 
 
 @nox.session(python=PYTHON, default=False)
 def bench(session: nox.Session) -> None:
     """Served vs eager, side by side: perf_analyzer over HTTP and gRPC against the official backend, as ratios.
 
-    Arguments after `--` go to `python -m tritonpt.bench` (--model NAME, --repository DIR, --reports DIR).
-    Writes reports/bench/bench.json, bench.md and bench.png.
+    Arguments after `--` go to `python -m tritonpt.bench` (--model NAME, --repository DIR, --reports DIR,
+    --pin SERVER:CLIENT). Writes reports/bench/bench.{json,md,png}; without arguments also the harness's cost
+    against a bare script and the first command by stage (reports/bench/harness.{json,md}).
     """
-    _bench(session, list(session.posargs))
+    _bench(session, list(session.posargs), harness=not session.posargs)
+
+
+@nox.session(python=PYTHON, default=False)
+def tune(session: nox.Session) -> None:
+    """`invoke tune` with perf_analyzer installed: -- --model NAME [--latency-budget-ms N] [--apply].
+
+    Exports the built-in set first unless --repository is given; writes reports/tune/NAME/.
+    """
+    _install(session, "test", "bench")
+    if not any(arg.startswith("--repository") for arg in session.posargs):
+        session.run("invoke", "export")
+    session.run("invoke", "build-backend")
+    _perf_analyzer(session)
+    session.run("invoke", "tune", *(session.posargs or ["--model", "resnet18"]))
 
 
 @nox.session(python=PYTHON, name="bench-smoke")
 def bench_smoke(session: nox.Session) -> None:
     """A short run of the bench (one model, short windows) so that it cannot rot; no figure is judged."""
-    _bench(session, ["--smoke", "--model", "multi_io", "--reports", "reports/bench-smoke"])
+    _bench(session, ["--smoke", "--model", "multi_io", "--reports", "reports/bench-smoke"], harness=False)
+
+
+def _soak(session: nox.Session, args: list[str]) -> None:
+    _install(session, "test")
+    if not any(arg.startswith("--repository") for arg in args):
+        session.run("invoke", "export")
+    session.run("invoke", "build-backend")
+    session.run("python", "-m", "tritonpt.testing.soak", *args)
+
+
+@nox.session(python=PYTHON, default=False)
+def soak(session: nox.Session) -> None:
+    """10,000 requests, mixed batches, HTTP and gRPC, concurrency 16: parity, exact counters, bounded RSS.
+
+    Arguments after `--` go to `python -m tritonpt.testing.soak` (--requests N, --concurrency N,
+    --repository DIR, --reports DIR). Writes reports/soak/soak.json and soak.md, and the reliability part.
+    """
+    _soak(session, list(session.posargs))
+
+
+@nox.session(python=PYTHON, name="soak-smoke")
+def soak_smoke(session: nox.Session) -> None:
+    """A short soak (200 requests) with the same checks, so that it cannot rot."""
+    _soak(session, ["--smoke", "--reports", "reports/soak-smoke"])
+
+
+# Defined last, so that `nox` runs it after every tier that writes a part.
+@nox.session(venv_backend="none")
+def reliability(session: nox.Session) -> None:
+    """Merge reports/reliability/parts/*.json into reports/reliability.md and .json (stdlib only: no install).
+
+    Arguments after `--` go to `python -m tritonpt.testing.reliability` (--reports DIR).
+    """
+    module = ("-m", "tritonpt.testing.reliability")
+    session.run(sys.executable, *module, *session.posargs, env={"PYTHONPATH": "src"}, external=True)

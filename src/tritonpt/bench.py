@@ -3,14 +3,16 @@
     for each model of the repository (or those named):
       cases   b1-c1: batch 1, one request at a time | bN-c1: the largest batch | b1-cN: batch-1 requests at
               concurrency N (the largest batch), which the dynamic batcher combines
-      sides   eager: the same model.pt in this process, torch's default threads (the backend's default too),
-              at the case's batch (b1-cN: at batch N, what the batcher can at best reach)
+      sides   eager: the same model.pt in this process with the backend's settings for its config (intra-op
+              threads, optimized execution), at the case's batch (b1-cN: at batch N, the best the batcher can form)
               http, grpc: the model served by the official backend, load from perf_analyzer
       -> inferences/s, p50/p90/p99 latency, the server's split (queue, compute input, infer, output)
       -> served / eager ratios in reports/bench/bench.json, bench.md and bench.png
+      the first request after a load, with and without the config's model_warmup, against warm ones
 
 One process tree: this process measures eager, then starts one tritonserver (the built backend) and runs
-perf_analyzer against it, one side at a time so that no two sides share the cores. perf_analyzer comes from the
+perf_analyzer against it, one side at a time so that no two sides share the cores. ``--pin 1:0`` separates
+them for good: the server (and eager) on one core, perf_analyzer on another. perf_analyzer comes from the
 tritonclient wheel pinned in versions.toml [bench] (:func:`install_perf_analyzer`), beside whatever tritonclient
 the environment imports.
 """
@@ -33,9 +35,10 @@ from pathlib import Path
 
 import numpy as np
 import torch
+import tritonclient.grpc as grpcclient
 from tritonclient.grpc.model_config_pb2 import ModelConfig
 
-from tritonpt import backend, reference, repository
+from tritonpt import backend, client, dtypes, reference, repository
 from tritonpt.client import PROTOCOLS, Endpoints
 from tritonpt.errors import HINT, TritonPtError
 from tritonpt.repository import ModelDir
@@ -59,9 +62,15 @@ def tool_dir(prefix: Path | None = None) -> Path:
 
 
 def install_perf_analyzer(wheel: Path, prefix: Path | None = None) -> Path:
-    """Take ``perf_analyzer`` out of the pinned tritonclient wheel, with the libb64 link it needs; return it."""
+    """Take ``perf_analyzer`` out of the pinned tritonclient wheel, with the libb64 link it needs; return it.
+    Nothing is installed unless both are there."""
     member = f"tritonclient-{VERSIONS.bench.tritonclient}.data/data/bin/perf_analyzer"
     folder = tool_dir(prefix)
+    pytriton = backend.package_folder("pytriton")
+    libs = sorted(pytriton.parent.glob("nvidia_pytriton.libs/libb64-*.so.0d")) if pytriton else []
+    if not libs:
+        msg = f"Cannot find libb64 (perf_analyzer needs libb64.so.0d) in nvidia_pytriton.libs; install nvidia-pytriton=={VERSIONS.embedded.pytriton}."
+        raise BenchError(msg)
     try:
         with zipfile.ZipFile(wheel) as archive:
             data = archive.read(member)
@@ -69,19 +78,14 @@ def install_perf_analyzer(wheel: Path, prefix: Path | None = None) -> Path:
         msg = f"Cannot take perf_analyzer out of {wheel} ({exc}); it must be tritonclient {VERSIONS.bench.tritonclient}'s manylinux wheel."
         raise BenchError(msg) from exc
     (folder / "lib").mkdir(parents=True, exist_ok=True)
+    link = folder / "lib" / "libb64.so.0d"
+    link.unlink(missing_ok=True)
+    link.symlink_to(libs[0])
     binary = folder / "perf_analyzer"
     staged = folder / ".perf_analyzer.partial"
     staged.write_bytes(data)
     staged.chmod(0o755)
     staged.replace(binary)
-    pytriton = backend.package_folder("pytriton")
-    libs = sorted(pytriton.parent.glob("nvidia_pytriton.libs/libb64-*.so.0d")) if pytriton else []
-    if not libs:
-        msg = f"Cannot find libb64 (perf_analyzer needs libb64.so.0d) in nvidia_pytriton.libs; install nvidia-pytriton=={VERSIONS.embedded.pytriton}."
-        raise BenchError(msg)
-    link = folder / "lib" / "libb64.so.0d"
-    link.unlink(missing_ok=True)
-    link.symlink_to(libs[0])
     return binary
 
 
@@ -126,6 +130,7 @@ class Measurement:
     compute_input_us: float | None = None
     compute_infer_us: float | None = None
     compute_output_us: float | None = None
+    stable: bool = True  # False: the windows never agreed within 25 %; three more were taken as they came
 
 
 def cases_for(config: ModelConfig) -> list[Case]:
@@ -151,20 +156,68 @@ def _feed(model: ModelDir, batch: int) -> list[torch.Tensor]:
     return [torch.from_numpy(np.resize(a, (batch, *a.shape[1:])).astype(a.dtype)) for a in largest.inputs]
 
 
-def eager(model: ModelDir, case: Case, *, seconds: float) -> Measurement:
-    """The TorchScript file in this process at the case's eager batch, for about ``seconds``."""
+@dataclass(frozen=True, kw_only=True)
+class Pinning:
+    """Which cores the server side and the client side may use (``taskset``); eager runs on the server's."""
+
+    server: tuple[int, ...]
+    client: tuple[int, ...]
+
+    @classmethod
+    def parse(cls, text: str) -> Pinning:
+        """``SERVER:CLIENT`` core lists, e.g. ``1:0`` or ``2,3:0,1``."""
+        try:
+            server, client = text.split(":")
+            found = cls(
+                server=tuple(int(c) for c in server.split(",")),
+                client=tuple(int(c) for c in client.split(",")),
+            )
+        except ValueError:
+            msg = f"--pin {text!r}: expected SERVER_CORES:CLIENT_CORES, e.g. 1:0 (server on core 1, load on core 0)."
+            raise BenchError(msg) from None
+        available = os.sched_getaffinity(0)
+        if not set(found.server + found.client) <= available or set(found.server) & set(found.client):
+            msg = (
+                f"--pin {text!r}: the two sides need separate cores among this machine's {sorted(available)}."
+            )
+            raise BenchError(msg)
+        return found
+
+
+def _eager_settings(config: ModelConfig) -> tuple[int | None, bool]:
+    """The intra-op thread count and optimized execution the backend would use for this config."""
+    params = {k: v.string_value.strip().lower() for k, v in config.parameters.items()}
+    threads = params.get("INTRA_OP_THREAD_COUNT", "")
+    optimized = params.get("DISABLE_OPTIMIZED_EXECUTION", "false") not in {"true", "on", "1"}
+    return (int(threads) if threads.isdigit() and int(threads) > 0 else None), optimized
+
+
+def eager(
+    model: ModelDir, case: Case, *, seconds: float, config: ModelConfig, cores: tuple[int, ...] = ()
+) -> Measurement:
+    """The TorchScript file in this process at the case's eager batch, for about ``seconds``, with the thread
+    count and optimized execution the config gives the backend (on ``cores`` only, when given)."""
     module = torch.jit.load(str(model.model_file()), map_location="cpu").eval()
     inputs = _feed(model, case.eager_batch)
     latencies: list[float] = []
-    with torch.inference_mode():
-        for _ in range(3):  # the profiling executor's first runs
-            module(*inputs)
-        began = time.perf_counter()
-        while time.perf_counter() - began < seconds or len(latencies) < 10:
-            start = time.perf_counter()
-            module(*inputs)
-            latencies.append(time.perf_counter() - start)
-        elapsed = time.perf_counter() - began
+    threads, optimized = _eager_settings(config)
+    before = torch.get_num_threads(), os.sched_getaffinity(0)
+    if cores:
+        os.sched_setaffinity(0, cores)
+    torch.set_num_threads(threads or len(cores) or before[0])
+    try:
+        with torch.inference_mode(), torch.jit.optimized_execution(optimized):  # type: ignore[attr-defined]
+            for _ in range(3):  # the profiling executor's first runs
+                module(*inputs)
+            began = time.perf_counter()
+            while time.perf_counter() - began < seconds or len(latencies) < 10:
+                start = time.perf_counter()
+                module(*inputs)
+                latencies.append(time.perf_counter() - start)
+            elapsed = time.perf_counter() - began
+    finally:
+        torch.set_num_threads(before[0])
+        os.sched_setaffinity(0, before[1])
     quantiles = statistics.quantiles([x * 1000 for x in latencies], n=100)
     return Measurement(
         model=model.name,
@@ -179,6 +232,38 @@ def eager(model: ModelDir, case: Case, *, seconds: float) -> Measurement:
     )
 
 
+def count_windows(requests: int, batch: int) -> list[str]:
+    """perf_analyzer windows of ``requests`` samples each (at least 20 requests), until the last three agree
+    within 25 % (at most six)."""
+    return [
+        "--measurement-mode", "count_windows", "--measurement-request-count", str(max(20, requests // batch)),
+        "--stability-percentage", "25", "--max-trials", "6",
+    ]  # fmt: skip
+
+
+def time_windows(milliseconds: int, *, stability: int = 25, trials: int = 4) -> list[str]:
+    """perf_analyzer windows of ``milliseconds`` each, until three agree within ``stability`` % (at most
+    ``trials``)."""
+    return [
+        "--measurement-mode", "time_windows", "--measurement-interval", str(milliseconds),
+        "--stability-percentage", str(stability), "--max-trials", str(trials),
+    ]  # fmt: skip
+
+
+UNSTABLE = "Failed to obtain stable measurement"
+"""What perf_analyzer says (exit 2, no report) when its windows never agreed within the stability percentage."""
+
+
+def _perf_analyzer_run(
+    command: Sequence[str], env: dict[str, str], timeout: float, *, what: str
+) -> subprocess.CompletedProcess[str]:
+    try:
+        return subprocess.run(command, env=env, capture_output=True, text=True, check=False, timeout=timeout)
+    except subprocess.TimeoutExpired as exc:
+        msg = f"perf_analyzer did not finish {what} within {timeout:.0f} s."
+        raise BenchError(msg) from exc
+
+
 def served(
     endpoints: Endpoints,
     protocol: str,
@@ -186,11 +271,13 @@ def served(
     config: ModelConfig,
     case: Case,
     *,
-    requests: int,
+    windows: Sequence[str],
     tool: tuple[Path, dict[str, str]],
+    timeout: float = 600.0,
+    cores: tuple[int, ...] = (),
 ) -> Measurement:
-    """perf_analyzer against the served model: ``requests`` per measurement window (divided by the batch, at
-    least 20), zeros as inputs, until two windows agree within 25 % (at most six)."""
+    """perf_analyzer against the served model, zeros as inputs, measured in ``windows`` (:func:`count_windows`,
+    :func:`time_windows`)."""
     binary, env = tool
     shapes = []
     ref = reference.load(model)
@@ -202,14 +289,18 @@ def served(
             shapes += ["--shape", f"{tensor.name}:{','.join(str(d) for d in dims)}"]
     with tempfile.TemporaryDirectory(prefix="tritonpt-bench-") as folder:
         report = Path(folder) / "perf.csv"
+        pinned = ["taskset", "--cpu-list", ",".join(map(str, cores))] if cores else []
         command = [
-            str(binary), "-m", model.name, "-u", endpoints.http if protocol == "http" else endpoints.grpc,
+            *pinned, str(binary), "-m", model.name, "-u", endpoints.http if protocol == "http" else endpoints.grpc,
             "-i", protocol, "-b", str(case.batch), "--concurrency-range", str(case.concurrency),
-            "--measurement-mode", "count_windows", "--measurement-request-count", str(max(20, requests // case.batch)),
-            "--stability-percentage", "25", "--max-trials", "6", "--input-data", "zero", *shapes,
+            *windows, "--input-data", "zero", *shapes,
             "-f", str(report),
         ]  # fmt: skip
-        done = subprocess.run(command, env=env, capture_output=True, text=True, check=False, timeout=600)
+        done = _perf_analyzer_run(command, env, timeout, what=f"{model.name} {case.id} over {protocol}")
+        stable = UNSTABLE not in done.stdout + done.stderr
+        if not stable:  # three more windows, taken whatever they say, and marked as unsteady
+            relaxed = [*command, "--stability-percentage", "100000", "--max-trials", "3"]
+            done = _perf_analyzer_run(relaxed, env, timeout, what=f"{model.name} {case.id} over {protocol}")
         if done.returncode != 0 or not report.is_file():
             tail = "\n".join((done.stdout + done.stderr).strip().splitlines()[-6:])
             msg = f"perf_analyzer failed for {model.name} {case.id} over {protocol} (exit {done.returncode}):\n{tail}"
@@ -230,6 +321,81 @@ def served(
         compute_input_us=float(row["Server Compute Input"]),
         compute_infer_us=float(row["Server Compute Infer"]),
         compute_output_us=float(row["Server Compute Output"]),
+        stable=stable,
+    )
+
+
+# --- The first request after a load ------------------------------------------------------------------------------
+
+WARM_REQUESTS = 10
+"""Requests after the first two whose median is the warm latency."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class FirstRequest:
+    """Batch-1 request latencies on a freshly loaded model (medians over fresh servers), from one gRPC client
+    that connected before the first request (so no channel setup is timed)."""
+
+    model: str
+    warmup: bool  # served with the config's model_warmup (True) or with it removed
+    servers: int  # fresh servers measured
+    load_s: float  # server start to the model ready (warmup runs inside it)
+    first_ms: float
+    second_ms: float
+    warm_ms: float  # median of the next WARM_REQUESTS
+
+    @property
+    def cold_over_warm(self) -> float:
+        return self.first_ms / self.warm_ms if self.warm_ms else 0.0
+
+
+def first_requests(model: ModelDir, config: ModelConfig, *, warmup: bool, servers: int = 3) -> FirstRequest:
+    """Start ``servers`` fresh servers for ``model`` (``config``, its model_warmup kept or removed) and time the
+    first, second and next requests on each."""
+    from tritonpt.server import LocalServer, TritonFlags  # noqa: PLC0415
+
+    served_config = ModelConfig()
+    served_config.CopyFrom(config)
+    if not warmup:
+        served_config.ClearField("model_warmup")
+    ref = reference.load(model)
+    case = min(ref.cases, key=lambda c: c.batch_size)
+    rows = slice(0, 1) if config.max_batch_size > 0 else slice(None)
+    names = [o.name for o in ref.outputs]
+    loads, firsts, seconds, warms = [], [], [], []
+    for _ in range(servers):
+        with repository.one_model(model, served_config) as folder:
+            started = time.perf_counter()
+            with LocalServer(TritonFlags(model_repository=folder, load_model=(model.name,))) as server:
+                server.wait_models_ready([model.name])
+                loads.append(time.perf_counter() - started)
+                with client.grpc(server.endpoints) as grpc:
+                    grpc.is_server_ready()
+                    request = []
+                    for tensor, array in zip(config.input, case.inputs, strict=True):
+                        sample = np.ascontiguousarray(array[rows])
+                        item = grpcclient.InferInput(
+                            tensor.name, list(sample.shape), dtypes.from_numpy(sample.dtype).wire
+                        )
+                        item.set_data_from_numpy(sample)
+                        request.append(item)
+                    wanted = [grpcclient.InferRequestedOutput(n) for n in names]
+                    times = []
+                    for _ in range(2 + WARM_REQUESTS):
+                        began = time.perf_counter()
+                        grpc.infer(model.name, request, outputs=wanted)
+                        times.append((time.perf_counter() - began) * 1000)
+        firsts.append(times[0])
+        seconds.append(times[1])
+        warms.append(statistics.median(times[2:]))
+    return FirstRequest(
+        model=model.name,
+        warmup=warmup,
+        servers=servers,
+        load_s=statistics.median(loads),
+        first_ms=statistics.median(firsts),
+        second_ms=statistics.median(seconds),
+        warm_ms=statistics.median(warms),
     )
 
 
@@ -240,6 +406,7 @@ def served(
 class BenchReport:
     environment: dict[str, str]
     measurements: tuple[Measurement, ...]
+    first_requests: tuple[FirstRequest, ...] = ()
 
     def ratio(self, model: str, case: str, side: str) -> float | None:
         """served / eager throughput for one model and case."""
@@ -252,7 +419,10 @@ class BenchReport:
             {**asdict(m), "ratio_to_eager": self.ratio(m.model, m.case, m.side) if m.side != "eager" else 1.0}
             for m in self.measurements
         ]
-        return json.dumps({"environment": self.environment, "measurements": rows}, indent=2)
+        first = [{**asdict(f), "cold_over_warm": f.cold_over_warm} for f in self.first_requests]
+        return json.dumps(
+            {"environment": self.environment, "measurements": rows, "first_requests": first}, indent=2
+        )
 
     def to_markdown(self) -> str:
         lines = ["# Served vs eager", "", "| | |", "|---|---|"]
@@ -270,10 +440,25 @@ class BenchReport:
                 else ""
             )
             lines.append(
-                f"| {m.model} | {m.case} | {m.side} | {m.throughput:.1f} | {f'{ratio:.2f}' if ratio else ''} | "
+                f"| {m.model} | {m.case} | {m.side} | {m.throughput:.1f}{'' if m.stable else ' (unsteady)'} | {f'{ratio:.2f}' if ratio else ''} | "
                 f"{m.p50_ms:.2f} | {m.p90_ms:.2f} | {m.p99_ms:.2f} | "
                 f"{'' if m.queue_us is None else f'{m.queue_us:.0f}'} | {split} |"
             )
+        if self.first_requests:
+            lines += [
+                "",
+                "## The first request after a load",
+                "",
+                "Batch-1 requests from one connected gRPC client, medians over fresh servers.",
+                "",
+                "| model | model_warmup | servers | start to ready s | first ms | second ms | warm ms | first / warm |",
+                "|---|---|---|---|---|---|---|---|",
+            ]
+            lines += [
+                f"| {f.model} | {'yes' if f.warmup else 'no'} | {f.servers} | {f.load_s:.2f} | {f.first_ms:.1f} | "
+                f"{f.second_ms:.1f} | {f.warm_ms:.1f} | {f.cold_over_warm:.1f} |"
+                for f in self.first_requests
+            ]
         return "\n".join(lines) + "\n"
 
     def plot(self, path: Path) -> None:
@@ -334,6 +519,8 @@ def run(
     names: Sequence[str] = (),
     eager_seconds: float = 3.0,
     requests: int = 200,
+    servers: int = 3,
+    pin: Pinning | None = None,
     step: Callable[[str], None] = lambda _: None,
 ) -> BenchReport:
     """Measure every case of every chosen model: eager first, then one server for the served sides."""
@@ -350,8 +537,16 @@ def run(
     for model in chosen:
         for case in cases_for(configs[model.name]):
             step(f"[{model.name}] {case.id}: eager at batch {case.eager_batch}")
-            measured.append(eager(model, case, seconds=eager_seconds))
-    with LocalServer(TritonFlags(model_repository=repository_dir)) as server:
+            measured.append(
+                eager(
+                    model,
+                    case,
+                    seconds=eager_seconds,
+                    config=configs[model.name],
+                    cores=pin.server if pin else (),
+                )
+            )
+    with LocalServer(TritonFlags(model_repository=repository_dir), cpus=pin.server if pin else ()) as server:
         server.wait_models_ready([m.name for m in chosen])
         for model in chosen:
             for case in cases_for(configs[model.name]):
@@ -364,21 +559,36 @@ def run(
                             model,
                             configs[model.name],
                             case,
-                            requests=requests,
+                            windows=count_windows(requests, case.batch),
                             tool=tool,
+                            cores=pin.client if pin else (),
                         )
                     )
         origin = server.backend_origin()
         version = server.install.version if server.install else "unknown"
+    cold = []
+    for model in chosen:
+        for warmup in (False, True) if configs[model.name].model_warmup else (False,):
+            step(f"[{model.name}] first request after a load, {'with' if warmup else 'without'} model_warmup")
+            cold.append(first_requests(model, configs[model.name], warmup=warmup, servers=servers))
     environment = {
         "torch": torch.__version__,
-        "threads (eager; the backend's default is the same)": str(torch.get_num_threads()),
+        "eager": "the config's INTRA_OP_THREAD_COUNT (else "
+        + (
+            f"one thread per pinned core, {len(pin.server)}"
+            if pin
+            else f"torch's default, {torch.get_num_threads()}"
+        )
+        + ") and its optimized execution, as the backend runs it",
         "cores": str(os.cpu_count()),
+        "pinning": f"server and eager on cores {list(pin.server)}, perf_analyzer on {list(pin.client)}"
+        if pin
+        else "none (server, perf_analyzer and eager share every core)",
         "perf_analyzer": f"tritonclient {VERSIONS.bench.tritonclient}",
         "server": f"tritonserver {version}",
         "pytorch backend": origin.describe() if origin else "the server's own",
     }
-    return BenchReport(environment=environment, measurements=tuple(measured))
+    return BenchReport(environment=environment, measurements=tuple(measured), first_requests=tuple(cold))
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -389,6 +599,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--reports", type=Path, default=Path("reports/bench"))
     parser.add_argument(
         "--smoke", action="store_true", help="short windows: checks that the bench runs, not how fast"
+    )
+    parser.add_argument(
+        "--pin",
+        metavar="SERVER:CLIENT",
+        help="pin the server (and eager) and perf_analyzer to separate cores with taskset, e.g. 1:0",
     )
     parser.add_argument(
         "--install-perf-analyzer",
@@ -410,6 +625,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             names=options.model,
             eager_seconds=0.5 if options.smoke else 3.0,
             requests=20 if options.smoke else 200,
+            servers=1 if options.smoke else 3,
+            pin=Pinning.parse(options.pin) if options.pin else None,
             step=say,
         )
         written = report.write(options.reports)

@@ -43,6 +43,7 @@ def export(
     instance_kind: str | None,
     parameters: Sequence[str],
     seed: int,
+    force: bool,
     debug: bool,
 ) -> None:
     from tritonpt import export as exporting  # noqa: PLC0415 - torch loads only when a task needs it
@@ -88,7 +89,7 @@ def export(
             from tritonpt import zoo  # noqa: PLC0415
 
             results = exporting.export_builtin(
-                list(only) or list(zoo.BUILTIN), repository=repository, seed=seed, step=progress
+                list(only) or list(zoo.BUILTIN), repository=repository, seed=seed, force=force, step=progress
             )
         for result in results:
             for note in result.warnings:
@@ -189,7 +190,10 @@ def serve(
             progress(f"serving {repository}; {log}; Ctrl-C stops")
             while instance.is_alive():
                 time.sleep(1.0)
-            raise ServerError(instance.failure("the server stopped on its own"))
+            ended = instance._exit_state() or "stopped"  # what died and how: exit code, signal, OOM, engine
+            raise ServerError(
+                instance.failure(f"{instance.describe()} {ended} while serving (it stopped on its own)")
+            )
 
 
 def doctor(*, image: str | None, repository: Path, mounts: Sequence[str], debug: bool) -> None:
@@ -200,6 +204,24 @@ def doctor(*, image: str | None, repository: Path, mounts: Sequence[str], debug:
         report = doctoring.run(image=image, repository=repository, mounts=extra)
     doctoring.render(report)
     sys.exit(report.exit_code)
+
+
+def tune(
+    *, model: str, repository: Path, latency_budget_ms: float | None, apply: bool, reports: Path, debug: bool
+) -> None:
+    from tritonpt import tune as tuning  # noqa: PLC0415
+
+    progress = Progress()
+    with guard(debug=debug):
+        if not model:
+            msg = "invoke tune needs --model NAME: the model of the repository to tune."
+            raise SpecError(msg)
+        report = tuning.run(repository, model, budget_ms=latency_budget_ms, apply_winner=apply, step=progress)
+        written = report.write(reports / model)
+    out.print(report.to_markdown())
+    progress("written: " + ", ".join(str(p) for p in written))
+    if report.winner is None:
+        sys.exit(1)
 
 
 def validate(*, repository: Path, debug: bool) -> None:

@@ -13,8 +13,11 @@ One model's path through this module:
 
 from __future__ import annotations
 
+import hashlib
 import importlib
 import importlib.metadata
+import importlib.resources
+import json
 import platform
 import sys
 import time
@@ -29,9 +32,9 @@ import torch
 from tritonclient.grpc.model_config_pb2 import ModelConfig
 
 from tritonpt import __version__, dtypes, reference, spec, validate, zoo
-from tritonpt.errors import ExportError, SpecError, ValidationError, first_line
+from tritonpt.errors import HINT, ExportError, SpecError, ValidationError, first_line
 from tritonpt.parity import compare
-from tritonpt.repository import PLATFORM, ModelDir, render_config, staged_model
+from tritonpt.repository import PLATFORM, WARMUP, ModelDir, render_config, staged_model
 from tritonpt.spec import ModelSpec
 
 TracerWarning: type[Warning] = torch.jit.TracerWarning  # type: ignore[attr-defined]
@@ -41,6 +44,10 @@ Step = Callable[[str], None]
 # How long the dynamic batcher may wait to form a batch. Small enough not to matter for latency,
 # large enough that concurrent requests are actually combined.
 MAX_QUEUE_DELAY_US = 1000
+
+# model_warmup: Triton runs the model this many times on the reference inputs before it reports the model
+# ready, so the first request a client sends is not the one that pays for lazy allocations.
+WARMUP_COUNT = 2
 
 
 CONFIG_HEADER = (
@@ -63,6 +70,7 @@ class ExportResult:
     cases: tuple[str, ...]
     seconds: float
     warnings: tuple[str, ...]
+    kept: bool = False  # unchanged since the last export: nothing was written
 
 
 def load_factory(module_name: str, attr: str) -> Callable[[], object]:
@@ -73,9 +81,22 @@ def load_factory(module_name: str, attr: str) -> Callable[[], object]:
     try:
         module = importlib.import_module(module_name)
     except ImportError as exc:
+        if exc.name and exc.name != module_name and not module_name.startswith(f"{exc.name}."):
+            msg = (
+                f"--model {target!r}: importing {module_name!r} failed: it imports {exc.name!r}, which this "
+                f"environment does not have ({first_line(exc)}). {HINT} install it here, or export from the "
+                "environment the model runs in."
+            )
+        else:
+            msg = (
+                f"--model {target!r}: cannot import {module_name!r} ({exc}). Run from the folder that holds it, "
+                "or put it on PYTHONPATH."
+            )
+        raise SpecError(msg) from exc
+    except Exception as exc:  # the user's module runs here: whatever it raises is the user's to fix
         msg = (
-            f"--model {target!r}: cannot import {module_name!r} ({exc}). Run from the folder that holds it, "
-            "or put it on PYTHONPATH."
+            f"--model {target!r}: importing {module_name!r} raised {type(exc).__name__}: {first_line(exc)}. "
+            f"{HINT} fix the module (`python -c 'import {module_name}'` shows the traceback), or rerun with --debug."
         )
         raise SpecError(msg) from exc
     factory = getattr(module, attr, None)
@@ -103,7 +124,11 @@ def export_factory(
     try:
         built = zoo.build(factory, seed)
     except Exception as exc:
-        msg = f"Model {name!r}: the factory raised {type(exc).__name__}: {exc}"
+        msg = (
+            f"Model {name!r}: the factory raised {type(exc).__name__}: {_sentence(first_line(exc))} {HINT} call it "
+            "yourself to see the traceback (or rerun with --debug); it must take no arguments and return "
+            "(torch.nn.Module, tuple_of_example_tensors) or a tritonpt.spec.ModelSpec."
+        )
         raise SpecError(msg) from exc
     model_spec = spec.coerce(built, name=name, **options)  # type: ignore[arg-type]
     result = export(model_spec, repository=repository, seed=seed, step=step)
@@ -118,16 +143,91 @@ def export_factory(
 
 
 def export_builtin(
-    names: Sequence[str], *, repository: Path, seed: int = 0, step: Step = _quiet
+    names: Sequence[str], *, repository: Path, seed: int = 0, force: bool = False, step: Step = _quiet
 ) -> list[ExportResult]:
-    """Export models of the built-in set by name."""
+    """Export models of the built-in set by name; one whose stamp says nothing changed is kept (unless ``force``)."""
     unknown = [n for n in names if n not in zoo.BUILTIN]
     if unknown:
         msg = f"Unknown built-in model(s) {', '.join(unknown)}; the built-in set is {', '.join(zoo.BUILTIN)}."
         raise SpecError(msg)
-    return [
-        export_factory(zoo.BUILTIN[n], name=n, repository=repository, seed=seed, step=step) for n in names
-    ]
+    results = []
+    for name in names:
+        model = ModelDir(root=repository / name)
+        fingerprint = builtin_fingerprint(name, seed)
+        if not force and stamp_matches(model, fingerprint):
+            step(
+                f"[{name}] unchanged since its last export (model code, torch, seed): kept (--force re-exports)"
+            )
+            results.append(
+                ExportResult(name=name, model=model, method="", cases=(), seconds=0.0, warnings=(), kept=True)
+            )
+            continue
+        result = export_factory(zoo.BUILTIN[name], name=name, repository=repository, seed=seed, step=step)
+        write_stamp(result.model, fingerprint)
+        results.append(result)
+    return results
+
+
+# --- Skipping a re-export that would write the same files ---------------------------------------------------
+
+STAMP = ".export-stamp.json"
+"""In the model folder (Triton reads only numeric sub-folders and config.pbtxt): what the export was made
+from, and a sha256 of every file it wrote, so that an edited or damaged folder is exported again."""
+
+# The modules whose code decides what a built-in model's export writes (the model itself lives in zoo).
+_EXPORT_CODE = ("zoo", "spec", "export", "reference", "repository", "dtypes")
+
+
+def builtin_fingerprint(name: str, seed: int) -> str:
+    """sha256 over what a built-in export depends on: the code that builds and writes it, the torch,
+    torchvision, numpy and Python versions, the model's name and the seed."""
+    digest = hashlib.sha256()
+    for module in _EXPORT_CODE:
+        digest.update(importlib.resources.files("tritonpt").joinpath(f"{module}.py").read_bytes())
+    for part in (
+        torch.__version__,
+        importlib.metadata.version("torchvision"),
+        np.__version__,
+        platform.python_version(),
+        name,
+        str(seed),
+    ):
+        digest.update(b"\0" + part.encode())
+    return digest.hexdigest()
+
+
+def _file_digests(model: ModelDir) -> dict[str, str]:
+    return {
+        str(path.relative_to(model.root)): hashlib.sha256(path.read_bytes()).hexdigest()
+        for path in sorted(model.root.rglob("*"))
+        if path.is_file() and path.name != STAMP
+    }
+
+
+def write_stamp(model: ModelDir, fingerprint: str) -> None:
+    stamp = {"fingerprint": fingerprint, "files": _file_digests(model)}
+    staged = model.root / f"{STAMP}.partial"
+    staged.write_text(json.dumps(stamp, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    staged.replace(model.root / STAMP)
+
+
+def restamp(model: ModelDir) -> None:
+    """After a change made on purpose (``invoke tune --apply``): the stamp records the files as they are now,
+    with the fingerprint it had, so the next export keeps them. A model without a stamp stays without one."""
+    try:
+        fingerprint = json.loads((model.root / STAMP).read_text(encoding="utf-8"))["fingerprint"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return
+    write_stamp(model, str(fingerprint))
+
+
+def stamp_matches(model: ModelDir, fingerprint: str) -> bool:
+    """The folder holds exactly the files its stamp records, unchanged, from an export of ``fingerprint``."""
+    try:
+        stamp = json.loads((model.root / STAMP).read_text(encoding="utf-8"))
+        return bool(stamp["fingerprint"] == fingerprint and stamp["files"] == _file_digests(model))
+    except (OSError, ValueError, KeyError, TypeError):
+        return False
 
 
 def export(model_spec: ModelSpec, *, repository: Path, seed: int = 0, step: Step = _quiet) -> ExportResult:
@@ -139,6 +239,7 @@ def export(model_spec: ModelSpec, *, repository: Path, seed: int = 0, step: Step
 
     step(f"[{name}] running eagerly on the example inputs")
     example_outputs = _eager(model_spec, module, model_spec.example_inputs)
+    _check_deterministic(model_spec, module)
 
     step(f"[{name}] {'scripting' if model_spec.method == 'script' else 'tracing'}")
     compiled, notes = _compile(model_spec, module)
@@ -160,6 +261,7 @@ def export(model_spec: ModelSpec, *, repository: Path, seed: int = 0, step: Step
             _check_reloaded(model_spec, reloaded, case, output_names, output_types)
 
         config = build_config(model_spec, input_names, output_names, output_types, output_dims)
+        add_warmup(config, model, min(cases, key=lambda c: c.batch_size))
         model.config.write_text(CONFIG_HEADER + render_config(config), encoding="utf-8")
         reference.save(
             reference.Reference(
@@ -223,6 +325,22 @@ def build_config(
     return config
 
 
+def add_warmup(config: ModelConfig, model: ModelDir, case: reference.Case) -> None:
+    """A ``model_warmup`` of one sample of ``case`` (its first row when the model batches), its inputs as raw
+    files in ``<model>/warmup/``."""
+    batching = config.max_batch_size > 0
+    warmup = config.model_warmup.add(name="reference", batch_size=1, count=WARMUP_COUNT)
+    folder = model.root / WARMUP
+    folder.mkdir(exist_ok=True)
+    for tensor, array in zip(config.input, case.inputs, strict=True):
+        sample = np.ascontiguousarray(array[:1] if batching else array)
+        (folder / tensor.name).write_bytes(sample.tobytes())
+        entry = warmup.inputs[tensor.name]
+        entry.data_type = tensor.data_type
+        entry.dims.extend(sample.shape[1:] if batching else sample.shape)
+        entry.input_data_file = tensor.name
+
+
 def _input_dims(model_spec: ModelSpec, index: int, tensor: torch.Tensor) -> list[int]:
     dynamic = set(model_spec.dynamic_axes.get(index, ()))
     dims = [-1 if axis in dynamic else size for axis, size in enumerate(tensor.shape)]
@@ -251,6 +369,14 @@ def _as_outputs(name: str, value: object) -> tuple[torch.Tensor, ...]:
         except ValueError as exc:
             msg = f"Model {name!r}, output {j}: {exc}"
             raise SpecError(msg) from None
+        if tensor.device.type != "cpu" or tensor.layout != torch.strided:
+            msg = (
+                f"Model {name!r}: output {j} is a {str(tensor.layout).removeprefix('torch.')} tensor on device "
+                f"{tensor.device}; export runs the model on the CPU and Triton's pytorch backend returns dense "
+                f"tensors. {HINT} return it as it is computed from the inputs, on their device (no `.to(...)` "
+                "to another device, no `.to_sparse()`)."
+            )
+            raise SpecError(msg)
     return tuple(items)
 
 
@@ -264,8 +390,46 @@ def _eager(
         raise
     except Exception as exc:
         shapes = ", ".join(f"{list(t.shape)} {t.dtype}" for t in inputs)
-        msg = f"Model {model_spec.name!r}: forward() failed on inputs {shapes}: {type(exc).__name__}: {exc}"
+        msg = (
+            f"Model {model_spec.name!r}: forward() failed on inputs {shapes}: {type(exc).__name__}: "
+            f"{_sentence(first_line(exc))} {HINT} call the model on its example inputs yourself to see the "
+            "traceback (or rerun with --debug)."
+        )
         raise ExportError(msg) from exc
+
+
+def _check_deterministic(model_spec: ModelSpec, module: torch.nn.Module) -> None:
+    """Two eager runs on equal copies of the example inputs must agree, or no reference can hold when served."""
+    first, second = (
+        _eager(model_spec, module, [t.clone() for t in model_spec.example_inputs]) for _ in range(2)
+    )
+    differences = []
+    for j, (a, b) in enumerate(zip(first, second, strict=True)):
+        data_type = dtypes.from_torch(a.dtype).config
+        result = compare(f"OUTPUT__{j}", b.numpy(), a.numpy(), spec.tolerance_for(data_type))
+        if not result.ok:
+            differences.append(result.describe())
+    if differences:
+        msg = (
+            f"Model {model_spec.name!r}: forward() is not deterministic: two eager runs on the same example "
+            f"inputs differ ({'; '.join(differences)}). Triton would answer the same request with other numbers "
+            f"each time, and no reference output can hold. {HINT} take the randomness out of forward(): dropout "
+            "must follow self.training (nn.Dropout, or F.dropout(x, p, training=self.training)), no "
+            "torch.rand/randn/bernoulli on the data path, and no state that changes from one call to the next."
+        )
+        raise ExportError(msg)
+
+
+def _sentence(text: str) -> str:
+    """``text`` ending in exactly one full stop, to be followed by another sentence."""
+    return text.rstrip().rstrip(".") + "."
+
+
+def _script_failure(exc: Exception) -> str:
+    """TorchScript's compile errors run to a page of source: the first line and where it points."""
+    lines = [line.strip() for line in str(exc).strip().splitlines()]
+    where = next((line for line in lines if line.startswith('File "')), "")
+    return f"{first_line(exc).rstrip(':')}{f' ({where})' if where else ''}"
 
 
 def _compile(model_spec: ModelSpec, module: torch.nn.Module) -> tuple[torch.jit.ScriptModule, list[str]]:
@@ -282,7 +446,11 @@ def _compile(model_spec: ModelSpec, module: torch.nn.Module) -> tuple[torch.jit.
             if model_spec.method == "script"
             else "If the model has data-dependent control flow, export it with --script."
         )
-        msg = f"Model {model_spec.name!r}: torch.jit.{model_spec.method} failed: {type(exc).__name__}: {exc}. {hint}"
+        detail = _script_failure(exc) if model_spec.method == "script" else first_line(exc)
+        msg = (
+            f"Model {model_spec.name!r}: torch.jit.{model_spec.method} failed: {type(exc).__name__}: "
+            f"{_sentence(detail)} {HINT} {hint}"
+        )
         raise ExportError(msg) from exc
     notes = {str(w.message).splitlines()[0] for w in caught if w.category is TracerWarning}
     return traced, sorted(notes)

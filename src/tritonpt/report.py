@@ -58,6 +58,7 @@ class Report:
     backend: Origin | None = None  # where the server's libtriton_pytorch.so came from, when known
     devices: dict[str, str] = field(default_factory=dict)  # model -> cpu | gpu
     timings: dict[str, float] = field(default_factory=dict)  # label -> seconds
+    requests: dict[str, int] = field(default_factory=dict)  # model -> inference requests the server counted
     parity: list[ParityRow] = field(default_factory=list)
     outcomes: dict[str, int] = field(default_factory=dict)  # passed / failed / skipped / error
     aborted: str = ""  # why the run stopped before the end (the server died), else ""
@@ -76,6 +77,7 @@ class Report:
                     for model, runtime in sorted(self.runtimes.items())
                 },
                 "timings_s": {k: round(v, 3) for k, v in self.timings.items()},
+                "requests": self.requests,
                 "outcomes": self.outcomes,
                 "parity": [asdict(row) for row in self.parity],
             },

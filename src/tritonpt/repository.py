@@ -29,6 +29,7 @@ __all__ = [
     "DEFAULT_REPOSITORY",
     "ModelDir",
     "models",
+    "one_model",
     "parse_config",
     "read_config",
     "render_config",
@@ -40,6 +41,7 @@ MODEL_FILE = "model.pt"
 VERSION = "1"
 REFERENCE_JSON = "reference.json"
 REFERENCE_NPZ = "reference.npz"
+WARMUP = "warmup"  # model_warmup input files: Triton reads them from <model>/warmup/
 PLATFORM = "pytorch_libtorch"
 
 
@@ -69,8 +71,11 @@ class ModelDir:
         return self.root / REFERENCE_NPZ
 
     def versions(self) -> list[str]:
-        """Numeric sub-folders, the way Triton counts versions."""
-        return sorted((p.name for p in self.root.iterdir() if p.is_dir() and p.name.isdigit()), key=int)
+        """Numeric sub-folders, the way Triton counts versions (ASCII digits: ``str.isdigit`` also takes "²")."""
+        return sorted(
+            (p.name for p in self.root.iterdir() if p.is_dir() and p.name.isascii() and p.name.isdigit()),
+            key=int,
+        )
 
 
 def models(repository: Path) -> list[ModelDir]:
@@ -101,8 +106,10 @@ def staged_model(repository: Path, name: str) -> Iterator[ModelDir]:
 
     The folder is ``<repository>/.staging-XXXX/<name>``, so it already carries its final name (validation
     can run on it before it moves). On error it is removed and the previous model folder, if any, stays
-    as it was: nothing half-written is ever left in the repository.
+    as it was: nothing half-written is ever left in the repository, and repository folders this call had to
+    create are removed again.
     """
+    created = [p for p in (repository, *repository.parents) if not p.exists()]
     repository.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=".staging-", dir=repository))
     try:
@@ -113,5 +120,26 @@ def staged_model(repository: Path, name: str) -> Iterator[ModelDir]:
         if target.exists():
             target.replace(staging / f"{name}.previous")
         model.root.replace(target)
+        created = []
     finally:
         shutil.rmtree(staging, ignore_errors=True)
+        for folder in created:  # innermost first; each is empty unless someone else wrote there meanwhile
+            with contextlib.suppress(OSError):
+                folder.rmdir()
+
+
+@contextlib.contextmanager
+def one_model(model: ModelDir, config: ModelConfig) -> Iterator[Path]:
+    """A temporary repository holding only ``model``, served with ``config``: its version folders and warmup
+    data linked (never copied), the config written anew. Removed afterwards; ``model`` is not touched."""
+    folder = Path(tempfile.mkdtemp(prefix="tritonpt-repository-"))
+    try:
+        root = folder / model.name
+        root.mkdir()
+        for name in [*model.versions(), WARMUP]:
+            if (model.root / name).is_dir():
+                (root / name).symlink_to((model.root / name).absolute(), target_is_directory=True)
+        (root / CONFIG).write_text(render_config(config), encoding="utf-8")
+        yield folder
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)

@@ -15,7 +15,7 @@ from typing import Literal
 import torch
 
 from tritonpt import dtypes
-from tritonpt.errors import SpecError
+from tritonpt.errors import HINT, SpecError
 from tritonpt.options import InstanceKind
 
 Method = Literal["trace", "script"]
@@ -171,12 +171,64 @@ def coerce(
     return spec
 
 
+def _check_types(spec: ModelSpec, where: str) -> None:
+    """A ModelSpec a factory built by hand holds what its annotations say, or nothing below can use it."""
+    module: object = spec.module  # typed as a Module, but a factory's dataclass is not checked at run time
+    if not isinstance(module, torch.nn.Module):
+        msg = (
+            f"{where}: module is a {type(module).__name__}; expected a torch.nn.Module. {HINT} wrap a plain "
+            "function in an nn.Module whose forward() calls it."
+        )
+        raise SpecError(msg)
+    inputs = spec.example_inputs
+    if not isinstance(inputs, tuple) or not all(isinstance(t, torch.Tensor) for t in inputs):
+        found = type(inputs).__name__ if not isinstance(inputs, tuple) else [type(t).__name__ for t in inputs]
+        msg = (
+            f"{where}: example_inputs is {found}; expected a tuple of torch.Tensor. {HINT} write e.g. "
+            "`example_inputs=(torch.randn(1, 3, 224, 224),)`."
+        )
+        raise SpecError(msg)
+    counts = {"max_batch_size": spec.max_batch_size, "instance_count": spec.instance_count}
+    for field_name, value in counts.items():
+        if not isinstance(value, int) or isinstance(value, bool):
+            msg = f"{where}: {field_name} is {value!r}; expected an integer. {HINT} write e.g. `{field_name}=8`."
+            raise SpecError(msg)
+    names = spec.input_names
+    if names is not None and (not isinstance(names, tuple) or not all(isinstance(n, str) for n in names)):
+        msg = f'{where}: input_names is {names!r}; expected a tuple of strings (or None). {HINT} write e.g. `input_names=("x",)`.'
+        raise SpecError(msg)
+    axes = spec.dynamic_axes
+    if not isinstance(axes, Mapping) or not all(
+        isinstance(k, int) and isinstance(v, tuple) and all(isinstance(a, int) for a in v)
+        for k, v in axes.items()
+    ):
+        msg = (
+            f"{where}: dynamic_axes is {axes!r}; expected a mapping from input index to a tuple of axes. {HINT} "
+            "write e.g. `dynamic_axes={0: (1,)}` for axis 1 of the first input."
+        )
+        raise SpecError(msg)
+
+
+def _check_devices(module: torch.nn.Module, where: str) -> None:
+    """Export runs the model on the CPU; weights elsewhere (a GPU, or the meta device's none) cannot run there."""
+    for kind, named in (("parameter", module.named_parameters()), ("buffer", module.named_buffers())):
+        for name, value in named:
+            if value.device.type != "cpu":
+                msg = (
+                    f"{where}: the module's {kind} {name!r} is on device {value.device}; export runs the model on "
+                    f"the CPU. {HINT} build the module on the CPU or move it with `module.cpu()` (a module on the "
+                    "meta device has no weights: `module.to_empty(device='cpu')`, then load a state_dict)."
+                )
+                raise SpecError(msg)
+
+
 def check(spec: ModelSpec) -> None:
     """Raise ``SpecError`` for a spec that cannot become a valid Triton model."""
     where = f"Model {spec.name!r}"
     if not _NAME.match(spec.name):
         msg = f"{where}: a model name may hold letters, digits, '_', '.' and '-' only (it names a folder)."
         raise SpecError(msg)
+    _check_types(spec, where)
     if not spec.example_inputs:
         msg = f"{where}: no example inputs; give at least one tensor so the model can be traced and checked."
         raise SpecError(msg)
@@ -198,8 +250,34 @@ def check(spec: ModelSpec) -> None:
                 "or export with max_batch_size=0."
             )
             raise SpecError(msg)
+        if tensor.device.type != "cpu":
+            msg = (
+                f"{where}, input {i}: the example tensor is on device {tensor.device}; export runs the model on "
+                f"the CPU (Triton moves inputs to the model's device itself). {HINT} create the example inputs "
+                "on the CPU, or pass `tensor.cpu()`."
+            )
+            raise SpecError(msg)
+        empty = [
+            axis for axis, size in enumerate(tensor.shape) if size == 0 and not (spec.batching and axis == 0)
+        ]
+        if empty:
+            msg = (
+                f"{where}, input {i}: the example has shape {list(tensor.shape)}, with length 0 on axis "
+                f"{empty[0]}; Triton refuses dims of 0. {HINT} give an example with at least one element on every "
+                "axis, and mark axes whose length varies with --dynamic-axis."
+            )
+            raise SpecError(msg)
+    _check_devices(spec.module, where)
     if spec.input_names is not None and len(spec.input_names) != len(spec.example_inputs):
         msg = f"{where}: {len(spec.input_names)} input names for {len(spec.example_inputs)} example inputs."
+        raise SpecError(msg)
+    bad_names = [n for n in spec.input_names or () if not _NAME.match(n)]
+    if bad_names or len(set(spec.input_names or ())) != len(spec.input_names or ()):
+        msg = (
+            f"{where}: input names {list(spec.input_names or ())} must be distinct and hold letters, digits, "
+            f"'_', '.' and '-' only (each names a config input and a warmup file). {HINT} use forward()'s "
+            "argument names, or leave input_names out for INPUT__0, INPUT__1, ..."
+        )
         raise SpecError(msg)
     for index, axes in spec.dynamic_axes.items():
         if not 0 <= index < len(spec.example_inputs):

@@ -9,6 +9,7 @@ The same tasks answer to `invoke` in a checkout (the root tasks.py imports them)
     invoke build-image build a Triton + PyTorch 2.9 image from a recipe in tritonpt/recipes/
     invoke doctor      diagnose this host (and an image): Docker, GPU, driver, glibc, libraries, models
     invoke serve       run a local Triton on a repository until Ctrl-C
+    invoke tune        search one model's config space on the real backend; --apply writes the winner
 
 `invoke --help TASK` (or `tritonpt --help TASK`) shows each task's options.
 """
@@ -36,6 +37,7 @@ from tritonpt.options import DEFAULT_REPOSITORY
         "instance_kind": "KIND_AUTO (default), KIND_CPU or KIND_GPU",
         "parameter": "pytorch backend parameter KEY=VALUE, e.g. INTRA_OP_THREAD_COUNT=4 (repeatable)",
         "seed": "seed for weights of built-in models and for reference inputs (default 0)",
+        "force": "re-export built-in models even when nothing they depend on changed since their last export",
         "debug": "show tracebacks",
     },
 )
@@ -51,6 +53,7 @@ def export(
     instance_kind: str = "",
     parameter: list[str] | None = None,
     seed: int = 0,
+    force: bool = False,
     debug: bool = False,
 ) -> None:
     """Export models to a Triton model repository with eager-PyTorch reference outputs, then validate it."""
@@ -67,6 +70,7 @@ def export(
         instance_kind=instance_kind or None,
         parameters=parameter or [],
         seed=seed,
+        force=force,
         debug=debug,
     )
 
@@ -190,3 +194,35 @@ def validate(c: Context, repository: str = str(DEFAULT_REPOSITORY), debug: bool 
     from tritonpt import cli  # noqa: PLC0415
 
     cli.validate(repository=Path(repository), debug=debug)
+
+
+@task(
+    help={
+        "model": "the model of the repository to tune (required)",
+        "repository": f"model repository folder (default {DEFAULT_REPOSITORY})",
+        "latency_budget_ms": "the winner's p99 latency must fit this many milliseconds (default: no budget)",
+        "apply": "write the winning config.pbtxt into the repository (staged and validated, as export writes)",
+        "reports": "where the table, Pareto front and plot go (default reports/tune/<model>/)",
+        "debug": "show tracebacks",
+    }
+)
+def tune(
+    c: Context,
+    model: str = "",
+    repository: str = str(DEFAULT_REPOSITORY),
+    latency_budget_ms: float = 0.0,
+    apply: bool = False,
+    reports: str = "reports/tune",
+    debug: bool = False,
+) -> None:
+    """Search instance count, batching, queue delay and backend threads for the fastest config that keeps parity."""
+    from tritonpt import cli  # noqa: PLC0415
+
+    cli.tune(
+        model=model,
+        repository=Path(repository),
+        latency_budget_ms=latency_budget_ms or None,
+        apply=apply,
+        reports=Path(reports),
+        debug=debug,
+    )

@@ -9,6 +9,7 @@ expected and the fix.
 from __future__ import annotations
 
 import difflib
+import math
 import re
 from collections.abc import Iterable
 from pathlib import Path
@@ -23,16 +24,19 @@ from tritonclient.grpc.model_config_pb2 import (
     ModelInput,
     ModelInstanceGroup,
     ModelOutput,
+    ModelWarmup,
 )
 
 from tritonpt import dtypes, reference, spec
-from tritonpt.errors import Problem, Severity, first_line
-from tritonpt.repository import CONFIG, MODEL_FILE, PLATFORM, ModelDir, models, parse_config
+from tritonpt.errors import Problem, ReferenceDataError, Severity, first_line
+from tritonpt.repository import CONFIG, MODEL_FILE, PLATFORM, WARMUP, ModelDir, models, parse_config
 
 _INDEXED = re.compile(r"^.+__(\d+)$")
 _FIELD = re.compile(r'has no field named "([^"]+)"')
 _SYNTH_LENGTH = 5  # length sent on a -1 axis: any length must work there
 _INT_PREFIX = re.compile(r"^\s*[+-]?\d")  # what std::stoi accepts (it reads a leading number)
+_SYNTHESIZED = "inputs shaped and typed as the config declares"
+_SYNTH_MAX_ELEMENTS = 2**28  # 1 GiB of float32: far beyond any model's input, well below what numpy refuses
 
 Array = npt.NDArray[np.generic]
 
@@ -45,11 +49,24 @@ def validate_repository(repository: Path, *, gpu_available: bool | None = None) 
                 severity="error",
                 path=repository,
                 field="repository",
-                message="the model repository folder does not exist.",
+                message="the model repository folder does not exist."
+                if not repository.exists()
+                else "this is a file, not a model repository folder.",
                 fix="export models into it first: `invoke export` (built-in set) or `invoke export --model MODULE:ATTR --name NAME`.",
             )
         ]
-    folders = [p for p in sorted(repository.iterdir()) if p.is_dir() and not p.name.startswith(".")]
+    try:
+        folders = [p for p in sorted(repository.iterdir()) if p.is_dir() and not p.name.startswith(".")]
+    except OSError as exc:
+        return [
+            Problem(
+                severity="error",
+                path=repository,
+                field="repository",
+                message=f"the folder cannot be listed ({first_line(exc)}); Triton could not read it either.",
+                fix="make the folder readable by the user that runs validate and Triton.",
+            )
+        ]
     problems: list[Problem] = []
     for folder in folders:
         if not (folder / CONFIG).exists():
@@ -74,7 +91,61 @@ def validate_repository(repository: Path, *, gpu_available: bool | None = None) 
         )
     for model in models(repository):
         problems += validate_model(model, gpu_available=gpu_available)
+    problems += process_wide_problems(models(repository))
     return problems
+
+
+def _inter_op_threads(model: ModelDir) -> int:
+    """The INTER_OP_THREAD_COUNT a model's config sets (0 when none, or when it does not parse)."""
+    if not model.config.is_file():  # a FIFO would block the read forever; validate_model reports it
+        return 0
+    try:
+        config = parse_config(model.config.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, text_format.ParseError):
+        return 0
+    value = (
+        config.parameters["INTER_OP_THREAD_COUNT"].string_value
+        if "INTER_OP_THREAD_COUNT" in config.parameters
+        else ""
+    )
+    match = _INT_PREFIX.match(value)
+    return int(match.group(0)) if match else 0
+
+
+def process_wide_problems(held: Iterable[ModelDir]) -> list[Problem]:
+    """What one model's config does to the others in the same server.
+
+    The backend hands INTER_OP_THREAD_COUNT to ``at::set_num_interop_threads``, which libtorch lets a process
+    call once, before any parallel work: seen with server 2.51.0, a second model that sets it aborts the whole
+    server at load (SIGABRT, ``cannot set number of interop threads after parallel work has started or
+    set_num_interop_threads called``).
+    """
+    held = list(held)
+    setting = [m for m in held if _inter_op_threads(m) > 0]
+    if len(setting) > 1:
+        return [
+            Problem(
+                severity="error",
+                path=m.config,
+                field="parameters INTER_OP_THREAD_COUNT",
+                message=f"{len(setting)} models of this repository set it ({', '.join(x.name for x in setting)}); "
+                "libtorch takes it once per process, and Triton's server aborts (SIGABRT) loading the second.",
+                fix="set it in one model at most (it applies to the whole server), or serve those models apart.",
+            )
+            for m in setting
+        ]
+    if setting and len(held) > 1:
+        return [
+            Problem(
+                severity="warning",
+                path=setting[0].config,
+                field="parameters INTER_OP_THREAD_COUNT",
+                message="it applies to the whole server, not this model, and libtorch accepts it only before any "
+                "parallel work: if another model of the repository computes first (a warmup), the server aborts.",
+                fix="serve this model in a server of its own, or leave the parameter out.",
+            )
+        ]
+    return []
 
 
 class _Problems(list[Problem]):
@@ -99,8 +170,11 @@ def validate_model(model: ModelDir, *, gpu_available: bool | None = None) -> lis
     add = problems.add
 
     config_path = model.config
+    text = _read_config(config_path, problems)
+    if text is None:
+        return list(problems)
     try:
-        config = parse_config(config_path.read_text(encoding="utf-8"))
+        config = parse_config(text)
     except text_format.ParseError as exc:
         add(
             "error",
@@ -127,7 +201,17 @@ def validate_model(model: ModelDir, *, gpu_available: bool | None = None) -> lis
     if problems.failed:
         return list(problems)
 
-    versions = model.versions()
+    try:
+        versions = model.versions()
+    except OSError as exc:
+        add(
+            "error",
+            model.root,
+            "version folder",
+            f"the model folder cannot be listed ({first_line(exc)}); Triton finds no version to load.",
+            "make the folder readable by the user that runs validate and Triton.",
+        )
+        return list(problems)
     if not versions:
         add(
             "error",
@@ -151,7 +235,8 @@ def validate_model(model: ModelDir, *, gpu_available: bool | None = None) -> lis
         return list(problems)
     filename = config.default_model_filename or MODEL_FILE
     for version in versions:
-        model_file = model.root / version / filename
+        # Triton's JoinPath appends even an absolute name to the version folder, so it is always inside it.
+        model_file = model.root / version / filename.lstrip("/")
         if not model_file.is_file():
             add(
                 "error",
@@ -304,6 +389,105 @@ def _check_config(model: ModelDir, config: ModelConfig, problems: _Problems) -> 
             "name outputs OUTPUT__0, OUTPUT__1, ... in the order forward() returns them.",
         )
     _check_parameters(config, path, problems)
+    _check_warmup(model, config, path, problems)
+
+
+def _check_warmup(model: ModelDir, config: ModelConfig, path: Path, problems: _Problems) -> None:
+    """Triton runs each model_warmup before the model is ready; a warmup it cannot build fails the load."""
+    inputs = {t.name: t for t in config.input}
+    for warmup in config.model_warmup:
+        where = f"model_warmup {warmup.name!r}"
+        missing = sorted(n for n, t in inputs.items() if n not in warmup.inputs and not t.optional)
+        if missing:
+            problems.add(
+                "error",
+                path,
+                f"{where} inputs",
+                f"lacks the input(s) {', '.join(missing)} the model requires; Triton fails the model's load at warmup.",
+                "give the warmup every input of the config, or re-export the model with `invoke export`.",
+            )
+        for name in sorted(warmup.inputs):
+            entry = warmup.inputs[name]
+            if name not in inputs:
+                problems.add(
+                    "error",
+                    path,
+                    f"{where} inputs {name!r}",
+                    f"the config has no input {name!r}; Triton fails the model's load at warmup.",
+                    f"name one of the config's inputs: {', '.join(sorted(inputs))}.",
+                )
+                continue
+            declared = inputs[name]
+            if any(d < 1 for d in entry.dims):
+                problems.add(
+                    "error",
+                    path,
+                    f"{where} inputs {name!r} dims",
+                    f"{list(entry.dims)}: a warmup needs every size given; Triton fails the model's load at warmup.",
+                    "give the sample's real sizes (no -1), or re-export the model with `invoke export`.",
+                )
+                continue
+            if not _dims_match(declared.dims, tuple(entry.dims)):
+                problems.add(
+                    "error",
+                    path,
+                    f"{where} inputs {name!r} dims",
+                    f"{list(entry.dims)} does not fit the input's dims {list(declared.dims)}"
+                    + (" (without the batch axis)" if config.max_batch_size > 0 else "")
+                    + "; Triton fails the model's load at warmup (`unexpected shape`).",
+                    "give the warmup the input's dims, or re-export the model with `invoke export`.",
+                )
+            if entry.data_type != declared.data_type:
+                problems.add(
+                    "error",
+                    path,
+                    f"{where} inputs {name!r} data_type",
+                    f"{_config_type(entry)} differs from the input's {_config_type(declared)}; Triton fails the "
+                    "model's load at warmup.",
+                    "give the warmup the input's data type, or re-export the model with `invoke export`.",
+                )
+            source = entry.WhichOneof("input_data_type")
+            if source is None:
+                problems.add(
+                    "error",
+                    path,
+                    f"{where} inputs {name!r}",
+                    "says nowhere what data to send (zero_data, random_data or input_data_file); Triton fails the "
+                    "model's load at warmup.",
+                    "name the file of the sample's raw bytes (input_data_file), or re-export with `invoke export`.",
+                )
+                continue
+            if source != "input_data_file":
+                continue
+            data = model.root / WARMUP / entry.input_data_file
+            if not data.is_file():
+                problems.add(
+                    "error",
+                    path,
+                    f"{where} inputs {name!r} input_data_file",
+                    f"{data} does not exist; Triton fails the model's load at warmup.",
+                    "put the raw input bytes there (row-major), or re-export the model with `invoke export`.",
+                )
+                continue
+            try:
+                itemsize = np.dtype(dtypes.from_config(_config_type(entry)).numpy).itemsize
+            except ValueError:
+                continue  # the input's own data type check reports it
+            wanted = math.prod(entry.dims) * itemsize
+            size = data.stat().st_size
+            if size != wanted:
+                problems.add(
+                    "error" if size < wanted else "warning",
+                    data,
+                    f"{where} inputs {name!r} input_data_file",
+                    f"holds {size} bytes; dims {list(entry.dims)} of {_config_type(entry)} need {wanted}"
+                    + (
+                        "; Triton fails the model's load at warmup."
+                        if size < wanted
+                        else "; Triton reads the first ones."
+                    ),
+                    "write exactly the sample's raw bytes, or re-export the model with `invoke export`.",
+                )
 
 
 def _check_parameters(config: ModelConfig, path: Path, problems: _Problems) -> None:
@@ -341,9 +525,44 @@ def _check_parameters(config: ModelConfig, path: Path, problems: _Problems) -> N
             )
 
 
-def _config_type(tensor: ModelInput | ModelOutput) -> str:
-    """The data type's enum name, e.g. ``TYPE_FP32``."""
-    return str(DataType.Name(tensor.data_type))
+def _config_type(tensor: ModelInput | ModelOutput | ModelWarmup.Input) -> str:
+    """The data type's enum name, e.g. ``TYPE_FP32``; a number model_config.proto does not name stays a number."""
+    try:
+        return str(DataType.Name(tensor.data_type))
+    except ValueError:
+        return f"data type {tensor.data_type} (not a model_config.proto DataType)"
+
+
+def _read_config(path: Path, problems: _Problems) -> str | None:
+    """config.pbtxt's text; None (and an error) when it is not a readable UTF-8 file."""
+    if not path.is_file():
+        problems.add(
+            "error",
+            path,
+            "config.pbtxt",
+            "this is not a regular file (a folder, a device or a dangling link); Triton cannot read it.",
+            "replace it with the config.pbtxt text file (re-export with `invoke export`).",
+        )
+        return None
+    try:
+        return path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        problems.add(
+            "error",
+            path,
+            "config.pbtxt",
+            f"not UTF-8 text ({exc.reason} at byte {exc.start}); Triton reads protobuf text format, which is UTF-8.",
+            "rewrite it as text (re-export with `invoke export`), or save it as UTF-8 if an editor changed its encoding.",
+        )
+    except OSError as exc:
+        problems.add(
+            "error",
+            path,
+            "config.pbtxt",
+            f"it cannot be read ({first_line(exc)}); Triton could not read it either.",
+            "make it readable by the user that runs validate and Triton.",
+        )
+    return None
 
 
 def _check_model_file(model: ModelDir, config: ModelConfig, model_file: Path, problems: _Problems) -> None:
@@ -391,12 +610,10 @@ def _check_model_file(model: ModelDir, config: ModelConfig, model_file: Path, pr
         )
         return
     batch = config.max_batch_size > 0
-    feeds = [
-        (
-            "inputs shaped and typed as the config declares",
-            [_synthesize(t, config.max_batch_size) for t in config.input],
-        )
-    ]
+    feeds: list[tuple[str, list[Array]]] = []
+    synthesized = _synthesize_all(config, path, problems)
+    if synthesized is not None:
+        feeds.append((_SYNTHESIZED, synthesized))
     feeds += _reference_feeds(model, config, problems)
 
     for what, feed in feeds:
@@ -408,6 +625,17 @@ def _check_model_file(model: ModelDir, config: ModelConfig, model_file: Path, pr
             shapes = ", ".join(
                 f"{t.name} {list(a.shape)} {a.dtype}" for t, a in zip(config.input, feed, strict=True)
             )
+            if what != _SYNTHESIZED:
+                # The inputs fit the config and config-shaped zeros ran: the stored values are what fails.
+                add(
+                    "warning",
+                    model.reference_npz,
+                    what,
+                    f"the model fails on its inputs ({shapes}): {first_line(exc)}; served, it fails the same way, so "
+                    "parity on this case would fail.",
+                    "re-export the model so that its reference inputs are values the model accepts.",
+                )
+                continue
             add(
                 "error",
                 path,
@@ -457,7 +685,12 @@ def _reference_feeds(
     """The reference cases whose inputs fit the config; a warning when some do not (parity cannot use them)."""
     if not reference.exists(model):
         return []
-    ref = reference.load(model)
+    try:
+        ref = reference.load(model)
+    except ReferenceDataError as exc:
+        # Triton never reads these files: the model serves, but parity has nothing to compare with.
+        problems.add("warning", exc.path, f"reference data {exc.field}", exc.detail, exc.fix)
+        return []
     by_name = {info.name: index for index, info in enumerate(ref.inputs)}
     batch = config.max_batch_size > 0
     feeds: list[tuple[str, list[Array]]] = []
@@ -469,6 +702,7 @@ def _reference_feeds(
                 for t, a in zip(config.input, arrays, strict=True)
                 if a is None
                 or dtypes.from_numpy(a.dtype).config != _config_type(t)
+                or (batch and a.ndim == 0)
                 or not _dims_match(t.dims, a.shape[1:] if batch else a.shape)
                 or (batch and a.shape[0] > config.max_batch_size)
             ),
@@ -574,10 +808,30 @@ def _dims_match(declared: Iterable[int], shape: tuple[int, ...]) -> bool:
     return len(dims) == len(shape) and all(d in (-1, s) for d, s in zip(dims, shape, strict=True))
 
 
-def _synthesize(tensor: ModelInput, max_batch_size: int) -> Array:
-    """Zeros of the declared type and dims: -1 axes get a length no exporter picks by accident, batch 2 (or 1)."""
-    shape = [(_SYNTH_LENGTH if d == -1 else d) for d in tensor.dims]
-    if max_batch_size > 0:
-        shape = [min(2, max_batch_size), *shape]
-    dtype = dtypes.from_config(_config_type(tensor))
-    return np.zeros(shape, dtype=dtype.numpy)
+def _synthesize_all(config: ModelConfig, path: Path, problems: _Problems) -> list[Array] | None:
+    """Zeros of the declared type and dims: -1 axes get a length no exporter picks by accident, batch 2 (or 1).
+
+    None (and a warning) when the dims ask for more than :data:`_SYNTH_MAX_ELEMENTS` elements in all.
+    """
+    shapes = []
+    for tensor in config.input:
+        shape = [(_SYNTH_LENGTH if d == -1 else d) for d in tensor.dims]
+        if config.max_batch_size > 0:
+            shape = [min(2, config.max_batch_size), *shape]
+        shapes.append(shape)
+    elements = sum(math.prod(shape) for shape in shapes)
+    if elements > _SYNTH_MAX_ELEMENTS:
+        problems.add(
+            "warning",
+            path,
+            "input dims",
+            f"one request of these dims holds {elements:.3g} elements, more than the {_SYNTH_MAX_ELEMENTS:.3g} "
+            "validate allocates; the model was not run on config-shaped inputs, so they are unchecked.",
+            "check the dims (a typo adds digits); if they are right, serve the model to check it "
+            "(`nox -s integration -- --repository ...`).",
+        )
+        return None
+    return [
+        np.zeros(shape, dtype=dtypes.from_config(_config_type(t)).numpy)
+        for t, shape in zip(config.input, shapes, strict=True)
+    ]

@@ -30,6 +30,7 @@ from tritonclient.utils import InferenceServerException
 
 from tritonpt import dtypes, export
 from tritonpt.backend import BuiltBackend
+from tritonpt.errors import ServerStartError
 from tritonpt.repository import ModelDir, read_config, render_config
 from tritonpt.server import LocalServer, TritonFlags
 from tritonpt.server.base import ModelState
@@ -48,6 +49,10 @@ class Mutation:
     edit: Edit
     raw_config: str | None = None  # text written as config.pbtxt as is (for text the proto cannot hold)
     corrupts: bool = False  # loading it corrupts the server's memory: it is served by a server of its own
+    # Keep the export's model_warmup. Off for the rest: a warmup runs the model while it loads, so a mutation
+    # that only fails (or corrupts memory) on a request would take the shared server down at load instead,
+    # and each rule is judged alone. The as_exported_* and warmup_* mutations keep it.
+    warmup: bool = False
 
 
 def _set(**fields: object) -> Edit:
@@ -131,6 +136,43 @@ def _drop_input(index: int) -> Edit:
     return edit
 
 
+def _warmup_file(change: str) -> Edit:
+    """Remove, shorten or lengthen the raw file of the warmup's first input."""
+
+    def edit(model: ModelDir, config: ModelConfig) -> None:
+        entry = config.model_warmup[0].inputs[config.input[0].name]
+        data = model.root / "warmup" / entry.input_data_file
+        raw = data.read_bytes()
+        if change == "remove":
+            data.unlink()
+        else:
+            data.write_bytes(raw[:-4] if change == "shorten" else raw + bytes(8))
+
+    return edit
+
+
+def _warmup_input(change: str) -> Edit:
+    """Rename the warmup's first input to one the config lacks, or drop it."""
+
+    def edit(_: ModelDir, config: ModelConfig) -> None:
+        inputs = config.model_warmup[0].inputs
+        name = config.input[0].name
+        if change == "variable":
+            inputs[name].dims[0] = -1
+        elif change == "no-source":
+            inputs[name].ClearField("input_data_file")
+        elif change == "dims":
+            inputs[name].dims[0] += 1
+        elif change == "type":
+            inputs[name].data_type = DataType.Value("TYPE_FP64")
+        else:
+            if change == "rename":
+                inputs["not_an_input"].CopyFrom(inputs[name])
+            del inputs[name]
+
+    return edit
+
+
 def _swap_inputs(_: ModelDir, config: ModelConfig) -> None:
     first, second = ModelConfig().input.add(), ModelConfig().input.add()
     first.CopyFrom(config.input[0])
@@ -169,9 +211,9 @@ FP32, FP64, INT32, INT64 = DataType.TYPE_FP32, DataType.TYPE_FP64, DataType.TYPE
 
 MUTATIONS: tuple[Mutation, ...] = (
     # Unchanged exports: the baseline every rule is measured from.
-    Mutation(id="as_exported_multi_io", base="multi_io", edit=_nothing),
-    Mutation(id="as_exported_fixed_shape", base="fixed_shape", edit=_nothing),
-    Mutation(id="as_exported_token_encoder", base="token_encoder", edit=_nothing),
+    Mutation(id="as_exported_multi_io", warmup=True, base="multi_io", edit=_nothing),
+    Mutation(id="as_exported_fixed_shape", warmup=True, base="fixed_shape", edit=_nothing),
+    Mutation(id="as_exported_token_encoder", warmup=True, base="token_encoder", edit=_nothing),
     # platform and backend
     Mutation(id="platform_pytorch", base="multi_io", edit=_set(platform="pytorch")),
     Mutation(id="platform_onnx", base="multi_io", edit=_set(platform="onnxruntime_onnx")),
@@ -272,6 +314,25 @@ MUTATIONS: tuple[Mutation, ...] = (
         id="parameter_bad_thread_count", base="multi_io", edit=_parameter("INTRA_OP_THREAD_COUNT", "many")
     ),
     Mutation(id="parameter_thread_count", base="multi_io", edit=_parameter("INTRA_OP_THREAD_COUNT", "1")),
+    # model_warmup (export writes one sample of the reference inputs)
+    Mutation(id="warmup_file_missing", warmup=True, base="multi_io", edit=_warmup_file("remove")),
+    Mutation(id="warmup_file_short", warmup=True, base="multi_io", edit=_warmup_file("shorten")),
+    Mutation(id="warmup_file_long", warmup=True, base="multi_io", edit=_warmup_file("lengthen")),
+    Mutation(id="warmup_unknown_input", warmup=True, base="multi_io", edit=_warmup_input("rename")),
+    Mutation(id="warmup_input_missing", warmup=True, base="multi_io", edit=_warmup_input("drop")),
+    Mutation(id="warmup_variable_dims", warmup=True, base="multi_io", edit=_warmup_input("variable")),
+    Mutation(id="warmup_no_data_source", warmup=True, base="multi_io", edit=_warmup_input("no-source")),
+    Mutation(id="warmup_dims_differ", warmup=True, base="multi_io", edit=_warmup_input("dims")),
+    Mutation(id="warmup_data_type_differs", warmup=True, base="multi_io", edit=_warmup_input("type")),
+    # A batch-shaped warmup on a model without a batch axis: server 2.51.0 refused it in most of our runs and
+    # died of SIGSEGV loading it in one, so it gets a server of its own.
+    Mutation(
+        id="warmup_after_max_batch_size_zero",
+        warmup=True,
+        corrupts=True,
+        base="multi_io",
+        edit=_set(max_batch_size=0),
+    ),
 )
 
 BATCH = 2
@@ -307,6 +368,8 @@ def broken(exported: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
             continue
         config = read_config(model.config)
         config.name = "another_name" if mutation.id == "name_differs" else mutation.id
+        if not mutation.warmup:
+            config.ClearField("model_warmup")
         mutation.edit(model, config)
         model.config.write_text(render_config(config), encoding="utf-8")
     return root
@@ -342,7 +405,10 @@ class Harness:
         if not mutation.corrupts:
             found = _verdict(self.server, model.config, mutation.id, self.states[mutation.id])
             return Verdict(kind="crashed", detail=self.restart()) if not self.server.is_alive() else found
-        alone = self._start(model.root.parent)
+        try:
+            alone = self._start(model.root.parent)
+        except ServerStartError as exc:  # it died loading the model
+            return Verdict(kind="crashed", detail=str(exc))
         try:
             found = _verdict(alone, model.config, mutation.id, alone.model_states([mutation.id])[mutation.id])
             if not alone.is_alive():

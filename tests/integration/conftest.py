@@ -8,6 +8,7 @@ Options (after `nox -s integration --`):
     --image TAG                         the image for target container
     --gpus auto|all|none                GPUs for target container (auto: when the engine can hand them out)
     --mount HOST:/PATH[:ro|rw]          one more bind mount for target container (repeatable)
+    --memory LIMIT                      a memory limit for target container (docker run --memory, e.g. 2g)
     --tritonserver PATH                 a tritonserver binary for target local
     --reports DIR                       where junit.xml, summary.md/.json and the server log go
     --skip-validation                   start the server even when `invoke validate` finds errors (to see what
@@ -16,6 +17,7 @@ Options (after `nox -s integration --`):
 
 from __future__ import annotations
 
+import contextlib
 import os
 import platform
 import sys
@@ -26,6 +28,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from tritonclient.utils import InferenceServerException
 
 from tritonpt import client, reference, repository, server
 from tritonpt.errors import TritonPtError
@@ -40,8 +43,14 @@ from .matrix import Model
 STOP_WAIT_S = 3.0
 """How long an aborting run gives the dead server's runner to clean up (a container to remove)."""
 
+FAILURE_GRACE_S = 8.0
+"""After a failed check, how long the run waits while the server does not answer, so that a server going down
+ends the run with the watchdog's one paragraph rather than a failure per check (longer than the watchdog's
+five missed probes)."""
+
 REPORT = pytest.StashKey[Report]()
 MODELS = pytest.StashKey[list["Model"]]()
+WATCHDOG = pytest.StashKey[Watchdog]()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -83,6 +92,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         action="append",
         default=[],
         help="target container: one more bind mount HOST_PATH:/CONTAINER/PATH[:ro|rw] (repeatable)",
+    )
+    group.addoption(
+        "--memory", default=None, help="target container: a memory limit, as docker run --memory (e.g. 2g)"
     )
     group.addoption("--tritonserver", default=None, help="tritonserver binary for target local")
     group.addoption("--reports", default="reports", help="folder for reports and the server log")
@@ -165,6 +177,7 @@ def triton(pytestconfig: pytest.Config, report: Report) -> Iterator[Server]:
         log_path=reports / "tritonserver.log",
         gpus=option.gpus,
         mounts=parse_mounts(option.mount, option="--mount", error=TritonPtError),
+        memory=option.memory,
     )
     models = [m.name for m in _models(pytestconfig)]
     started = time.perf_counter()
@@ -203,9 +216,18 @@ def triton(pytestconfig: pytest.Config, report: Report) -> Iterator[Server]:
             instance,
             lambda paragraph: _abort(pytestconfig, instance, report, reports, paragraph),
             what="while the matrix ran",
-        ):
+        ) as watchdog:
+            pytestconfig.stash[WATCHDOG] = watchdog
             yield instance
         report.timings["matrix wall time"] = time.perf_counter() - matrix_started
+        with contextlib.suppress(
+            TritonPtError, OSError, InferenceServerException
+        ):  # the bare script replays these
+            report.requests = {
+                name: client.statistics(instance.endpoints, name).requests
+                for name in models
+                if instance.is_alive()
+            }
     finally:
         instance.stop()
 
@@ -226,7 +248,18 @@ def _abort(config: pytest.Config, instance: Server, report: Report, reports: Pat
     cleanup = threading.Thread(target=instance.stop, daemon=True)
     cleanup.start()
     cleanup.join(timeout=STOP_WAIT_S)
+    if cleanup.is_alive():  # held up (an engine that is stopping): what runs the server is removed later
+        instance.reap_later()
     os._exit(1)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[pytest.TestReport]:
+    report: pytest.TestReport = yield
+    watchdog = item.config.stash.get(WATCHDOG, None)
+    if report.failed and watchdog is not None:
+        watchdog.hold_while_unanswered(FAILURE_GRACE_S)  # a dying server: the watchdog ends the run meanwhile
+    return report
 
 
 @pytest.fixture(scope="session")

@@ -206,3 +206,39 @@ def test_spec_rejects_bad_options() -> None:
         spec.check(spec.ModelSpec(**{**base.__dict__, "name": "a/b"}))
     with pytest.raises(SpecError, match=r"expected `\(torch.nn.Module"):
         spec.coerce(torch.ones(3), name="m")
+
+
+def test_an_unchanged_builtin_is_kept_and_a_changed_one_exported_again(tmp_path: Path) -> None:
+    first = export.export_builtin(["multi_io"], repository=tmp_path)
+    assert not first[0].kept
+    model = ModelDir(root=tmp_path / "multi_io")
+    written = model.model_file().stat().st_mtime_ns
+    again = export.export_builtin(["multi_io"], repository=tmp_path)
+    assert again[0].kept
+    assert model.model_file().stat().st_mtime_ns == written  # nothing was written
+    # Another seed, an edited file, a removed file, or --force: exported again.
+    assert not export.export_builtin(["multi_io"], repository=tmp_path, seed=1)[0].kept
+    assert not export.export_builtin(["multi_io"], repository=tmp_path)[0].kept  # back to seed 0
+    model.config.write_text(model.config.read_text(encoding="utf-8") + "# edited\n", encoding="utf-8")
+    assert not export.export_builtin(["multi_io"], repository=tmp_path)[0].kept
+    assert "# edited" not in model.config.read_text(encoding="utf-8")
+    (model.root / "warmup" / "features").unlink()
+    assert not export.export_builtin(["multi_io"], repository=tmp_path)[0].kept
+    assert (model.root / "warmup" / "features").is_file()
+    assert not export.export_builtin(["multi_io"], repository=tmp_path, force=True)[0].kept
+
+
+def test_export_writes_a_warmup_of_one_reference_sample(exported_small: Path) -> None:
+    model = ModelDir(root=exported_small / "multi_io")
+    config = read_config(model.config)
+    ref = reference.load(model)
+    smallest = min(ref.cases, key=lambda c: c.batch_size)
+    (warmup,) = config.model_warmup
+    assert warmup.batch_size == 1
+    assert warmup.count == export.WARMUP_COUNT
+    assert sorted(warmup.inputs) == sorted(t.name for t in config.input)
+    for tensor, array in zip(config.input, smallest.inputs, strict=True):
+        entry = warmup.inputs[tensor.name]
+        assert list(entry.dims) == list(array.shape[1:])
+        assert entry.data_type == tensor.data_type
+        assert (model.root / "warmup" / entry.input_data_file).read_bytes() == array[:1].tobytes()

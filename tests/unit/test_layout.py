@@ -34,6 +34,7 @@ LAYERS = (
     "checks",
     "report",
     "bench",
+    "tune",
     "doctor",
     "testing",
     "console",

@@ -10,8 +10,15 @@ from pathlib import Path
 import pytest
 
 from tritonpt.errors import Problem
-from tritonpt.repository import ModelDir
+from tritonpt.repository import ModelDir, read_config, render_config
 from tritonpt.validate import validate_model, validate_repository
+
+
+def _without_warmup(path: Path) -> None:
+    """Drop model_warmup, so that a break of another rule is judged alone (warmup rules have their own test)."""
+    config = read_config(path)
+    config.ClearField("model_warmup")
+    path.write_text(render_config(config), encoding="utf-8")
 
 
 def _edit(path: Path, pattern: str, replacement: str) -> None:
@@ -245,6 +252,7 @@ def test_config_rule(
     words: str | None,
 ) -> None:
     repository = repository_copy(model)
+    _without_warmup(repository / model / "config.pbtxt")
     _edit(repository / model / "config.pbtxt", *edit)
     problems = validate_model(ModelDir(root=repository / model), gpu_available=False)
     if field is None:
@@ -285,6 +293,7 @@ def test_model_with_other_input_count(repository_copy: Callable[..., Path]) -> N
     # A one-input TorchScript file behind a two-input config.
     shutil.copy(repository / "fixed_shape" / "1" / "model.pt", repository / "multi_io" / "1" / "model.pt")
     (repository / "multi_io" / "reference.json").unlink()
+    _without_warmup(repository / "multi_io" / "config.pbtxt")
     _edit(repository / "multi_io" / "config.pbtxt", r'name: "features"', 'name: "INPUT__0"')
     _edit(repository / "multi_io" / "config.pbtxt", r'name: "context"', 'name: "INPUT__1"')
     problems = validate_model(ModelDir(root=repository / "multi_io"))
@@ -317,6 +326,7 @@ def test_folder_without_config_and_empty_repository(tmp_path: Path) -> None:
 def test_string_inputs_without_reference_are_not_run(repository_copy: Callable[..., Path]) -> None:
     repository = repository_copy("fixed_shape")
     (repository / "fixed_shape" / "reference.json").unlink()
+    _without_warmup(repository / "fixed_shape" / "config.pbtxt")
     _edit(
         repository / "fixed_shape" / "config.pbtxt",
         r"data_type: TYPE_FP32\n  dims: 4\n  dims: 10",
@@ -324,3 +334,69 @@ def test_string_inputs_without_reference_are_not_run(repository_copy: Callable[.
     )
     problems = validate_model(ModelDir(root=repository / "fixed_shape"))
     assert "the model was not run" in _one(problems, "warning", "input").message
+
+
+# What server 2.51.0 did with each broken warmup of multi_io (tests/differential holds the same mutations):
+# a missing file, a short file or an input the config lacks fail the load; a longer file is served.
+WARMUP_BREAKS = [
+    pytest.param("remove", "error", "does not exist", id="file-missing"),
+    pytest.param("shorten", "error", "fails the model's load", id="file-short"),
+    pytest.param("lengthen", "warning", "reads the first ones", id="file-long"),
+    pytest.param("rename", "error", "has no input", id="unknown-input"),
+    pytest.param("drop", "error", "lacks the input", id="input-missing"),
+    pytest.param("variable", "error", "every size given", id="variable-dims"),
+    pytest.param("no-source", "error", "says nowhere what data", id="no-data-source"),
+]
+
+
+@pytest.mark.parametrize(("change", "severity", "words"), WARMUP_BREAKS)
+def test_warmup_rule(repository_copy: Callable[..., Path], change: str, severity: str, words: str) -> None:
+    repository = repository_copy("multi_io")
+    model = ModelDir(root=repository / "multi_io")
+    data = model.root / "warmup" / "features"
+    if change == "remove":
+        data.unlink()
+    elif change in {"shorten", "lengthen"}:
+        raw = data.read_bytes()
+        data.write_bytes(raw[:-4] if change == "shorten" else raw + bytes(8))
+    else:
+        config = read_config(model.config)
+        inputs = config.model_warmup[0].inputs
+        if change == "variable":
+            inputs["features"].dims[0] = -1
+        elif change == "no-source":
+            inputs["features"].ClearField("input_data_file")
+        else:
+            if change == "rename":
+                inputs["image"].CopyFrom(inputs["features"])
+            del inputs["features"]
+        model.config.write_text(render_config(config), encoding="utf-8")
+    problems = validate_model(model, gpu_available=False)
+    problem = next((p for p in problems if "model_warmup" in p.field and words in p.message), None)
+    assert problem is not None, problems
+    assert problem.severity == severity
+    errors = [p for p in problems if p.severity == "error"]
+    assert all("model_warmup" in p.field for p in errors)  # nothing else is blamed
+    assert bool(errors) is (severity == "error")
+
+
+def _set_inter_op(model: Path, value: str) -> None:
+    config = read_config(model / "config.pbtxt")
+    config.parameters["INTER_OP_THREAD_COUNT"].string_value = value
+    (model / "config.pbtxt").write_text(render_config(config), encoding="utf-8")
+
+
+def test_inter_op_threads_in_two_models_of_one_server_is_an_error(
+    repository_copy: Callable[..., Path],
+) -> None:
+    # Seen with server 2.51.0: the second model's set_num_interop_threads aborts the server (SIGABRT).
+    repository = repository_copy("multi_io", "fixed_shape")
+    _set_inter_op(repository / "multi_io", "1")
+    [alone] = [p for p in validate_repository(repository) if "INTER_OP" in p.field]
+    assert alone.severity == "warning"  # one model: it works, but it is the whole server's setting
+    _set_inter_op(repository / "fixed_shape", "1")
+    both = [p for p in validate_repository(repository) if "INTER_OP" in p.field]
+    assert [p.severity for p in both] == ["error", "error"]
+    assert "aborts" in both[0].message
+    _set_inter_op(repository / "fixed_shape", "0")  # 0 leaves torch's default: not a second call
+    assert [p.severity for p in validate_repository(repository) if "INTER_OP" in p.field] == ["warning"]

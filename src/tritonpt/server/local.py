@@ -24,6 +24,7 @@ import socket
 import subprocess
 import time
 import weakref
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import ClassVar, Literal
@@ -253,9 +254,11 @@ class LocalServer(Server):
         pytorch_backend: BuiltBackend | None = None,
         start_timeout: float = 240.0,
         stop_timeout: float = 45.0,
+        cpus: Sequence[int] = (),
     ) -> None:
         super().__init__(start_timeout=start_timeout)
         self.requested = flags
+        self.cpus = tuple(cpus)  # pin the server to these cores (taskset); () = wherever the kernel puts it
         self.flags = flags  # the effective flags (ports, backend directory) once started
         self.tritonserver = tritonserver
         self.pytorch_backend = pytorch_backend  # the built one it serves with; None for the server's own
@@ -275,9 +278,10 @@ class LocalServer(Server):
 
     @property
     def command(self) -> list[str]:
-        """The command line as run (or as it would run)."""
+        """The command line as run (or as it would run); ``taskset`` execs the server on the chosen cores."""
         binary = self.install.binary if self.install else Path(self.tritonserver or "tritonserver")
-        return [str(binary), *self.flags.render()]
+        pinned = ["taskset", "--cpu-list", ",".join(map(str, self.cpus))] if self.cpus else []
+        return [*pinned, str(binary), *self.flags.render()]
 
     def backend_origin(self) -> backend.Origin | None:
         """The built backend's origin; None for a server whose own backends hold it (an NGC install)."""
