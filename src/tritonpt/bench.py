@@ -35,10 +35,9 @@ from pathlib import Path
 
 import numpy as np
 import torch
-import tritonclient.grpc as grpcclient
 from tritonclient.grpc.model_config_pb2 import ModelConfig
 
-from tritonpt import backend, client, dtypes, reference, repository
+from tritonpt import backend, client, reference, repository
 from tritonpt.client import PROTOCOLS, Endpoints
 from tritonpt.errors import HINT, TritonPtError
 from tritonpt.repository import ModelDir
@@ -371,19 +370,14 @@ def first_requests(model: ModelDir, config: ModelConfig, *, warmup: bool, server
                 loads.append(time.perf_counter() - started)
                 with client.grpc(server.endpoints) as grpc:
                     grpc.is_server_ready()
-                    request = []
-                    for tensor, array in zip(config.input, case.inputs, strict=True):
-                        sample = np.ascontiguousarray(array[rows])
-                        item = grpcclient.InferInput(
-                            tensor.name, list(sample.shape), dtypes.from_numpy(sample.dtype).wire
-                        )
-                        item.set_data_from_numpy(sample)
-                        request.append(item)
-                    wanted = [grpcclient.InferRequestedOutput(n) for n in names]
+                    inputs = {
+                        t.name: np.ascontiguousarray(a[rows])
+                        for t, a in zip(config.input, case.inputs, strict=True)
+                    }
                     times = []
                     for _ in range(2 + WARM_REQUESTS):
                         began = time.perf_counter()
-                        grpc.infer(model.name, request, outputs=wanted)
+                        client.infer_on(grpc, "grpc", model.name, inputs, names)
                         times.append((time.perf_counter() - began) * 1000)
         firsts.append(times[0])
         seconds.append(times[1])
@@ -505,12 +499,19 @@ class BenchReport:
         plt.close(figure)
 
     def write(self, folder: Path) -> list[Path]:
-        folder.mkdir(parents=True, exist_ok=True)
-        written = [folder / "bench.json", folder / "bench.md", folder / "bench.png"]
-        written[0].write_text(self.to_json() + "\n", encoding="utf-8")
-        written[1].write_text(self.to_markdown(), encoding="utf-8")
-        self.plot(written[2])
-        return written
+        return write_reports(folder, "bench", self.to_json(), self.to_markdown(), self.plot)
+
+
+def write_reports(
+    folder: Path, stem: str, json_text: str, markdown: str, plot: Callable[[Path], None]
+) -> list[Path]:
+    """``<folder>/<stem>.json``, ``.md`` and ``.png`` (drawn by ``plot``); the paths written."""
+    folder.mkdir(parents=True, exist_ok=True)
+    written = [folder / f"{stem}.json", folder / f"{stem}.md", folder / f"{stem}.png"]
+    written[0].write_text(json_text + "\n", encoding="utf-8")
+    written[1].write_text(markdown, encoding="utf-8")
+    plot(written[2])
+    return written
 
 
 def run(

@@ -569,12 +569,7 @@ class TuneReport:
         plt.close(figure)
 
     def write(self, folder: Path) -> list[Path]:
-        folder.mkdir(parents=True, exist_ok=True)
-        written = [folder / "tune.json", folder / "tune.md", folder / "tune.png"]
-        written[0].write_text(self.to_json() + "\n", encoding="utf-8")
-        written[1].write_text(self.to_markdown(), encoding="utf-8")
-        self.plot(written[2])
-        return written
+        return bench.write_reports(folder, "tune", self.to_json(), self.to_markdown(), self.plot)
 
 
 # --- Applying the winner ------------------------------------------------------------------------------------
