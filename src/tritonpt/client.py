@@ -116,15 +116,42 @@ def pick_states(index: Iterable[ModelState], names: Iterable[str]) -> dict[str, 
 # --- The clients ----------------------------------------------------------------------------------------------
 
 
+class _Whole:
+    """A tritonclient client that is closed when collected only if its ``__init__`` ran to the end.
+
+    tritonclient 2.51's ``__del__`` calls ``close()``, which reads attributes that ``__init__`` sets last
+    (``_stream`` for gRPC, ``_closed`` for HTTP). A Ctrl-C inside ``__init__`` (the fault tier caught one in
+    gRPC's channel setup) leaves them unset, and the collection prints an "Exception ignored" traceback
+    over the interrupted run's exit. Half-built, there is nothing of ours to close: the channel or pool it
+    did make closes with its own collection.
+    """
+
+    _built = False
+
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        super().__init__(*args, **kwargs)
+        self._built = True
+
+    def __del__(self) -> None:
+        if self._built:
+            super().__del__()  # type: ignore[misc]
+
+
+class _Http(_Whole, httpclient.InferenceServerClient):  # type: ignore[misc]  # untyped library
+    pass
+
+
+class _Grpc(_Whole, grpcclient.InferenceServerClient):  # type: ignore[misc]  # untyped library
+    pass
+
+
 @contextlib.contextmanager
 def http(endpoints: Endpoints, *, timeout: float = TIMEOUT_S) -> Iterator[httpclient.InferenceServerClient]:
     """tritonclient's HTTP client; gevent's timeout comes out as ``TimeoutError``, a connection closed without
     an answer as ``ConnectionError`` (both ``OSError``, as a refused connection is)."""
     import gevent  # noqa: PLC0415 - tritonclient.http's transport, already loaded with it
 
-    client = httpclient.InferenceServerClient(
-        url=endpoints.http, connection_timeout=timeout, network_timeout=timeout
-    )
+    client = _Http(url=endpoints.http, connection_timeout=timeout, network_timeout=timeout)
     try:
         yield client
     except gevent.Timeout as exc:
@@ -141,7 +168,7 @@ def http(endpoints: Endpoints, *, timeout: float = TIMEOUT_S) -> Iterator[httpcl
 
 @contextlib.contextmanager
 def grpc(endpoints: Endpoints) -> Iterator[grpcclient.InferenceServerClient]:
-    with grpcclient.InferenceServerClient(url=endpoints.grpc) as client:
+    with _Grpc(url=endpoints.grpc) as client:
         yield client
 
 

@@ -14,8 +14,6 @@
 from __future__ import annotations
 
 import contextlib
-import shutil
-import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,6 +21,7 @@ from pathlib import Path
 from google.protobuf import text_format
 from tritonclient.grpc.model_config_pb2 import ModelConfig
 
+from tritonpt import scratch
 from tritonpt.options import DEFAULT_REPOSITORY
 
 __all__ = [
@@ -110,44 +109,30 @@ def staged_model(repository: Path, name: str) -> Iterator[ModelDir]:
     create are removed again.
     """
     created = [p for p in (repository, *repository.parents) if not p.exists()]
-    repository.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=".staging-", dir=repository))
     try:
-        model = ModelDir(root=staging / name)
-        model.root.mkdir()
-        yield model
-        target = repository / name
-        if target.exists():
-            target.replace(staging / f"{name}.previous")
-        model.root.replace(target)
-        created = []
+        repository.mkdir(parents=True, exist_ok=True)
+        with scratch.folder(".staging-", inside=repository) as staging:
+            model = ModelDir(root=staging / name)
+            model.root.mkdir()
+            yield model
+            with scratch.ctrl_c_held():  # the old folder moves aside and the new one in, or neither
+                target = repository / name
+                if target.exists():
+                    target.replace(staging / f"{name}.previous")
+                model.root.replace(target)
+                created = []
     finally:
-        _remove_despite_ctrl_c(staging)
-        for folder in created:  # innermost first; each is empty unless someone else wrote there meanwhile
-            with contextlib.suppress(OSError):
-                folder.rmdir()
-
-
-def _remove_despite_ctrl_c(folder: Path) -> None:
-    """Remove ``folder`` even if a Ctrl-C lands while it is being removed (seen once in the fault tier: a
-    staging folder left behind); the interrupt is raised again once the folder is gone."""
-    interrupted: KeyboardInterrupt | None = None
-    for _ in range(3):
-        try:
-            shutil.rmtree(folder, ignore_errors=True)
-            break
-        except KeyboardInterrupt as exc:
-            interrupted = exc
-    if interrupted is not None:
-        raise interrupted
+        with scratch.ctrl_c_held():
+            for folder in created:  # innermost first; each is empty unless someone else wrote there meanwhile
+                with contextlib.suppress(OSError):
+                    folder.rmdir()
 
 
 @contextlib.contextmanager
 def one_model(model: ModelDir, config: ModelConfig) -> Iterator[Path]:
     """A temporary repository holding only ``model``, served with ``config``: its version folders and warmup
     data linked (never copied), the config written anew. Removed afterwards; ``model`` is not touched."""
-    folder = Path(tempfile.mkdtemp(prefix="tritonpt-repository-"))
-    try:
+    with scratch.folder("tritonpt-repository-") as folder:
         root = folder / model.name
         root.mkdir()
         for name in [*model.versions(), WARMUP]:
@@ -155,5 +140,3 @@ def one_model(model: ModelDir, config: ModelConfig) -> Iterator[Path]:
                 (root / name).symlink_to((model.root / name).absolute(), target_is_directory=True)
         (root / CONFIG).write_text(render_config(config), encoding="utf-8")
         yield folder
-    finally:
-        shutil.rmtree(folder, ignore_errors=True)

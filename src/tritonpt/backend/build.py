@@ -8,11 +8,11 @@ import os
 import re
 import shutil
 import subprocess
-import tempfile
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
+from tritonpt import scratch
 from tritonpt.backend.cache import BuiltBackend, build_key
 from tritonpt.backend.layout import (
     DEFINITION,
@@ -242,8 +242,5 @@ def _checked(log: _Log, command: Sequence[str], what: str, *, on_line: Step | No
 @contextlib.contextmanager
 def _staging(folder: Path, key: str) -> Iterator[Path]:
     """A build folder beside the cache entries (same file system, so the result moves in one rename), always removed."""
-    staging = Path(tempfile.mkdtemp(prefix=f".build-{key}-", dir=folder))
-    try:
+    with scratch.folder(f".build-{key}-", inside=folder) as staging:
         yield staging
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)

@@ -1,0 +1,87 @@
+"""A Ctrl-C that lands inside a cleanup or a two-step commit: the step finishes, then the interrupt arrives.
+
+Each case sends a real SIGINT to this process at the chosen moment (Python raises ``KeyboardInterrupt`` at the
+next bytecode, as it does for a user's Ctrl-C).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+from pathlib import Path
+
+import pytest
+
+from tritonpt import repository, scratch
+
+
+def _ctrl_c() -> None:
+    os.kill(os.getpid(), signal.SIGINT)
+
+
+def test_a_held_step_runs_to_its_end_and_the_interrupt_follows() -> None:
+    done = []
+
+    def step() -> None:
+        with scratch.ctrl_c_held():
+            _ctrl_c()
+            done.append("after the signal")
+
+    with pytest.raises(KeyboardInterrupt):
+        step()
+    assert done == ["after the signal"]
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+def test_a_held_step_without_an_interrupt_raises_nothing() -> None:
+    with scratch.ctrl_c_held():
+        pass
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+def test_an_ignored_ctrl_c_stays_ignored() -> None:
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        with scratch.ctrl_c_held():
+            _ctrl_c()
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def test_a_folder_interrupted_while_it_is_removed_is_still_removed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real = shutil.rmtree
+
+    def interrupted_rmtree(path: Path, *args: object, **kwargs: object) -> None:
+        _ctrl_c()  # before the first file goes: without the hold, nothing would be removed
+        real(path, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(shutil, "rmtree", interrupted_rmtree)
+    with pytest.raises(KeyboardInterrupt), scratch.folder("probe-", inside=tmp_path) as made:
+        (made / "file").write_text("x")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_ctrl_c_between_the_two_renames_of_a_commit_loses_no_model(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The old folder moves aside, then the new one moves in: an interrupt between them must not leave the
+    repository without the model (the staging folder, with the old one inside, is then removed)."""
+    repo = tmp_path / "repo"
+    (repo / "m").mkdir(parents=True)
+    (repo / "m" / "config.pbtxt").write_text("old")
+    real = Path.replace
+
+    def replace_then_interrupt(self: Path, target: Path) -> Path:
+        moved = real(self, target)
+        if self == repo / "m":
+            _ctrl_c()
+        return moved
+
+    monkeypatch.setattr(Path, "replace", replace_then_interrupt)
+    with pytest.raises(KeyboardInterrupt), repository.staged_model(repo, "m") as model:
+        model.config.write_text("new")
+    assert (repo / "m" / "config.pbtxt").read_text() == "new"
+    assert sorted(p.name for p in repo.iterdir()) == ["m"]
