@@ -37,7 +37,7 @@ import numpy as np
 import torch
 from tritonclient.grpc.model_config_pb2 import ModelConfig
 
-from tritonpt import backend, client, reference, repository
+from tritonpt import backend, client, reference, repository, spec
 from tritonpt.client import PROTOCOLS, Endpoints
 from tritonpt.errors import HINT, TritonPtError
 from tritonpt.repository import ModelDir
@@ -183,14 +183,6 @@ class Pinning:
         return found
 
 
-def _eager_settings(config: ModelConfig) -> tuple[int | None, bool]:
-    """The intra-op thread count and optimized execution the backend would use for this config."""
-    params = {k: v.string_value.strip().lower() for k, v in config.parameters.items()}
-    threads = params.get("INTRA_OP_THREAD_COUNT", "")
-    optimized = params.get("DISABLE_OPTIMIZED_EXECUTION", "false") not in {"true", "on", "1"}
-    return (int(threads) if threads.isdigit() and int(threads) > 0 else None), optimized
-
-
 def eager(
     model: ModelDir, case: Case, *, seconds: float, config: ModelConfig, cores: tuple[int, ...] = ()
 ) -> Measurement:
@@ -199,13 +191,13 @@ def eager(
     module = torch.jit.load(str(model.model_file()), map_location="cpu").eval()
     inputs = _feed(model, case.eager_batch)
     latencies: list[float] = []
-    threads, optimized = _eager_settings(config)
+    run = spec.BackendRun.of(config)
     before = torch.get_num_threads(), os.sched_getaffinity(0)
     if cores:
         os.sched_setaffinity(0, cores)
-    torch.set_num_threads(threads or len(cores) or before[0])
+    torch.set_num_threads(run.intra_op_threads or len(cores) or before[0])
     try:
-        with torch.inference_mode(), torch.jit.optimized_execution(optimized):  # type: ignore[attr-defined]
+        with torch.inference_mode(), torch.jit.optimized_execution(run.optimized):  # type: ignore[attr-defined]
             for _ in range(3):  # the profiling executor's first runs
                 module(*inputs)
             began = time.perf_counter()

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field, replace
 from typing import Literal
 
 import torch
+from tritonclient.grpc.model_config_pb2 import ModelConfig
 
 from tritonpt import dtypes
 from tritonpt.errors import HINT, SpecError
@@ -44,7 +45,50 @@ BOOL_PARAMETERS: frozenset[str] = frozenset(
 )
 INT_PARAMETERS: frozenset[str] = frozenset({"INTRA_OP_THREAD_COUNT", "INTER_OP_THREAD_COUNT"})
 KNOWN_PARAMETERS: frozenset[str] = BOOL_PARAMETERS | INT_PARAMETERS
-BOOL_VALUES: frozenset[str] = frozenset({"true", "on", "1", "false", "off", "0"})
+_STOI = re.compile(r"^\s*([+-]?\d+)")  # what std::stoi reads: leading blanks, a sign, the leading digits
+
+
+def backend_count(value: str) -> int | None:
+    """A count parameter as the backend reads it (``std::stoi``: " 3x" is 3); ``None`` where it reads no
+    number, which makes the backend refuse to load the model."""
+    match = _STOI.match(value)
+    return int(match.group(1)) if match else None
+
+
+def backend_flag(value: str) -> bool | None:
+    """A boolean parameter as the backend reads it (``ParseBoolValue``: true/on/1 or false/off/0, any case,
+    no blanks); ``None`` where the backend refuses to load the model."""
+    lowered = value.lower()
+    return True if lowered in {"true", "on", "1"} else False if lowered in {"false", "off", "0"} else None
+
+
+@dataclass(frozen=True, kw_only=True)
+class BackendRun:
+    """How the pytorch backend runs a model, read from its config's parameters. ``None``: torch's default.
+
+    A value the backend cannot read (the model then fails to load; validate says so) reads as the default.
+    """
+
+    intra_op_threads: int | None = None  # at::set_num_threads, only when above 0
+    inter_op_threads: int | None = None  # at::set_num_interop_threads (process-wide), only when above 0
+    optimized: bool = True  # torch.jit optimized execution: DISABLE_OPTIMIZED_EXECUTION false, the default
+
+    @classmethod
+    def of(cls, config: ModelConfig) -> BackendRun:
+        def value(key: str) -> str | None:
+            return config.parameters[key].string_value if key in config.parameters else None
+
+        def threads(key: str) -> int | None:
+            count = backend_count(value(key) or "")
+            return count if count is not None and count > 0 else None
+
+        disabled = backend_flag(value("DISABLE_OPTIMIZED_EXECUTION") or "false")
+        return cls(
+            intra_op_threads=threads("INTRA_OP_THREAD_COUNT"),
+            inter_op_threads=threads("INTER_OP_THREAD_COUNT"),
+            optimized=not disabled,
+        )
+
 
 _NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$")
 

@@ -39,7 +39,7 @@ import numpy as np
 from tritonclient.grpc.model_config_pb2 import ModelConfig
 from tritonclient.utils import InferenceServerException
 
-from tritonpt import __version__, bench, checks, client, export, reference, repository, validate
+from tritonpt import __version__, bench, checks, client, export, reference, repository, spec, validate
 from tritonpt.client import Array
 from tritonpt.errors import ModelLoadError, TritonPtError, ValidationError, first_line
 from tritonpt.repository import ModelDir
@@ -82,21 +82,16 @@ class Settings:
     @classmethod
     def of(cls, config: ModelConfig) -> Settings:
         """The settings a config.pbtxt has now."""
-        params = {k: v.string_value for k, v in config.parameters.items()}
         batching = config.dynamic_batching if config.HasField("dynamic_batching") else None
-
-        def count(key: str) -> int | None:
-            value = params.get(key, "")
-            return int(value) if value.strip().lstrip("-").isdigit() and int(value) > 0 else None
-
+        run = spec.BackendRun.of(config)
         return cls(
             instances=sum(group.count or 1 for group in config.instance_group) or 1,
             max_batch_size=config.max_batch_size,
             preferred=tuple(batching.preferred_batch_size) if batching else (),
             queue_delay_us=batching.max_queue_delay_microseconds if batching else None,
-            intra_op_threads=count("INTRA_OP_THREAD_COUNT"),
-            inter_op_threads=count("INTER_OP_THREAD_COUNT"),
-            optimized=params.get("DISABLE_OPTIMIZED_EXECUTION", "false").lower() not in {"true", "on", "1"},
+            intra_op_threads=run.intra_op_threads,
+            inter_op_threads=run.inter_op_threads,
+            optimized=run.optimized,
         )
 
     def config(self, base: ModelConfig) -> ModelConfig:

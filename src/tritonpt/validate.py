@@ -34,7 +34,6 @@ from tritonpt.repository import CONFIG, MODEL_FILE, PLATFORM, WARMUP, ModelDir, 
 _INDEXED = re.compile(r"^.+__(\d+)$")
 _FIELD = re.compile(r'has no field named "([^"]+)"')
 _SYNTH_LENGTH = 5  # length sent on a -1 axis: any length must work there
-_INT_PREFIX = re.compile(r"^\s*[+-]?\d")  # what std::stoi accepts (it reads a leading number)
 _SYNTHESIZED = "inputs shaped and typed as the config declares"
 _SYNTH_MAX_ELEMENTS = 2**28  # 1 GiB of float32: far beyond any model's input, well below what numpy refuses
 
@@ -103,13 +102,7 @@ def _inter_op_threads(model: ModelDir) -> int:
         config = parse_config(model.config.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, text_format.ParseError):
         return 0
-    value = (
-        config.parameters["INTER_OP_THREAD_COUNT"].string_value
-        if "INTER_OP_THREAD_COUNT" in config.parameters
-        else ""
-    )
-    match = _INT_PREFIX.match(value)
-    return int(match.group(0)) if match else 0
+    return spec.BackendRun.of(config).inter_op_threads or 0
 
 
 def process_wide_problems(held: Iterable[ModelDir]) -> list[Problem]:
@@ -494,7 +487,7 @@ def _check_parameters(config: ModelConfig, path: Path, problems: _Problems) -> N
     """The backend parses its own parameters at load and refuses values it cannot read; others it ignores."""
     for key in sorted(config.parameters):
         value = config.parameters[key].string_value
-        if key in spec.BOOL_PARAMETERS and value.lower() not in spec.BOOL_VALUES:
+        if key in spec.BOOL_PARAMETERS and spec.backend_flag(value) is None:
             problems.add(
                 "error",
                 path,
@@ -503,7 +496,7 @@ def _check_parameters(config: ModelConfig, path: Path, problems: _Problems) -> N
                 f"(`failed to convert '{value}' to boolean`).",
                 'write "true" or "false" (on/off and 1/0 work too).',
             )
-        elif key in spec.INT_PARAMETERS and not _INT_PREFIX.match(value):
+        elif key in spec.INT_PARAMETERS and spec.backend_count(value) is None:
             problems.add(
                 "error",
                 path,

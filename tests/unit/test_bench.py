@@ -25,16 +25,6 @@ def test_cases_follow_the_config(exported_small: Path) -> None:
     assert [c.id for c in bench.cases_for(unbatched)] == ["full-c1"]
 
 
-def test_eager_takes_the_backends_settings_from_the_config(exported_small: Path) -> None:
-    config = repository.read_config(exported_small / "multi_io" / "config.pbtxt")
-    config.parameters["INTRA_OP_THREAD_COUNT"].string_value = "1"
-    config.parameters["DISABLE_OPTIMIZED_EXECUTION"].string_value = "false"
-    assert bench._eager_settings(config) == (1, True)
-    config.parameters["INTRA_OP_THREAD_COUNT"].string_value = "0"  # 0: the backend leaves torch's default
-    config.parameters["DISABLE_OPTIMIZED_EXECUTION"].string_value = "True"
-    assert bench._eager_settings(config) == (None, False)
-
-
 @pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="pinning two sides needs two cores")
 def test_pinning_parses_separate_cores_and_refuses_overlaps() -> None:
     cores = sorted(os.sched_getaffinity(0))

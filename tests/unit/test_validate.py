@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from tritonpt import spec
 from tritonpt.errors import Problem
 from tritonpt.repository import ModelDir, read_config, render_config
 from tritonpt.validate import validate_model, validate_repository
@@ -400,3 +401,27 @@ def test_inter_op_threads_in_two_models_of_one_server_is_an_error(
     assert "aborts" in both[0].message
     _set_inter_op(repository / "fixed_shape", "0")  # 0 leaves torch's default: not a second call
     assert [p.severity for p in validate_repository(repository) if "INTER_OP" in p.field] == ["warning"]
+
+
+@pytest.mark.parametrize(
+    ("parameters", "wanted"),
+    [
+        ({}, spec.BackendRun()),
+        ({"INTRA_OP_THREAD_COUNT": "1", "DISABLE_OPTIMIZED_EXECUTION": "false"}, spec.BackendRun(intra_op_threads=1)),
+        ({"INTRA_OP_THREAD_COUNT": "0", "DISABLE_OPTIMIZED_EXECUTION": "True"}, spec.BackendRun(optimized=False)),
+        ({"INTER_OP_THREAD_COUNT": " 12x", "DISABLE_OPTIMIZED_EXECUTION": "on"},
+         spec.BackendRun(inter_op_threads=12, optimized=False)),
+        ({"INTRA_OP_THREAD_COUNT": "-2", "INTER_OP_THREAD_COUNT": "many", "DISABLE_OPTIMIZED_EXECUTION": "maybe"},
+         spec.BackendRun()),
+    ],
+)  # fmt: skip
+def test_bench_tune_and_validate_read_the_backends_parameters_as_the_backend_does(
+    exported_small: Path, parameters: dict[str, str], wanted: spec.BackendRun
+) -> None:
+    """std::stoi reads a leading number (" 12x" is 12), a count of 0 or less leaves torch's default, and
+    ParseBoolValue takes true/on/1 in any case (pytorch_backend r25.10 src/libtorch.cc, ParseParameters)."""
+    config = read_config(exported_small / "multi_io" / "config.pbtxt")
+    config.ClearField("parameters")
+    for key, value in parameters.items():
+        config.parameters[key].string_value = value
+    assert spec.BackendRun.of(config) == wanted
