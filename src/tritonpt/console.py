@@ -15,7 +15,7 @@ from collections.abc import Iterator, Sequence
 from rich.console import Console
 from rich.markup import escape
 
-from tritonpt.errors import Problem, TritonPtError
+from tritonpt.errors import Problem, TritonPtError, ValidationError
 
 err = Console(stderr=True, highlight=False, soft_wrap=True)
 out = Console(highlight=False, soft_wrap=True)
@@ -53,6 +53,8 @@ def guard(*, debug: bool = False) -> Iterator[None]:
         problems = getattr(exc, "problems", None)
         if problems:
             print_problems(problems)
+            if isinstance(exc, ValidationError) and exc.outcome:
+                err.print(escape(exc.outcome))
         else:
             err.print(f"[red]error:[/red] {escape(str(exc))}")
         sys.exit(1)

@@ -20,7 +20,7 @@ package: it imports nothing of tritonpt, so every stage can raise these (``Probl
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Literal
 
@@ -44,6 +44,12 @@ class Problem:
 
     def render(self) -> str:
         return f"{self.severity}: {self.path}: {self.field}: {self.message}\n  {FIX} {self.fix}"
+
+    def moved(self, old: Path, new: Path) -> Problem:
+        """The same problem with a path inside ``old`` named inside ``new`` (a staged folder's destination)."""
+        if not self.path.is_relative_to(old):
+            return self
+        return replace(self, path=new / self.path.relative_to(old))
 
 
 def first_line(exc: BaseException) -> str:
@@ -82,9 +88,10 @@ class ReferenceDataError(TritonPtError, ValueError):
 class ValidationError(TritonPtError):
     """The model repository breaks one or more rules."""
 
-    def __init__(self, problems: Sequence[Problem]) -> None:
+    def __init__(self, problems: Sequence[Problem], *, outcome: str = "") -> None:
         self.problems = list(problems)
-        super().__init__("\n\n".join(p.render() for p in problems))
+        self.outcome = outcome  # what became of the repository, e.g. "nothing was written"
+        super().__init__("\n\n".join([*(p.render() for p in problems), *([outcome] if outcome else [])]))
 
 
 class BackendError(TritonPtError):

@@ -32,7 +32,7 @@ import torch
 from tritonclient.grpc.model_config_pb2 import ModelConfig
 
 from tritonpt import __version__, dtypes, reference, spec, validate, zoo
-from tritonpt.errors import HINT, ExportError, SpecError, ValidationError, first_line
+from tritonpt.errors import HINT, ExportError, SpecError, first_line
 from tritonpt.parity import compare
 from tritonpt.repository import PLATFORM, WARMUP, ModelDir, render_config, staged_model
 from tritonpt.spec import ModelSpec
@@ -286,9 +286,7 @@ def export(model_spec: ModelSpec, *, repository: Path, seed: int = 0, step: Step
         )
         step(f"[{name}] validating the staged model folder")
         # As for the server it is exported for: a KIND_GPU model exported on a CPU machine is still sound.
-        problems = [p for p in validate.validate_model(model, gpu_available=True) if p.severity == "error"]
-        if problems:
-            raise ValidationError(problems)
+        validate.refuse_staged(model, repository / name, validate.validate_model(model, gpu_available=True))
     step(f"[{name}] written to {repository / name} in {time.perf_counter() - started:.1f} s")
     return ExportResult(
         name=name,

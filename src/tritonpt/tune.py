@@ -580,16 +580,14 @@ def apply(model: ModelDir, config: ModelConfig, *, note: str) -> Path:
             encoding="utf-8",
         )
         others = [m for m in repository.models(model.root.parent) if m.name != model.name]
-        problems = [
-            p
-            for p in [
+        validate.refuse_staged(
+            staged,
+            model.root,
+            [
                 *validate.validate_model(staged, gpu_available=True),
                 *validate.process_wide_problems([staged, *others]),
-            ]
-            if p.severity == "error"
-        ]
-        if problems:
-            raise ValidationError(problems)
+            ],
+        )
     return model.config
 
 

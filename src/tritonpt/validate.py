@@ -28,7 +28,7 @@ from tritonclient.grpc.model_config_pb2 import (
 )
 
 from tritonpt import dtypes, reference, spec
-from tritonpt.errors import Problem, ReferenceDataError, Severity, first_line
+from tritonpt.errors import Problem, ReferenceDataError, Severity, ValidationError, first_line
 from tritonpt.repository import CONFIG, MODEL_FILE, PLATFORM, WARMUP, ModelDir, models, parse_config
 
 _INDEXED = re.compile(r"^.+__(\d+)$")
@@ -103,6 +103,16 @@ def _inter_op_threads(model: ModelDir) -> int:
     except (OSError, UnicodeDecodeError, text_format.ParseError):
         return 0
     return spec.BackendRun.of(config).inter_op_threads or 0
+
+
+def refuse_staged(staged: ModelDir, final: Path, problems: Iterable[Problem]) -> None:
+    """Raise :class:`ValidationError` for the errors among ``problems``, found on a staged copy of ``final``:
+    named where the folder was going (the staging folder is gone by the time anyone reads them), and saying
+    that nothing was written. Warnings alone raise nothing."""
+    errors = [p.moved(staged.root, final) for p in problems if p.severity == "error"]
+    if errors:
+        before = "is as it was" if final.exists() else "was not created"
+        raise ValidationError(errors, outcome=f"Nothing was written: {final} {before}.")
 
 
 def process_wide_problems(held: Iterable[ModelDir]) -> list[Problem]:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tritonpt import bench, repository, tune
+from tritonpt import bench, console, repository, tune
 from tritonpt.errors import ValidationError
 from tritonpt.repository import ModelDir
 
@@ -187,10 +187,28 @@ def test_apply_refuses_a_config_the_validator_fails_and_leaves_the_model_as_it_w
     before = model.config.read_bytes()
     broken = repository.read_config(model.config)
     broken.dynamic_batching.preferred_batch_size.append(broken.max_batch_size + 1)  # Triton refuses this
-    with pytest.raises(ValidationError):
+    with pytest.raises(ValidationError) as refused:
         tune.apply(model, broken, note="test")
     assert model.config.read_bytes() == before
     assert not list(folder.glob(".staging-*"))
+    # The error names the file where the config was going, not the staging folder that is gone by now.
+    assert [p.path for p in refused.value.problems] == [model.config]
+    assert refused.value.outcome == f"Nothing was written: {model.root} is as it was."
+    assert ".staging-" not in str(refused.value)
+
+
+def test_a_refused_apply_reads_at_the_front_door_as_problems_then_what_was_written(
+    repository_copy: Callable[..., Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    model = ModelDir(root=repository_copy("multi_io") / "multi_io")
+    broken = repository.read_config(model.config)
+    broken.max_batch_size = -1
+    with pytest.raises(SystemExit) as ended, console.guard():
+        tune.apply(model, broken, note="test")
+    assert ended.value.code == 1
+    said = capsys.readouterr().err
+    assert f"error: {model.config}: max_batch_size" in " ".join(said.split())
+    assert said.rstrip().endswith(f"Nothing was written: {model.root} is as it was.")
 
 
 def test_candidates_are_compared_at_the_exported_load_levels() -> None:
