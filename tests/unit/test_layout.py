@@ -168,3 +168,21 @@ def test_invoke_list_loads_no_torch() -> None:
     imported = {line.rsplit("|", 1)[-1].strip() for line in done.stderr.splitlines() if "|" in line}
     assert "torch" not in imported
     assert not any(name.startswith("torch.") for name in imported)
+
+
+def test_the_backend_stage_copies_every_module_the_backend_build_imports() -> None:
+    """recipes/pytorch.Dockerfile's backend stage runs ``python -m tritonpt.backend`` from a copy of the
+    modules image.BACKEND_MODULES names (with the backend package): whatever it imports must be among them."""
+    from tritonpt import image  # noqa: PLC0415
+
+    graph = _graph()
+    needed: set[str] = set()
+    todo = [m for m in graph if _stage(m) == image.BACKEND_PACKAGE]
+    while todo:
+        module = todo.pop()
+        for target in graph.get(module, set()) - needed:
+            needed.add(target)
+            todo.append(target)
+    copied = {f"tritonpt.{Path(name).stem}" for name in image.BACKEND_MODULES if name.endswith(".py")}
+    outside = {m for m in needed if _stage(m) != image.BACKEND_PACKAGE and m != "tritonpt"}
+    assert outside <= copied, sorted(outside - copied)
