@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 import contextlib
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,6 +34,7 @@ __all__ = [
     "read_config",
     "render_config",
     "staged_model",
+    "version_number",
 ]
 
 CONFIG = "config.pbtxt"
@@ -69,12 +71,34 @@ class ModelDir:
     def reference_npz(self) -> Path:
         return self.root / REFERENCE_NPZ
 
+    def version_folders(self) -> dict[str, int]:
+        """Every sub-folder Triton counts as a version, with the number it reads from the name (see
+        :func:`version_number`): "1a" counts as version 1, "007" not at all."""
+        named = {p.name: version_number(p.name) for p in self.root.iterdir() if p.is_dir()}
+        return {name: number for name, number in sorted(named.items()) if number is not None}
+
     def versions(self) -> list[str]:
-        """Numeric sub-folders, the way Triton counts versions (ASCII digits: ``str.isdigit`` also takes "²")."""
-        return sorted(
-            (p.name for p in self.root.iterdir() if p.is_dir() and p.name.isascii() and p.name.isdigit()),
-            key=int,
-        )
+        """The version folders Triton can load from, lowest first: those named as their number is written
+        (Triton reads version ``v`` from ``<model>/<v>/``, whatever folder name it counted ``v`` from)."""
+        return sorted((n for n, v in self.version_folders().items() if n == str(v) and v >= 0), key=int)
+
+
+_SKIPPED = frozenset({WARMUP, "initial_state", "configs"})  # folders Triton never reads as versions
+_STOLL = re.compile(r"^[ \t\n\v\f\r]*([+-]?[0-9]+)")  # what std::stoll reads: blanks, a sign, leading digits
+
+
+def version_number(folder: str) -> int | None:
+    """The version Triton reads from a model's sub-folder name, or ``None`` where it skips the folder.
+
+    As Triton's core does it (model_lifecycle.cc ``VersionsToLoad``, read in the r25.10 sources the backend
+    builds with; the differential suite holds server 2.51.0 to it): ``warmup``,
+    ``initial_state`` and ``configs`` are skipped, as is any longer name that starts with "0" ("007"); the
+    rest go through ``std::stoll``, which reads a leading number and ignores what follows ("1a" is 1).
+    """
+    if folder in _SKIPPED or (len(folder) > 1 and folder.startswith("0")):
+        return None
+    match = _STOLL.match(folder)
+    return int(match.group(1)) if match else None
 
 
 def models(repository: Path) -> list[ModelDir]:

@@ -205,7 +205,8 @@ def validate_model(model: ModelDir, *, gpu_available: bool | None = None) -> lis
         return list(problems)
 
     try:
-        versions = model.versions()
+        counted = model.version_folders()
+        ignored = sorted(p.name for p in model.root.iterdir() if p.is_dir() and _leading_zero_version(p.name))
     except OSError as exc:
         add(
             "error",
@@ -215,7 +216,15 @@ def validate_model(model: ModelDir, *, gpu_available: bool | None = None) -> lis
             "make the folder readable by the user that runs validate and Triton.",
         )
         return list(problems)
-    if not versions:
+    for name in ignored:
+        add(
+            "warning",
+            model.root / name,
+            "version folder",
+            f"Triton skips version folders whose name starts with 0 ({name!r}), so it never loads this one.",
+            f"name it {str(int(name))!r}.",
+        )
+    if not counted:
         add(
             "error",
             model.root,
@@ -224,30 +233,61 @@ def validate_model(model: ModelDir, *, gpu_available: bool | None = None) -> lis
             f"put the TorchScript file at {model.root / '1' / MODEL_FILE} (re-export with `invoke export`).",
         )
         return list(problems)
-    wanted = [str(v) for v in config.version_policy.specific.versions]
-    missing = [v for v in wanted if v not in versions]
-    if missing:
+    numbers = sorted(set(counted.values()), reverse=True)
+    policy, loaded = _versions_to_load(config, numbers)
+    missing = [v for v in config.version_policy.specific.versions if v not in numbers]
+    if missing and loaded:
+        add(
+            "warning",
+            config_path,
+            "version_policy",
+            f"version_policy asks for version(s) {', '.join(map(str, missing))}, which the model folder does not "
+            f"have; Triton loads {', '.join(map(str, sorted(loaded)))} and logs an error for the rest "
+            "(`the version directory is not present`).",
+            f"list only versions that exist ({', '.join(map(str, sorted(numbers)))}).",
+        )
+    elif missing:
         add(
             "error",
             config_path,
             "version_policy",
-            f"version_policy asks for version(s) {', '.join(missing)}, but the model folder has only "
-            f"{', '.join(versions)}; Triton loads no version and the model never becomes ready.",
-            f"list versions that exist ({', '.join(versions)}), or remove the version_policy block.",
+            f"version_policy asks for version(s) {', '.join(map(str, missing))}, but the model folder has only "
+            f"{', '.join(map(str, sorted(numbers)))}; Triton loads no version and the model never becomes ready.",
+            f"list versions that exist ({', '.join(map(str, sorted(numbers)))}), or remove the version_policy block.",
+        )
+        return list(problems)
+    if not loaded:
+        add(
+            "error",
+            config_path,
+            "version_policy",
+            f"{policy} selects no version of {', '.join(map(str, sorted(numbers)))}; Triton refuses the model "
+            "(`at least one version must be available under the version policy`).",
+            "ask for at least one version (latest { num_versions: 1 }), or remove the version_policy block.",
         )
         return list(problems)
     filename = config.default_model_filename or MODEL_FILE
-    for version in versions:
-        # Triton's JoinPath appends even an absolute name to the version folder, so it is always inside it.
-        model_file = model.root / version / filename.lstrip("/")
+    for version in sorted(loaded):
+        # Triton reads version v from <model>/<v>/, whatever name it counted v from; its JoinPath appends even
+        # an absolute file name to that folder, so the file is always inside it.
+        model_file = model.root / str(version) / filename.lstrip("/")
         if not model_file.is_file():
+            named = [n for n, v in counted.items() if v == version and n != str(version)]
+            counted_from = (
+                f" (Triton counts folder {named[0]!r} as version {version}, then reads {version}/)"
+                if named
+                else ""
+            )
             add(
                 "error",
                 model_file,
                 "model file",
-                f"version {version} has no {filename}; the pytorch backend fails with "
+                f"version {version} has no {filename}{counted_from}; the pytorch backend fails with "
                 f"`unable to find '{model_file}' for model instance`.",
-                "re-export the model, or remove the empty version folder.",
+                f"name the version folder {str(version)!r} and put {filename} in it (re-export with "
+                "`invoke export`), or remove the folder."
+                if named
+                else "re-export the model, or remove the empty version folder.",
             )
             continue
         _check_model_file(model, config, model_file, problems)
@@ -260,6 +300,29 @@ def validate_model(model: ModelDir, *, gpu_available: bool | None = None) -> lis
             "re-export the model with `invoke export` to record eager PyTorch reference outputs.",
         )
     return problems
+
+
+def _leading_zero_version(name: str) -> bool:
+    """A folder that reads as a number but that Triton skips for its leading zero ("007", "01")."""
+    return len(name) > 1 and name.startswith("0") and name.isascii() and name.isdigit()
+
+
+def _versions_to_load(config: ModelConfig, numbers: list[int]) -> tuple[str, list[int]]:
+    """The version_policy in words, and the versions (of ``numbers``, highest first) Triton loads under it.
+
+    No version_policy is latest 1; a ``version_policy {}`` with no choice in it loads every version (Triton's
+    normalization only fills in a policy that is absent, and its loader's last branch is "all").
+    """
+    if not config.HasField("version_policy"):
+        return "the default version policy (latest 1)", numbers[:1]
+    policy = config.version_policy
+    choice = policy.WhichOneof("policy_choice")
+    if choice == "latest":
+        return f"version_policy latest {policy.latest.num_versions}", numbers[: policy.latest.num_versions]
+    if choice == "specific":
+        wanted = set(policy.specific.versions)
+        return "version_policy specific", [v for v in numbers if v in wanted]
+    return "version_policy all", numbers
 
 
 def _field_of(exc: text_format.ParseError) -> str:

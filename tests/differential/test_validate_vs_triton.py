@@ -48,7 +48,9 @@ class Mutation:
     base: str  # a built-in model
     edit: Edit
     raw_config: str | None = None  # text written as config.pbtxt as is (for text the proto cannot hold)
-    corrupts: bool = False  # loading it corrupts the server's memory: it is served by a server of its own
+    # Served by a server of its own: loading it corrupts the server's memory, or it is suspected of crashing
+    # the shared server while the rest of the repository loads (each such mutation says which).
+    alone: bool = False
     # Keep the export's model_warmup. Off for the rest: a warmup runs the model while it loads, so a mutation
     # that only fails (or corrupts memory) on a request would take the shared server down at load instead,
     # and each rule is judged alone. The as_exported_* and warmup_* mutations keep it.
@@ -107,6 +109,22 @@ def _parameter(key: str, value: str) -> Edit:
 
 def _remove_version(model: ModelDir, _: ModelConfig) -> None:
     shutil.rmtree(model.root / "1")
+
+
+def _empty_version(name: str) -> Edit:
+    def edit(model: ModelDir, _: ModelConfig) -> None:
+        (model.root / name).mkdir()
+
+    return edit
+
+
+def _version_folder_named(name: str, *, policy: int | None = None) -> Edit:
+    def edit(model: ModelDir, config: ModelConfig) -> None:
+        (model.root / "1").rename(model.root / name)
+        if policy is not None:
+            config.version_policy.specific.versions.append(policy)
+
+    return edit
 
 
 def _remove_model_file(model: ModelDir, _: ModelConfig) -> None:
@@ -207,6 +225,17 @@ def _version_policy_specific(*versions: int) -> Edit:
     return edit
 
 
+def _version_policy_latest(count: int) -> Edit:
+    def edit(_: ModelDir, config: ModelConfig) -> None:
+        config.version_policy.latest.num_versions = count
+
+    return edit
+
+
+def _empty_policy(_: ModelDir, config: ModelConfig) -> None:
+    config.version_policy.SetInParent()  # `version_policy {}`: no choice in it
+
+
 FP32, FP64, INT32, INT64 = DataType.TYPE_FP32, DataType.TYPE_FP64, DataType.TYPE_INT32, DataType.TYPE_INT64
 
 MUTATIONS: tuple[Mutation, ...] = (
@@ -227,6 +256,25 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(id="corrupt_model_file", base="multi_io", edit=_corrupt_model_file),
     Mutation(id="default_model_filename", base="multi_io", edit=_rename_model_file),
     Mutation(id="version_policy_missing_version", base="multi_io", edit=_version_policy_specific(7)),
+    Mutation(id="version_policy_one_missing_version", base="multi_io", edit=_version_policy_specific(1, 7)),
+    Mutation(id="version_policy_latest_zero", base="multi_io", edit=_version_policy_latest(0)),
+    Mutation(
+        id="version_policy_empty", base="multi_io", edit=_both(_empty_version("0"), _empty_policy), alone=True
+    ),
+    Mutation(id="older_version_folder_empty", base="multi_io", edit=_empty_version("0")),
+    Mutation(id="newer_version_folder_empty", base="multi_io", edit=_empty_version("2")),
+    # Version 0 fails to load, and Triton unloads the model's version 1 again while the other models load:
+    # one shared server start in ten ended in SIGSEGV with this and version_policy_empty beside the others.
+    Mutation(
+        id="older_version_folder_empty_all_policy",
+        base="multi_io",
+        edit=_both(_empty_version("0"), lambda _, config: config.version_policy.all.SetInParent()),
+        alone=True,
+    ),
+    Mutation(id="version_folder_leading_zeros", base="multi_io", edit=_version_folder_named("007", policy=7)),
+    Mutation(id="version_folder_leading_zeros_no_policy", base="multi_io", edit=_version_folder_named("007")),
+    Mutation(id="version_folder_with_suffix", base="multi_io", edit=_version_folder_named("1a")),
+    Mutation(id="version_folder_signed", base="multi_io", edit=_version_folder_named("+1")),
     # the schema
     Mutation(
         id="unknown_field",
@@ -279,7 +327,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         id="inputs_index_gap",
         base="multi_io",
         edit=_both(_input(0, name="INPUT__0"), _input(1, name="INPUT__2")),
-        corrupts=True,
+        alone=True,
     ),
     Mutation(
         id="outputs_other_names",
@@ -329,7 +377,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         id="warmup_after_max_batch_size_zero",
         warmup=True,
-        corrupts=True,
+        alone=True,
         base="multi_io",
         edit=_set(max_batch_size=0),
     ),
@@ -359,7 +407,7 @@ def broken(exported: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("differential") / "repository"
     root.mkdir()
     for mutation in MUTATIONS:
-        folder = root / "isolated" / mutation.id / mutation.id if mutation.corrupts else root / mutation.id
+        folder = root / "isolated" / mutation.id / mutation.id if mutation.alone else root / mutation.id
         folder.parent.mkdir(parents=True, exist_ok=True)
         shutil.copytree(exported / mutation.base, folder)
         model = ModelDir(root=folder)
@@ -383,7 +431,7 @@ class Harness:
         self.repository, self.built, self.logs = repository, built, logs
         self.starts = 0
         self.server = self._start(repository)
-        self.states = self.server.model_states([m.id for m in MUTATIONS if not m.corrupts])
+        self.states = self.server.model_states([m.id for m in MUTATIONS if not m.alone])
 
     def _start(self, repository: Path) -> LocalServer:
         self.starts += 1
@@ -402,7 +450,7 @@ class Harness:
         return ended
 
     def verdict(self, mutation: Mutation, model: ModelDir) -> Verdict:
-        if not mutation.corrupts:
+        if not mutation.alone:
             found = _verdict(self.server, model.config, mutation.id, self.states[mutation.id])
             return Verdict(kind="crashed", detail=self.restart()) if not self.server.is_alive() else found
         try:
@@ -512,7 +560,7 @@ def _verdict(server: LocalServer, config_path: Path, name: str, state: ModelStat
 def test_the_validator_fails_exactly_where_triton_does(
     mutation: Mutation, broken: Path, harness: Harness
 ) -> None:
-    folder = broken / "isolated" / mutation.id / mutation.id if mutation.corrupts else broken / mutation.id
+    folder = broken / "isolated" / mutation.id / mutation.id if mutation.alone else broken / mutation.id
     model = ModelDir(root=folder)
     verdict = harness.verdict(mutation, model)
     problems = validate_model(model, gpu_available=False)

@@ -11,7 +11,7 @@ import pytest
 
 from tritonpt import spec
 from tritonpt.errors import Problem
-from tritonpt.repository import ModelDir, read_config, render_config
+from tritonpt.repository import ModelDir, read_config, render_config, version_number
 from tritonpt.validate import validate_model, validate_repository
 
 
@@ -273,6 +273,60 @@ def test_missing_version_folder(repository_copy: Callable[..., Path]) -> None:
     shutil.rmtree(repository / "multi_io" / "1")
     problem = _one(validate_model(ModelDir(root=repository / "multi_io")), "error", "version folder")
     assert "1/model.pt" in problem.fix
+
+
+@pytest.mark.parametrize(
+    ("folder", "number"),
+    [("1", 1), ("0", 0), ("12", 12), ("007", None), ("01", None), ("1a", 1), ("+1", 1), (" 2", 2), ("-3", -3),
+     ("warmup", None), ("initial_state", None), ("configs", None), ("v1", None), ("\u00b2", None)],
+)  # fmt: skip
+def test_version_folder_names_read_as_triton_reads_them(folder: str, number: int | None) -> None:
+    """Triton's core, model_lifecycle.cc VersionsToLoad: skip warmup/initial_state/configs and leading zeros,
+    then std::stoll (a leading number; "1a" is 1). The differential suite serves "007", "1a" and "+1"."""
+    assert version_number(folder) == number
+
+
+def test_an_empty_older_version_folder_is_fine_under_the_default_policy(
+    repository_copy: Callable[..., Path],
+) -> None:
+    folder = repository_copy("multi_io") / "multi_io"
+    (folder / "0").mkdir()  # Triton loads only the latest version: 1
+    assert [p for p in validate_model(ModelDir(root=folder)) if p.severity == "error"] == []
+    _edit(folder / "config.pbtxt", r"^platform:", "version_policy { all { } }\nplatform:")
+    problem = _one(validate_model(ModelDir(root=folder)), "error", "model file")
+    assert problem.path == folder / "0" / "model.pt"
+
+
+def test_a_version_folder_triton_counts_but_reads_elsewhere_names_both(
+    repository_copy: Callable[..., Path],
+) -> None:
+    folder = repository_copy("multi_io") / "multi_io"
+    (folder / "1").rename(folder / "1a")
+    problem = _one(validate_model(ModelDir(root=folder)), "error", "model file")
+    assert problem.path == folder / "1" / "model.pt"
+    assert "counts folder '1a' as version 1" in problem.message
+    assert "name the version folder '1'" in problem.fix
+
+
+def test_a_version_folder_with_a_leading_zero_is_skipped_as_triton_skips_it(
+    repository_copy: Callable[..., Path],
+) -> None:
+    folder = repository_copy("multi_io") / "multi_io"
+    (folder / "1").rename(folder / "007")
+    problems = validate_model(ModelDir(root=folder))
+    assert "name it '7'" in _one(problems, "warning", "version folder").fix
+    assert "no numeric version folder" in _one(problems, "error", "version folder").message
+
+
+def test_a_policy_naming_one_missing_version_of_two_is_a_warning(
+    repository_copy: Callable[..., Path],
+) -> None:
+    folder = repository_copy("multi_io") / "multi_io"
+    _edit(
+        folder / "config.pbtxt", r"^platform:", "version_policy { specific { versions: [1, 7] } }\nplatform:"
+    )
+    problem = _one(validate_model(ModelDir(root=folder)), "warning", "version_policy")
+    assert "Triton loads 1" in problem.message
 
 
 def test_missing_model_file(repository_copy: Callable[..., Path]) -> None:
