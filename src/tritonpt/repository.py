@@ -28,6 +28,7 @@ from tritonpt.options import DEFAULT_REPOSITORY
 __all__ = [
     "DEFAULT_REPOSITORY",
     "ModelDir",
+    "config_text",
     "models",
     "one_model",
     "parse_config",
@@ -115,8 +116,18 @@ def parse_config(text: str) -> ModelConfig:
     return config
 
 
+def config_text(data: bytes) -> str:
+    """config.pbtxt's bytes as text for protobuf's Python parser, which takes only ``str``.
+
+    Triton's C++ parser takes bytes that are not UTF-8 as they are (server 2.51.0 loads and serves a config
+    with a Latin-1 byte in a comment or in a string value); here each such byte becomes U+FFFD, so that the
+    rest parses as Triton parses it.
+    """
+    return data.decode("utf-8", errors="replace")
+
+
 def read_config(path: Path) -> ModelConfig:
-    return parse_config(path.read_text(encoding="utf-8"))
+    return parse_config(config_text(path.read_bytes()))
 
 
 def render_config(config: ModelConfig) -> str:

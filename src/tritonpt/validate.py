@@ -29,7 +29,17 @@ from tritonclient.grpc.model_config_pb2 import (
 
 from tritonpt import dtypes, reference, spec
 from tritonpt.errors import Problem, ReferenceDataError, Severity, ValidationError, first_line
-from tritonpt.repository import CONFIG, MODEL_FILE, PLATFORM, WARMUP, ModelDir, models, parse_config
+from tritonpt.repository import (
+    CONFIG,
+    MODEL_FILE,
+    PLATFORM,
+    WARMUP,
+    ModelDir,
+    config_text,
+    models,
+    parse_config,
+    read_config,
+)
 
 _INDEXED = re.compile(r"^.+__(\d+)$")
 _FIELD = re.compile(r'has no field named "([^"]+)"')
@@ -99,8 +109,8 @@ def _inter_op_threads(model: ModelDir) -> int:
     if not model.config.is_file():  # a FIFO would block the read forever; validate_model reports it
         return 0
     try:
-        config = parse_config(model.config.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, text_format.ParseError):
+        config = read_config(model.config)
+    except (OSError, text_format.ParseError):
         return 0
     return spec.BackendRun.of(config).inter_op_threads or 0
 
@@ -611,15 +621,19 @@ def _read_config(path: Path, problems: _Problems) -> str | None:
         )
         return None
     try:
-        return path.read_text(encoding="utf-8")
+        data = path.read_bytes()
+        return data.decode("utf-8")
     except UnicodeDecodeError as exc:
         problems.add(
-            "error",
+            "warning",
             path,
             "config.pbtxt",
-            f"not UTF-8 text ({exc.reason} at byte {exc.start}); Triton reads protobuf text format, which is UTF-8.",
-            "rewrite it as text (re-export with `invoke export`), or save it as UTF-8 if an editor changed its encoding.",
+            f"not UTF-8 text ({exc.reason} at byte {exc.start}); Triton's parser takes such bytes as they are "
+            "(server 2.51.0 serves a config with a Latin-1 byte in a comment or a string value), and the checks "
+            "here read each one as U+FFFD.",
+            "save it as UTF-8 (an editor may have changed its encoding), or re-export with `invoke export`.",
         )
+        return config_text(data)
     except OSError as exc:
         problems.add(
             "error",

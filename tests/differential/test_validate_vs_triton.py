@@ -48,6 +48,8 @@ class Mutation:
     base: str  # a built-in model
     edit: Edit
     raw_config: str | None = None  # text written as config.pbtxt as is (for text the proto cannot hold)
+    tail: bytes = b""  # bytes appended to the config.pbtxt written (for what is not UTF-8 text)
+    encoding: str = "utf-8"  # how the config.pbtxt written is encoded
     # Served by a server of its own: loading it corrupts the server's memory, or it is suspected of crashing
     # the shared server while the rest of the repository loads (each such mutation says which).
     alone: bool = False
@@ -282,6 +284,17 @@ MUTATIONS: tuple[Mutation, ...] = (
         edit=_nothing,
         raw_config='name: "unknown_field"\nplatform: "pytorch_libtorch"\nmax_batch_sise: 16\n',
     ),
+    # encoding: a Latin-1 byte (é) where an editor may leave one
+    Mutation(id="config_latin1_comment", base="multi_io", edit=_nothing, tail=b"# caf\xe9\n"),
+    Mutation(
+        id="config_latin1_string",
+        base="multi_io",
+        edit=_nothing,
+        tail=b'parameters { key: "NOTE" value { string_value: "caf\xe9" } }\n',
+    ),
+    Mutation(
+        id="config_utf16", base="multi_io", edit=_nothing, encoding="utf-16"
+    ),  # "Unicode" in some editors
     # batching
     Mutation(id="max_batch_size_negative", base="multi_io", edit=_set(max_batch_size=-1)),
     Mutation(id="max_batch_size_larger", base="multi_io", edit=_set(max_batch_size=64)),
@@ -419,7 +432,7 @@ def broken(exported: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
         if not mutation.warmup:
             config.ClearField("model_warmup")
         mutation.edit(model, config)
-        model.config.write_text(render_config(config), encoding="utf-8")
+        model.config.write_bytes(render_config(config).encode(mutation.encoding) + mutation.tail)
     return root
 
 

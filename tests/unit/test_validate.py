@@ -479,3 +479,28 @@ def test_bench_tune_and_validate_read_the_backends_parameters_as_the_backend_doe
     for key, value in parameters.items():
         config.parameters[key].string_value = value
     assert spec.BackendRun.of(config) == wanted
+
+
+def test_a_config_with_a_latin1_byte_is_read_around_it_and_warned_about(
+    repository_copy: Callable[..., Path],
+) -> None:
+    """Server 2.51.0 serves such a config (the differential suite's config_latin1_* mutations)."""
+    folder = repository_copy("multi_io") / "multi_io"
+    config = folder / "config.pbtxt"
+    config.write_bytes(config.read_bytes() + b"# caf\xe9\n")
+    problems = validate_model(ModelDir(root=folder))
+    warning = _one(problems, "warning", "config.pbtxt")
+    assert f"at byte {len(config.read_bytes()) - 2}" in warning.message
+    assert [p for p in problems if p.severity == "error"] == []
+    assert read_config(config).name == "multi_io"
+
+
+def test_a_config_saved_as_utf16_is_an_error_naming_the_encoding(
+    repository_copy: Callable[..., Path],
+) -> None:
+    folder = repository_copy("multi_io") / "multi_io"
+    config = folder / "config.pbtxt"
+    config.write_bytes(config.read_text(encoding="utf-8").encode("utf-16"))
+    problems = validate_model(ModelDir(root=folder))
+    assert "save it as UTF-8" in _one(problems, "warning", "config.pbtxt").fix
+    assert any(p.severity == "error" and p.path == config for p in problems)
