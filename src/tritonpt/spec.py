@@ -48,6 +48,11 @@ KNOWN_PARAMETERS: frozenset[str] = BOOL_PARAMETERS | INT_PARAMETERS
 _STOI = re.compile(r"^\s*([+-]?\d+)")  # what std::stoi reads: leading blanks, a sign, the leading digits
 
 
+STOI_RANGE = range(-(2**31), 2**31)
+"""What ``std::stoi`` returns (a C++ int). Beyond it, it throws ``std::out_of_range``, which the backend's
+ParseIntValue does not catch: server 2.51.0 aborts (SIGABRT) loading the model (seen in the differential suite)."""
+
+
 def backend_count(value: str) -> int | None:
     """A count parameter as the backend reads it (``std::stoi``: " 3x" is 3); ``None`` where it reads no
     number, which makes the backend refuse to load the model."""
@@ -80,7 +85,7 @@ class BackendRun:
 
         def threads(key: str) -> int | None:
             count = backend_count(value(key) or "")
-            return count if count is not None and count > 0 else None
+            return count if count is not None and 0 < count < STOI_RANGE.stop else None
 
         disabled = backend_flag(value("DISABLE_OPTIMIZED_EXECUTION") or "false")
         return cls(

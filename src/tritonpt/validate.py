@@ -588,6 +588,16 @@ def _check_parameters(config: ModelConfig, path: Path, problems: _Problems) -> N
                 f"(`failed to convert '{value}' to integral number`).",
                 'write a thread count such as "2" (0 or less leaves torch\'s default).',
             )
+        elif key in spec.INT_PARAMETERS and spec.backend_count(value) not in spec.STOI_RANGE:
+            problems.add(
+                "error",
+                path,
+                f"parameters {key}",
+                f"{value!r} is more than a C++ int holds; std::stoi throws std::out_of_range, which the pytorch "
+                "backend does not catch, and the server aborts (SIGABRT) loading the model, taking every other "
+                "model down with it.",
+                'write a thread count such as "2" (0 or less leaves torch\'s default).',
+            )
         elif key not in spec.KNOWN_PARAMETERS:
             close = difflib.get_close_matches(key, sorted(spec.KNOWN_PARAMETERS), n=1)
             problems.add(

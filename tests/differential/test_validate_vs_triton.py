@@ -375,6 +375,22 @@ MUTATIONS: tuple[Mutation, ...] = (
         id="parameter_bad_thread_count", base="multi_io", edit=_parameter("INTRA_OP_THREAD_COUNT", "many")
     ),
     Mutation(id="parameter_thread_count", base="multi_io", edit=_parameter("INTRA_OP_THREAD_COUNT", "1")),
+    # how the backend parses them: ParseBoolValue lowercases and compares; std::stoi reads a leading number
+    Mutation(id="parameter_bool_upper_case", base="multi_io", edit=_parameter("INFERENCE_MODE", "TRUE")),
+    Mutation(id="parameter_bool_blank", base="multi_io", edit=_parameter("INFERENCE_MODE", " true")),
+    Mutation(
+        id="parameter_thread_count_prefix", base="multi_io", edit=_parameter("INTRA_OP_THREAD_COUNT", "1x")
+    ),
+    Mutation(
+        id="parameter_thread_count_negative", base="multi_io", edit=_parameter("INTRA_OP_THREAD_COUNT", "-1")
+    ),
+    # std::stoi throws std::out_of_range, which backend_common's ParseIntValue does not catch
+    Mutation(
+        id="parameter_thread_count_out_of_range",
+        base="multi_io",
+        edit=_parameter("INTRA_OP_THREAD_COUNT", "99999999999"),
+        alone=True,
+    ),
     # model_warmup (export writes one sample of the reference inputs)
     Mutation(id="warmup_file_missing", warmup=True, base="multi_io", edit=_warmup_file("remove")),
     Mutation(id="warmup_file_short", warmup=True, base="multi_io", edit=_warmup_file("shorten")),

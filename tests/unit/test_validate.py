@@ -226,6 +226,17 @@ CONFIG_BREAKS = [
     ),
     pytest.param(
         "multi_io",
+        (
+            r"^platform:",
+            'parameters { key: "INTER_OP_THREAD_COUNT" value { string_value: "4294967296" } }\nplatform:',
+        ),
+        "error",
+        "parameters INTER_OP_THREAD_COUNT",
+        "aborts (SIGABRT)",
+        id="count-parameter-beyond-int",
+    ),
+    pytest.param(
+        "multi_io",
         (r'key: "INFERENCE_MODE"', 'key: "INFERENCE_MOD"'),
         "warning",
         "parameters INFERENCE_MOD",
@@ -467,6 +478,7 @@ def test_inter_op_threads_in_two_models_of_one_server_is_an_error(
          spec.BackendRun(inter_op_threads=12, optimized=False)),
         ({"INTRA_OP_THREAD_COUNT": "-2", "INTER_OP_THREAD_COUNT": "many", "DISABLE_OPTIMIZED_EXECUTION": "maybe"},
          spec.BackendRun()),
+        ({"INTRA_OP_THREAD_COUNT": "2147483648"}, spec.BackendRun()),  # std::stoi throws: the server aborts
     ],
 )  # fmt: skip
 def test_bench_tune_and_validate_read_the_backends_parameters_as_the_backend_does(
