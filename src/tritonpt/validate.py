@@ -464,8 +464,63 @@ def _check_config(model: ModelDir, config: ModelConfig, problems: _Problems) -> 
             "returns by their order in the config, which silently swaps them if that order is wrong.",
             "name outputs OUTPUT__0, OUTPUT__1, ... in the order forward() returns them.",
         )
+    _check_serving_fields(model, config, path, problems)
     _check_parameters(config, path, problems)
     _check_warmup(model, config, path, problems)
+
+
+def _backend_indexed(name: str) -> bool:
+    """``<name>__<index>`` as the backend tests it: what follows the first "__" is ASCII digits (or nothing)."""
+    _, separator, index = name.partition("__")
+    return bool(separator) and all(c in "0123456789" for c in index)
+
+
+def _check_serving_fields(model: ModelDir, config: ModelConfig, path: Path, problems: _Problems) -> None:
+    """Fields outside the tensors that server 2.51.0 and the pytorch backend refuse, or serve without answering."""
+    for tensor in config.input:
+        if tensor.optional:
+            problems.add(
+                "error",
+                path,
+                f"input {tensor.name!r} optional",
+                "the pytorch backend does not support optional inputs; Triton refuses to load the model "
+                f"(`'optional' is set to true for input '{tensor.name}' while the backend model doesn't support "
+                "optional input`).",
+                "remove `optional: true`: every input is sent with every request.",
+            )
+    for tensor in config.output:
+        if tensor.label_filename and not (model.root / tensor.label_filename).is_file():
+            problems.add(
+                "error",
+                path,
+                f"output {tensor.name!r} label_filename",
+                f"{model.root / tensor.label_filename} is not a file; Triton refuses to load the model "
+                "(`failed to open text file for read`).",
+                "put the labels file (one label per line) beside config.pbtxt, or remove label_filename.",
+            )
+    if config.model_transaction_policy.decoupled:
+        problems.add(
+            "warning",
+            path,
+            "model_transaction_policy.decoupled",
+            "Triton answers a decoupled model over gRPC streams only; it refuses plain gRPC inference requests "
+            "(`ModelInfer RPC doesn't support models with decoupled transaction policy`), and so this "
+            "repository's parity checks, which send those.",
+            "set decoupled: false unless your clients stream (the pytorch backend sends one response per request).",
+        )
+    if config.HasField("sequence_batching"):
+        names = [t.name for t in (*config.input, *config.output)]
+        if not all(_backend_indexed(n) for n in names):
+            problems.add(
+                "error",
+                path,
+                "sequence_batching",
+                f"with sequence_batching the backend wants every input and output named <name>__<index>, and "
+                f"{[n for n in names if not _backend_indexed(n)]} are not; Triton refuses to load the model "
+                "(`is using sequence batching with state but not all inputs and outputs follow the <name>__<index> "
+                "naming convention`).",
+                "name inputs INPUT__0, INPUT__1, ... and outputs OUTPUT__0, OUTPUT__1, ..., or remove sequence_batching.",
+            )
 
 
 def _check_warmup(model: ModelDir, config: ModelConfig, path: Path, problems: _Problems) -> None:

@@ -17,6 +17,7 @@ does, so a rule that disagrees with the real backend fails here, whichever side 
 
 from __future__ import annotations
 
+import queue
 import shutil
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -209,6 +210,32 @@ def _instances(kind: int, count: int = 1) -> Edit:
     return edit
 
 
+def _labels_file(name: str) -> Edit:
+    def edit(model: ModelDir, _: ModelConfig) -> None:
+        (model.root / name).write_text("".join(f"label {i}\n" for i in range(8)), encoding="utf-8")
+
+    return edit
+
+
+def _two_groups(_: ModelDir, config: ModelConfig) -> None:
+    del config.instance_group[:]
+    config.instance_group.add(kind=ModelInstanceGroup.KIND_CPU, count=1)
+    config.instance_group.add(kind=ModelInstanceGroup.KIND_CPU, count=2)
+
+
+def _response_cache(_: ModelDir, config: ModelConfig) -> None:
+    config.response_cache.enable = True  # the server is started without --cache-config
+
+
+def _decoupled(_: ModelDir, config: ModelConfig) -> None:
+    config.model_transaction_policy.decoupled = True
+
+
+def _sequence_batching(_: ModelDir, config: ModelConfig) -> None:
+    config.ClearField("dynamic_batching")
+    config.sequence_batching.SetInParent()
+
+
 def _preferred(*sizes: int) -> Edit:
     def edit(_: ModelDir, config: ModelConfig) -> None:
         config.dynamic_batching.preferred_batch_size.extend(sizes)
@@ -368,6 +395,31 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(id="kind_gpu", base="multi_io", edit=_instances(ModelInstanceGroup.KIND_GPU)),
     Mutation(id="kind_cpu_two_instances", base="multi_io", edit=_instances(ModelInstanceGroup.KIND_CPU, 2)),
     Mutation(id="instance_count_zero", base="multi_io", edit=_instances(ModelInstanceGroup.KIND_CPU, 0)),
+    Mutation(id="instance_count_negative", base="multi_io", edit=_instances(ModelInstanceGroup.KIND_CPU, -1)),
+    Mutation(id="kind_model", base="multi_io", edit=_instances(ModelInstanceGroup.KIND_MODEL)),
+    Mutation(id="two_instance_groups", base="multi_io", edit=_two_groups),
+    # other scheduling and serving fields
+    Mutation(id="response_cache_without_a_cache", base="multi_io", edit=_response_cache),
+    Mutation(id="decoupled", base="multi_io", edit=_decoupled),
+    Mutation(id="sequence_batching", base="multi_io", edit=_sequence_batching),
+    Mutation(
+        id="sequence_batching_indexed_names",
+        base="multi_io",
+        edit=_both(
+            _sequence_batching,
+            _input(0, name="INPUT__0"),
+            _input(1, name="INPUT__1"),
+            _output(0, name="OUTPUT__0"),
+            _output(1, name="OUTPUT__1"),
+        ),
+    ),
+    Mutation(id="input_optional", base="multi_io", edit=_input(1, optional=True)),
+    Mutation(id="output_label_file_missing", base="multi_io", edit=_output(0, label_filename="labels.txt")),
+    Mutation(
+        id="output_label_file",
+        base="multi_io",
+        edit=_both(_output(0, label_filename="labels.txt"), _labels_file("labels.txt")),
+    ),
     # backend parameters
     Mutation(id="parameter_unknown", base="multi_io", edit=_parameter("NOT_A_PARAMETER", "1")),
     Mutation(id="parameter_bad_bool", base="multi_io", edit=_parameter("INFERENCE_MODE", "maybe")),
@@ -526,12 +578,12 @@ def harness(
     (folder / "differential.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 
-def _inputs_as_declared(config: ModelConfig) -> list[grpcclient.InferInput]:
+def _inputs_as_declared(config: ModelConfig, batch: int) -> list[grpcclient.InferInput]:
     request = []
     for tensor in config.input:
         shape = [VARIABLE_LENGTH if d == -1 else d for d in tensor.dims]
         if config.max_batch_size > 0:
-            shape = [BATCH, *shape]
+            shape = [batch, *shape]
         type_name = DataType.Name(tensor.data_type)
         wire = type_name.removeprefix("TYPE_")
         try:
@@ -546,19 +598,53 @@ def _inputs_as_declared(config: ModelConfig) -> list[grpcclient.InferInput]:
     return request
 
 
+def _streamed(
+    client: grpcclient.InferenceServerClient,
+    name: str,
+    request: list[grpcclient.InferInput],
+    outputs: list[grpcclient.InferRequestedOutput],
+) -> grpcclient.InferResult:
+    """The first response of a request sent over a gRPC stream (what a decoupled model answers on)."""
+    answers: queue.Queue[tuple[grpcclient.InferResult | None, InferenceServerException | None]] = (
+        queue.Queue()
+    )
+    client.start_stream(callback=lambda result, error: answers.put((result, error)))
+    try:
+        client.async_stream_infer(name, request, outputs=outputs)
+        try:
+            result, error = answers.get(timeout=60)
+        except queue.Empty:
+            msg = "no response on the stream within 60 s"
+            raise InferenceServerException(msg) from None
+    finally:
+        client.stop_stream(cancel_requests=True)
+    if error is not None:
+        raise error
+    assert result is not None
+    return result
+
+
 def _verdict(server: LocalServer, config_path: Path, name: str, state: ModelState) -> Verdict:
     if not state.ready:
         return Verdict(kind="refused", detail=state.summary or state.state or "not in the repository index")
     config = read_config(config_path)
-    request = _inputs_as_declared(config)
+    # A model with sequence_batching is asked as its clients ask it: one sample, as a whole sequence.
+    sequence = config.HasField("sequence_batching")
+    batch = 1 if sequence else BATCH
+    request = _inputs_as_declared(config, batch)
+    outputs = [grpcclient.InferRequestedOutput(o.name) for o in config.output]
     try:
         with grpcclient.InferenceServerClient(server.endpoints.grpc) as client:
-            result = client.infer(
-                name,
-                request,
-                outputs=[grpcclient.InferRequestedOutput(o.name) for o in config.output],
-                client_timeout=60,
-            )
+            if config.model_transaction_policy.decoupled:  # asked over a stream, as decoupled models are
+                result = _streamed(client, name, request, outputs)
+            else:
+                result = client.infer(
+                    name,
+                    request,
+                    outputs=outputs,
+                    client_timeout=60,
+                    **({"sequence_id": 1, "sequence_start": True, "sequence_end": True} if sequence else {}),
+                )
     except InferenceServerException as exc:
         return Verdict(kind="failed", detail=str(exc).splitlines()[0])
     response = result.get_response()
@@ -571,9 +657,9 @@ def _verdict(server: LocalServer, config_path: Path, name: str, state: ModelStat
         shape = list(got.shape)
         expected = list(tensor.dims)
         if config.max_batch_size > 0:
-            if not shape or shape[0] != BATCH:
+            if not shape or shape[0] != batch:
                 return Verdict(
-                    kind="wrong", detail=f"{tensor.name} has shape {shape}, batch {BATCH} was sent"
+                    kind="wrong", detail=f"{tensor.name} has shape {shape}, batch {batch} was sent"
                 )
             shape = shape[1:]
         fits = len(shape) == len(expected) and all(d in (-1, s) for d, s in zip(expected, shape, strict=True))
