@@ -46,10 +46,11 @@ class Problem:
         return f"{self.severity}: {self.path}: {self.field}: {self.message}\n  {FIX} {self.fix}"
 
     def moved(self, old: Path, new: Path) -> Problem:
-        """The same problem with a path inside ``old`` named inside ``new`` (a staged folder's destination)."""
-        if not self.path.is_relative_to(old):
-            return self
-        return replace(self, path=new / self.path.relative_to(old))
+        """The same problem with paths inside ``old`` named inside ``new`` (a staged folder's destination), in
+        its path, message and fix."""
+        path = new / self.path.relative_to(old) if self.path.is_relative_to(old) else self.path
+        message, fix = (text.replace(str(old), str(new)) for text in (self.message, self.fix))
+        return replace(self, path=path, message=message, fix=fix)
 
 
 def first_line(exc: BaseException) -> str:

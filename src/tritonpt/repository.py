@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -36,6 +36,8 @@ __all__ = [
     "render_config",
     "staged_model",
     "version_number",
+    "versions_to_load",
+    "zero_padded",
 ]
 
 CONFIG = "config.pbtxt"
@@ -79,13 +81,29 @@ class ModelDir:
         return {name: number for name, number in sorted(named.items()) if number is not None}
 
     def versions(self) -> list[str]:
-        """The version folders Triton can load from, lowest first: those named as their number is written
-        (Triton reads version ``v`` from ``<model>/<v>/``, whatever folder name it counted ``v`` from)."""
+        """The version folders named as their number is written, lowest first (Triton reads version ``v``
+        from ``<model>/<v>/``, whatever folder name it counted ``v`` from), whatever the version_policy."""
         return sorted((n for n, v in self.version_folders().items() if n == str(v) and v >= 0), key=int)
+
+    def loaded_versions(self) -> list[str]:
+        """The folders Triton reads the versions it loads from, under the config's version_policy, lowest
+        first (a folder may be missing: "1a" is version 1, read from 1/); every folder of :meth:`versions`
+        when config.pbtxt cannot be read."""
+        try:
+            config = read_config(self.config)
+        except (OSError, text_format.ParseError):
+            return self.versions()
+        numbers = sorted(set(self.version_folders().values()), reverse=True)
+        return [str(v) for v in sorted(versions_to_load(config, numbers)[1])]
 
 
 _SKIPPED = frozenset({WARMUP, "initial_state", "configs"})  # folders Triton never reads as versions
 _STOLL = re.compile(r"^[ \t\n\v\f\r]*([+-]?[0-9]+)")  # what std::stoll reads: blanks, a sign, leading digits
+
+
+def zero_padded(folder: str) -> bool:
+    """A name Triton skips as a version folder for its leading zero ("007"; "0" itself is version 0)."""
+    return len(folder) > 1 and folder.startswith("0")
 
 
 def version_number(folder: str) -> int | None:
@@ -96,10 +114,29 @@ def version_number(folder: str) -> int | None:
     ``initial_state`` and ``configs`` are skipped, as is any longer name that starts with "0" ("007"); the
     rest go through ``std::stoll``, which reads a leading number and ignores what follows ("1a" is 1).
     """
-    if folder in _SKIPPED or (len(folder) > 1 and folder.startswith("0")):
+    if folder in _SKIPPED or zero_padded(folder):
         return None
     match = _STOLL.match(folder)
     return int(match.group(1)) if match else None
+
+
+def versions_to_load(config: ModelConfig, numbers: Sequence[int]) -> tuple[str, list[int]]:
+    """The version_policy in words, and the versions (of ``numbers``, highest first) Triton loads under it.
+
+    No version_policy is latest 1; a ``version_policy {}`` with no choice in it loads every version (Triton's
+    normalization only fills in a policy that is absent, and its loader's last branch is "all").
+    """
+    numbers = list(numbers)
+    if not config.HasField("version_policy"):
+        return "the default version policy (latest 1)", numbers[:1]
+    policy = config.version_policy
+    choice = policy.WhichOneof("policy_choice")
+    if choice == "latest":
+        return f"version_policy latest {policy.latest.num_versions}", numbers[: policy.latest.num_versions]
+    if choice == "specific":
+        wanted = set(policy.specific.versions)
+        return "version_policy specific", [v for v in numbers if v in wanted]
+    return "version_policy all", numbers
 
 
 def models(repository: Path) -> list[ModelDir]:
@@ -151,10 +188,15 @@ def staged_model(repository: Path, name: str) -> Iterator[ModelDir]:
             model.root.mkdir()
             yield model
             with scratch.ctrl_c_held():  # the old folder moves aside and the new one in, or neither
-                target = repository / name
+                target, previous = repository / name, staging / f"{name}.previous"
                 if target.exists():
-                    target.replace(staging / f"{name}.previous")
-                model.root.replace(target)
+                    target.replace(previous)
+                try:
+                    model.root.replace(target)
+                except BaseException:
+                    if previous.exists() and not target.exists():
+                        previous.replace(target)
+                    raise
                 created = []
     finally:
         with scratch.ctrl_c_held():

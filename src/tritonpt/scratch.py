@@ -13,7 +13,7 @@ import shutil
 import signal
 import tempfile
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import FrameType
 
@@ -22,25 +22,30 @@ __all__ = ["ctrl_c_held", "folder", "remove"]
 
 @contextlib.contextmanager
 def ctrl_c_held() -> Iterator[None]:
-    """Run the block whole: a SIGINT that arrives meanwhile reaches the previous handler after it.
+    """Run the block whole: a SIGINT that arrives meanwhile reaches the previous handler after it, also when
+    the block raises (the interrupt then wins, with the block's error as its context).
 
-    Only the main thread can set a signal handler (and only it receives ``KeyboardInterrupt``); elsewhere
-    the block runs as it is.
+    Only the main thread can set a signal handler (and only it receives ``KeyboardInterrupt``); elsewhere,
+    or when the handler was not set from Python (it cannot be put back), the block runs as it is.
     """
-    if threading.current_thread() is not threading.main_thread():
+    previous = signal.getsignal(signal.SIGINT)
+    if threading.current_thread() is not threading.main_thread() or previous is None:
         yield
         return
     arrived: list[FrameType | None] = []
-    previous = signal.signal(signal.SIGINT, lambda _signum, frame: arrived.append(frame))
+    signal.signal(signal.SIGINT, lambda _signum, frame: arrived.append(frame))
     try:
         yield
     finally:
         signal.signal(signal.SIGINT, previous)
-    if not arrived:
-        return
-    if callable(previous):
-        previous(signal.SIGINT, arrived[0])
-    elif previous == signal.SIG_DFL:
+        if arrived:
+            _deliver(previous, arrived[0])
+
+
+def _deliver(handler: Callable[[int, FrameType | None], object] | int, frame: FrameType | None) -> None:
+    if callable(handler):
+        handler(signal.SIGINT, frame)
+    elif handler == signal.SIG_DFL:
         raise KeyboardInterrupt
 
 

@@ -45,7 +45,9 @@ BOOL_PARAMETERS: frozenset[str] = frozenset(
 )
 INT_PARAMETERS: frozenset[str] = frozenset({"INTRA_OP_THREAD_COUNT", "INTER_OP_THREAD_COUNT"})
 KNOWN_PARAMETERS: frozenset[str] = BOOL_PARAMETERS | INT_PARAMETERS
-_STOI = re.compile(r"^\s*([+-]?\d+)")  # what std::stoi reads: leading blanks, a sign, the leading digits
+_STOI = re.compile(
+    r"^[ \t\n\v\f\r]*([+-]?[0-9]+)"
+)  # std::stoi: C blanks, a sign, ASCII digits (as repository._STOLL)
 
 
 STOI_RANGE = range(-(2**31), 2**31)

@@ -39,6 +39,8 @@ from tritonpt.repository import (
     models,
     parse_config,
     read_config,
+    versions_to_load,
+    zero_padded,
 )
 
 _INDEXED = re.compile(r"^.+__(\d+)$")
@@ -216,7 +218,9 @@ def validate_model(model: ModelDir, *, gpu_available: bool | None = None) -> lis
 
     try:
         counted = model.version_folders()
-        ignored = sorted(p.name for p in model.root.iterdir() if p.is_dir() and _leading_zero_version(p.name))
+        ignored = sorted(
+            p.name for p in model.root.iterdir() if p.is_dir() and zero_padded(p.name) and p.name.isdecimal()
+        )
     except OSError as exc:
         add(
             "error",
@@ -243,8 +247,21 @@ def validate_model(model: ModelDir, *, gpu_available: bool | None = None) -> lis
             f"put the TorchScript file at {model.root / '1' / MODEL_FILE} (re-export with `invoke export`).",
         )
         return list(problems)
+    beyond = [name for name, number in counted.items() if not -(2**63) <= number < 2**63]
+    for name in beyond:
+        add(
+            "error",
+            model.root / name,
+            "version folder",
+            "the number in this folder's name is more than a 64-bit integer holds; std::stoll throws "
+            "std::out_of_range, which Triton's version scan does not catch, and server 2.51.0 aborts (SIGABRT) "
+            "while it reads the model folder, taking every other model down with it.",
+            "rename or remove the folder (versions are small numbers: 1/, 2/, ...).",
+        )
+    if beyond:
+        return list(problems)
     numbers = sorted(set(counted.values()), reverse=True)
-    policy, loaded = _versions_to_load(config, numbers)
+    policy, loaded = versions_to_load(config, numbers)
     missing = [v for v in config.version_policy.specific.versions if v not in numbers]
     if missing and loaded:
         add(
@@ -310,29 +327,6 @@ def validate_model(model: ModelDir, *, gpu_available: bool | None = None) -> lis
             "re-export the model with `invoke export` to record eager PyTorch reference outputs.",
         )
     return problems
-
-
-def _leading_zero_version(name: str) -> bool:
-    """A folder that reads as a number but that Triton skips for its leading zero ("007", "01")."""
-    return len(name) > 1 and name.startswith("0") and name.isascii() and name.isdigit()
-
-
-def _versions_to_load(config: ModelConfig, numbers: list[int]) -> tuple[str, list[int]]:
-    """The version_policy in words, and the versions (of ``numbers``, highest first) Triton loads under it.
-
-    No version_policy is latest 1; a ``version_policy {}`` with no choice in it loads every version (Triton's
-    normalization only fills in a policy that is absent, and its loader's last branch is "all").
-    """
-    if not config.HasField("version_policy"):
-        return "the default version policy (latest 1)", numbers[:1]
-    policy = config.version_policy
-    choice = policy.WhichOneof("policy_choice")
-    if choice == "latest":
-        return f"version_policy latest {policy.latest.num_versions}", numbers[: policy.latest.num_versions]
-    if choice == "specific":
-        wanted = set(policy.specific.versions)
-        return "version_policy specific", [v for v in numbers if v in wanted]
-    return "version_policy all", numbers
 
 
 def _field_of(exc: text_format.ParseError) -> str:
@@ -489,12 +483,14 @@ def _check_serving_fields(model: ModelDir, config: ModelConfig, path: Path, prob
                 "remove `optional: true`: every input is sent with every request.",
             )
     for tensor in config.output:
-        if tensor.label_filename and not (model.root / tensor.label_filename).is_file():
+        # Triton's JoinPath appends even an absolute name to the model folder.
+        labels = model.root / tensor.label_filename.lstrip("/")
+        if tensor.label_filename and not labels.is_file():
             problems.add(
                 "error",
                 path,
                 f"output {tensor.name!r} label_filename",
-                f"{model.root / tensor.label_filename} is not a file; Triton refuses to load the model "
+                f"{labels} is not a file; Triton refuses to load the model "
                 "(`failed to open text file for read`).",
                 "put the labels file (one label per line) beside config.pbtxt, or remove label_filename.",
             )
@@ -504,8 +500,8 @@ def _check_serving_fields(model: ModelDir, config: ModelConfig, path: Path, prob
             path,
             "model_transaction_policy.decoupled",
             "Triton answers a decoupled model over gRPC streams only; it refuses plain gRPC inference requests "
-            "(`ModelInfer RPC doesn't support models with decoupled transaction policy`), and so this "
-            "repository's parity checks, which send those.",
+            "(`ModelInfer RPC doesn't support models with decoupled transaction policy`), so this repository's "
+            "parity checks, which send those, fail on it.",
             "set decoupled: false unless your clients stream (the pytorch backend sends one response per request).",
         )
     if config.HasField("sequence_batching"):
@@ -687,15 +683,36 @@ def _read_config(path: Path, problems: _Problems) -> str | None:
         return None
     try:
         data = path.read_bytes()
+        if data.startswith(b"\xef\xbb\xbf"):
+            problems.add(
+                "error",
+                path,
+                "config.pbtxt",
+                "it starts with a UTF-8 byte-order mark, which Triton's text parser does not skip: server 2.51.0 "
+                "refuses the model.",
+                "save it as UTF-8 without a BOM (most editors call that plain UTF-8), or re-export with "
+                "`invoke export`.",
+            )
+            return None
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
+        if data.startswith((b"\xff\xfe", b"\xfe\xff")) or b"\x00" in data:
+            problems.add(
+                "error",
+                path,
+                "config.pbtxt",
+                "it looks saved as UTF-16 or UTF-32 (a byte-order mark or NUL bytes); Triton's text parser cannot "
+                "read it and refuses the model.",
+                'save it as UTF-8 (an editor\'s "Unicode" is often UTF-16), or re-export with `invoke export`.',
+            )
+            return None
         problems.add(
             "warning",
             path,
             "config.pbtxt",
             f"not UTF-8 text ({exc.reason} at byte {exc.start}); Triton's parser takes such bytes as they are "
             "(server 2.51.0 serves a config with a Latin-1 byte in a comment or a string value), and the checks "
-            "here read each one as U+FFFD.",
+            "here read each such sequence as U+FFFD.",
             "save it as UTF-8 (an editor may have changed its encoding), or re-export with `invoke export`.",
         )
         return config_text(data)

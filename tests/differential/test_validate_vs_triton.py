@@ -304,6 +304,13 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(id="version_folder_leading_zeros_no_policy", base="multi_io", edit=_version_folder_named("007")),
     Mutation(id="version_folder_with_suffix", base="multi_io", edit=_version_folder_named("1a")),
     Mutation(id="version_folder_signed", base="multi_io", edit=_version_folder_named("+1")),
+    # std::stoll throws std::out_of_range, which VersionsToLoad does not catch
+    Mutation(
+        id="version_folder_beyond_int64",
+        base="multi_io",
+        edit=_empty_version("99999999999999999999"),
+        alone=True,
+    ),
     # the schema
     Mutation(
         id="unknown_field",
@@ -319,9 +326,8 @@ MUTATIONS: tuple[Mutation, ...] = (
         edit=_nothing,
         tail=b'parameters { key: "NOTE" value { string_value: "caf\xe9" } }\n',
     ),
-    Mutation(
-        id="config_utf16", base="multi_io", edit=_nothing, encoding="utf-16"
-    ),  # "Unicode" in some editors
+    Mutation(id="config_utf16", base="multi_io", edit=_nothing, encoding="utf-16"),  # an editor's "Unicode"
+    Mutation(id="config_utf8_bom", base="multi_io", edit=_nothing, encoding="utf-8-sig"),
     # batching
     Mutation(id="max_batch_size_negative", base="multi_io", edit=_set(max_batch_size=-1)),
     Mutation(id="max_batch_size_larger", base="multi_io", edit=_set(max_batch_size=64)),

@@ -400,3 +400,19 @@ def test_exit_code_counts_failures_only() -> None:
     fail = doctor.Result(name="d", status=Status.FAIL, finding="broken", fix="Mend it.")
     assert doctor.Report(image=None, repository=Path(), results=(ok, warn, skip)).exit_code == 0
     assert doctor.Report(image=None, repository=Path(), results=(ok, fail)).exit_code == 1
+
+
+def test_the_format_check_reads_only_the_versions_the_policy_loads(
+    repository_copy: Callable[..., Path],
+) -> None:
+    """An empty older 0/ under the default latest-1 policy: Triton serves the model (the differential suite's
+    older_version_folder_empty), so the doctor passes it, as validate does; under `all` it reads 0/ too."""
+    repository = repository_copy("multi_io")
+    (repository / "multi_io" / "0").mkdir()
+    result = {r.name: r for r in doctor.check_models(repository, DEFAULT)}["model multi_io format"]
+    assert result.status is Status.OK, result.finding
+    config = repository / "multi_io" / "config.pbtxt"
+    config.write_text("version_policy { all { } }\n" + config.read_text(encoding="utf-8"), encoding="utf-8")
+    result = {r.name: r for r in doctor.check_models(repository, DEFAULT)}["model multi_io format"]
+    assert result.status is Status.FAIL
+    assert "0/model.pt is missing" in result.finding

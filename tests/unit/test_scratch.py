@@ -85,3 +85,37 @@ def test_a_ctrl_c_between_the_two_renames_of_a_commit_loses_no_model(
         model.config.write_text("new")
     assert (repo / "m" / "config.pbtxt").read_text() == "new"
     assert sorted(p.name for p in repo.iterdir()) == ["m"]
+
+
+def test_an_interrupt_during_a_held_step_that_fails_still_arrives() -> None:
+    def step() -> None:
+        with scratch.ctrl_c_held():
+            _ctrl_c()
+            msg = "the rename failed"
+            raise OSError(msg)
+
+    with pytest.raises(KeyboardInterrupt) as stopped:
+        step()
+    assert isinstance(stopped.value.__context__, OSError)
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+def test_a_commit_whose_second_rename_fails_puts_the_old_model_back(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    repo = tmp_path / "repo"
+    (repo / "m").mkdir(parents=True)
+    (repo / "m" / "config.pbtxt").write_text("old")
+    real = Path.replace
+
+    def second_rename_fails(self: Path, target: Path) -> Path:
+        if target == repo / "m" and self.name == "m":  # the staged folder moving in, not the old one back
+            msg = "the disk said no"
+            raise OSError(msg)
+        return real(self, target)
+
+    monkeypatch.setattr(Path, "replace", second_rename_fails)
+    with pytest.raises(OSError, match="the disk said no"), repository.staged_model(repo, "m") as model:
+        model.config.write_text("new")
+    assert (repo / "m" / "config.pbtxt").read_text() == "old"
+    assert sorted(p.name for p in repo.iterdir()) == ["m"]

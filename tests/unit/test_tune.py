@@ -197,6 +197,18 @@ def test_apply_refuses_a_config_the_validator_fails_and_leaves_the_model_as_it_w
     assert ".staging-" not in str(refused.value)
 
 
+def test_a_refused_apply_names_no_staging_path_even_inside_its_messages(
+    repository_copy: Callable[..., Path],
+) -> None:
+    model = ModelDir(root=repository_copy("multi_io") / "multi_io")
+    broken = repository.read_config(model.config)
+    broken.output[0].label_filename = "labels.txt"  # the message names the file it looked for
+    with pytest.raises(ValidationError) as refused:
+        tune.apply(model, broken, note="test")
+    assert str(model.root / "labels.txt") in refused.value.problems[0].message
+    assert ".staging-" not in str(refused.value)
+
+
 def test_a_refused_apply_reads_at_the_front_door_as_problems_then_what_was_written(
     repository_copy: Callable[..., Path], capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -511,6 +511,7 @@ def test_inter_op_threads_in_two_models_of_one_server_is_an_error(
         ({"INTRA_OP_THREAD_COUNT": "-2", "INTER_OP_THREAD_COUNT": "many", "DISABLE_OPTIMIZED_EXECUTION": "maybe"},
          spec.BackendRun()),
         ({"INTRA_OP_THREAD_COUNT": "2147483648"}, spec.BackendRun()),  # std::stoi throws: the server aborts
+        ({"INTRA_OP_THREAD_COUNT": "\uff13"}, spec.BackendRun()),  # a full-width 3 is no digit to std::stoi
     ],
 )  # fmt: skip
 def test_bench_tune_and_validate_read_the_backends_parameters_as_the_backend_does(
@@ -542,9 +543,33 @@ def test_a_config_with_a_latin1_byte_is_read_around_it_and_warned_about(
 def test_a_config_saved_as_utf16_is_an_error_naming_the_encoding(
     repository_copy: Callable[..., Path],
 ) -> None:
+    """Server 2.51.0 refuses it (the differential suite's config_utf16 mutation)."""
     folder = repository_copy("multi_io") / "multi_io"
     config = folder / "config.pbtxt"
     config.write_bytes(config.read_text(encoding="utf-8").encode("utf-16"))
     problems = validate_model(ModelDir(root=folder))
-    assert "save it as UTF-8" in _one(problems, "warning", "config.pbtxt").fix
-    assert any(p.severity == "error" and p.path == config for p in problems)
+    assert "saved as UTF-16 or UTF-32" in _one(problems, "error", "config.pbtxt").message
+    assert len(problems) == 1
+
+
+def test_a_config_with_a_utf8_byte_order_mark_is_an_error_saying_so(
+    repository_copy: Callable[..., Path],
+) -> None:
+    """Server 2.51.0 refuses it (the differential suite's config_utf8_bom mutation)."""
+    folder = repository_copy("multi_io") / "multi_io"
+    config = folder / "config.pbtxt"
+    config.write_bytes(b"\xef\xbb\xbf" + config.read_bytes())
+    problems = validate_model(ModelDir(root=folder))
+    assert "byte-order mark" in _one(problems, "error", "config.pbtxt").message
+    assert len(problems) == 1
+
+
+def test_a_version_folder_beyond_int64_is_an_error_saying_the_server_aborts(
+    repository_copy: Callable[..., Path],
+) -> None:
+    """Server 2.51.0 aborts reading such a folder (the differential suite's version_folder_beyond_int64)."""
+    folder = repository_copy("multi_io") / "multi_io"
+    (folder / "99999999999999999999").mkdir()
+    problem = _one(validate_model(ModelDir(root=folder)), "error", "version folder")
+    assert problem.path == folder / "99999999999999999999"
+    assert "aborts (SIGABRT)" in problem.message

@@ -245,7 +245,7 @@ def _check_model_format(model: repository.ModelDir, backend: Backend, versions: 
 
     name = f"model {model.name} format"
     readable = versions.pytorch.torchscript_max_format
-    version_dirs = model.versions()
+    version_dirs = model.loaded_versions()  # as validate and Triton: the versions the policy loads
     if not version_dirs:
         return Result.fail(
             name,
