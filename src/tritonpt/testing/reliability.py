@@ -179,6 +179,11 @@ class Goal:
     goal: str
     met: bool
 
+    @classmethod
+    def every(cls, what: str, held: int, total: int, *, each: str = "case") -> Goal:
+        """A goal that every one of ``total`` cases holds: "held of total"."""
+        return cls(what=what, value=f"{held} of {total}", goal=f"every {each}", met=held == total)
+
 
 @dataclass(kw_only=True)
 class Reliability:
@@ -319,36 +324,15 @@ def _goals(result: Reliability) -> list[Goal]:
     if "export-contract" in result.parts_run:
         cases = result.export_contract
         clear = sum(c["exit"] == 1 and c["one_paragraph"] and c["repository_unchanged"] for c in cases)
-        goals.append(
-            Goal(
-                what="export contract: clear errors, repository unchanged",
-                value=f"{clear} of {len(cases)}",
-                goal="every case",
-                met=clear == len(cases),
-            )
-        )
+        goals.append(Goal.every("export contract: clear errors, repository unchanged", clear, len(cases)))
     if "bad-requests" in result.parts_run:
         cases = result.bad_requests
         kept = sum(c["live_after"] and c["parity_after"] for c in cases)
-        goals.append(
-            Goal(
-                what="bad requests: live and correct after",
-                value=f"{kept} of {len(cases)}",
-                goal="every case",
-                met=kept == len(cases),
-            )
-        )
+        goals.append(Goal.every("bad requests: live and correct after", kept, len(cases)))
     if "lockdown" in result.parts_run:
         checks = result.lockdown
         held = sum(bool(c["passed"]) for c in checks)
-        goals.append(
-            Goal(
-                what="lockdown checks held",
-                value=f"{held} of {len(checks)}",
-                goal="every check",
-                met=held == len(checks),
-            )
-        )
+        goals.append(Goal.every("lockdown checks held", held, len(checks), each="check"))
     return goals
 
 
