@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -93,8 +93,7 @@ class ModelDir:
             config = read_config(self.config)
         except (OSError, text_format.ParseError):
             return self.versions()
-        numbers = sorted(set(self.version_folders().values()), reverse=True)
-        return [str(v) for v in sorted(versions_to_load(config, numbers)[1])]
+        return [str(v) for v in sorted(versions_to_load(config, self.version_folders().values())[1])]
 
 
 _SKIPPED = frozenset({WARMUP, "initial_state", "configs"})  # folders Triton never reads as versions
@@ -120,13 +119,13 @@ def version_number(folder: str) -> int | None:
     return int(match.group(1)) if match else None
 
 
-def versions_to_load(config: ModelConfig, numbers: Sequence[int]) -> tuple[str, list[int]]:
-    """The version_policy in words, and the versions (of ``numbers``, highest first) Triton loads under it.
+def versions_to_load(config: ModelConfig, numbers: Iterable[int]) -> tuple[str, list[int]]:
+    """The version_policy in words, and the versions of ``numbers`` Triton loads under it, highest first.
 
     No version_policy is latest 1; a ``version_policy {}`` with no choice in it loads every version (Triton's
     normalization only fills in a policy that is absent, and its loader's last branch is "all").
     """
-    numbers = list(numbers)
+    numbers = sorted(set(numbers), reverse=True)
     if not config.HasField("version_policy"):
         return "the default version policy (latest 1)", numbers[:1]
     policy = config.version_policy
@@ -157,8 +156,8 @@ def config_text(data: bytes) -> str:
     """config.pbtxt's bytes as text for protobuf's Python parser, which takes only ``str``.
 
     Triton's C++ parser takes bytes that are not UTF-8 as they are (server 2.51.0 loads and serves a config
-    with a Latin-1 byte in a comment or in a string value); here each such byte becomes U+FFFD, so that the
-    rest parses as Triton parses it.
+    with a Latin-1 byte in a comment or in a string value); here each invalid sequence becomes U+FFFD, so
+    that the rest parses as Triton parses it.
     """
     return data.decode("utf-8", errors="replace")
 

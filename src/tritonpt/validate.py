@@ -260,7 +260,8 @@ def validate_model(model: ModelDir, *, gpu_available: bool | None = None) -> lis
         )
     if beyond:
         return list(problems)
-    numbers = sorted(set(counted.values()), reverse=True)
+    numbers = sorted(set(counted.values()))
+    existing = ", ".join(map(str, numbers))
     policy, loaded = versions_to_load(config, numbers)
     missing = [v for v in config.version_policy.specific.versions if v not in numbers]
     if missing and loaded:
@@ -271,7 +272,7 @@ def validate_model(model: ModelDir, *, gpu_available: bool | None = None) -> lis
             f"version_policy asks for version(s) {', '.join(map(str, missing))}, which the model folder does not "
             f"have; Triton loads {', '.join(map(str, sorted(loaded)))} and logs an error for the rest "
             "(`the version directory is not present`).",
-            f"list only versions that exist ({', '.join(map(str, sorted(numbers)))}).",
+            f"list only versions that exist ({existing}).",
         )
     elif missing:
         add(
@@ -279,8 +280,8 @@ def validate_model(model: ModelDir, *, gpu_available: bool | None = None) -> lis
             config_path,
             "version_policy",
             f"version_policy asks for version(s) {', '.join(map(str, missing))}, but the model folder has only "
-            f"{', '.join(map(str, sorted(numbers)))}; Triton loads no version and the model never becomes ready.",
-            f"list versions that exist ({', '.join(map(str, sorted(numbers)))}), or remove the version_policy block.",
+            f"{existing}; Triton loads no version and the model never becomes ready.",
+            f"list versions that exist ({existing}), or remove the version_policy block.",
         )
         return list(problems)
     if not loaded:
@@ -288,7 +289,7 @@ def validate_model(model: ModelDir, *, gpu_available: bool | None = None) -> lis
             "error",
             config_path,
             "version_policy",
-            f"{policy} selects no version of {', '.join(map(str, sorted(numbers)))}; Triton refuses the model "
+            f"{policy} selects no version of {existing}; Triton refuses the model "
             "(`at least one version must be available under the version policy`).",
             "ask for at least one version (latest { num_versions: 1 }), or remove the version_policy block.",
         )
