@@ -305,7 +305,7 @@ def _kill_group(pgid: int) -> None:
 
 
 def marked_processes(marker: str) -> list[tuple[int, str]]:
-    """Live processes (not zombies) whose environment carries ``TRITONPT_FAULT=marker``: (pid, name)."""
+    """Live processes (not zombies) whose environment carries ``TRITONPT_FAULT=marker``: (pid, command line)."""
     needle = f"{MARKER}={marker}".encode()
     found = []
     for entry in Path("/proc").iterdir():
@@ -319,8 +319,18 @@ def marked_processes(marker: str) -> list[tuple[int, str]]:
         except (OSError, IndexError):
             continue  # it ended while we looked, or is not ours to read
         if needle in environ:
-            found.append((int(entry.name), stat.split("(", 1)[1].rsplit(")", 1)[0]))
+            found.append((int(entry.name), _command_line(entry, stat)))
     return found
+
+
+def _command_line(entry: Path, stat: str) -> str:
+    """What a process runs, for a failure message: its command line (shortened), else its name from ``stat``."""
+    with contextlib.suppress(OSError):
+        words = (entry / "cmdline").read_bytes().rstrip(b"\0").split(b"\0")
+        line = " ".join(w.decode(errors="replace") for w in words if w)
+        if line:
+            return line if len(line) <= 160 else f"{line[:157]}..."
+    return stat.split("(", 1)[1].rsplit(")", 1)[0]
 
 
 def partial_cache_entries(cache: Path) -> list[str]:

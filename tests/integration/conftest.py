@@ -40,8 +40,10 @@ from tritonpt.validate import validate_repository
 
 from .matrix import Model
 
-STOP_WAIT_S = 3.0
-"""How long an aborting run gives the dead server's runner to clean up (a container to remove)."""
+STOP_WAIT_S = 5.0
+"""How long an aborting run gives the dead server's runner to clean up (a container to remove). Right after a
+container was killed the engine answers slowly: up to 3.2 s to stop, check and remove it on our 2-core machine, so
+3 s was too short (the reaper then outlived the run)."""
 
 FAILURE_GRACE_S = 8.0
 """After a failed check, how long the run waits while the server does not answer, so that a server going down

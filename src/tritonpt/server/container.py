@@ -351,12 +351,21 @@ def remove_when_back(container_id: str, *, within: float = REAP_WITHIN_S) -> Non
             client.close()
 
 
-def _copy_log(client: DockerClient, container_id: str, path: Path) -> None:
-    """``docker logs --follow`` into ``path`` until the container stops (or the engine goes away)."""
-    with contextlib.suppress(*engine_errors(), OSError), path.open("ab") as out:
-        for chunk in client.api.logs(container_id, stdout=True, stderr=True, stream=True, follow=True):
-            out.write(chunk)
-            out.flush()
+class _LogFollower(threading.Thread):
+    """``docker logs --follow`` into a file until the container stops (or the engine goes away)."""
+
+    def __init__(self, client: DockerClient, container_id: str, path: Path) -> None:
+        super().__init__(name="tritonpt-container-log", daemon=True)
+        self._client, self._id, self._path = client, container_id, path
+        self.whole = False
+        """The stream ended with the container, so the file holds its whole log (no need to ask for it again)."""
+
+    def run(self) -> None:
+        with contextlib.suppress(*engine_errors(), OSError), self._path.open("ab") as out:
+            for chunk in self._client.api.logs(self._id, stdout=True, stderr=True, stream=True, follow=True):
+                out.write(chunk)
+                out.flush()
+            self.whole = True
 
 
 # --- The container ----------------------------------------------------------------------------------------------
@@ -444,7 +453,7 @@ class ContainerServer(Server):
         self._id: str | None = None
         self._labels: dict[str, str] = {}  # the image's, read at start
         self._ended: str | None = None  # the last verdict of _exit_state, for the hint
-        self._follower: threading.Thread | None = None  # copies the container's log into log_path as it comes
+        self._follower: _LogFollower | None = None  # copies the container's log into log_path as it comes
         self._reaping = False  # reap_later() left a process to remove the container
 
     # --- Server ---------------------------------------------------------------------------------------------------
@@ -610,12 +619,7 @@ class ContainerServer(Server):
                 raise ServerStartError(self._refused(exc)) from exc
         self._id = container.get_container_id()
         self._endpoints = self._published_endpoints()
-        self._follower = threading.Thread(
-            target=_copy_log,
-            args=(client, self._id, self._log_path),
-            name="tritonpt-container-log",
-            daemon=True,
-        )
+        self._follower = _LogFollower(client, self._id, self._log_path)
         self._follower.start()
 
     def reap_later(self) -> None:
@@ -687,9 +691,11 @@ class ContainerServer(Server):
                     client.api.stop(self._id, timeout=self.stop_timeout)
                     if self._follower is not None:
                         self._follower.join(timeout=FOLLOWER_JOIN_S)  # its stream ends with the container
-                    log: bytes = client.api.logs(self._id, stdout=True, stderr=True)
-                    if self._log_path is not None:
-                        self._log_path.write_bytes(log)
+                    if self._log_path is not None and not (
+                        self._follower is not None and self._follower.whole
+                    ):
+                        # the follower was cut off: ask for the whole log (on a busy engine this takes seconds)
+                        self._log_path.write_bytes(client.api.logs(self._id, stdout=True, stderr=True))
                 except image.docker_module().errors.NotFound:
                     pass  # already gone
                 except errors:
