@@ -19,6 +19,7 @@ packages from its cache, so the multi-gigabyte torch install is downloaded once 
 from __future__ import annotations
 
 import argparse
+import os
 import shlex
 import shutil
 import subprocess
@@ -29,6 +30,7 @@ import nox
 
 sys.path.insert(0, str(Path(__file__).parent / "src"))
 from tritonpt.backend.layout import cache_root  # stdlib only, like versions
+from tritonpt.testing.crash import RERUN_ENV, crash_of, keep_crashed  # stdlib only
 from tritonpt.versions import VERSIONS  # stdlib-only module, read before any install
 
 nox.needs_version = ">=2025.2.9"
@@ -52,6 +54,28 @@ def _install(session: nox.Session, *groups: str) -> None:
 def _pytest(session: nox.Session, *args: str) -> None:
     """pytest with time on Ctrl-C for fixtures to stop servers and containers (nox's default is 0.3 s)."""
     session.run("pytest", *args, interrupt_timeout=30.0, terminate_timeout=10.0)
+
+
+def _matrix(session: nox.Session, reports: str, *args: str) -> None:
+    """The integration matrix, its reports in ``reports``.
+
+    With TRITONPT_RERUN_ON_CRASH=1 (.ci/run sets it), a run that ended because Triton crashed on its own
+    (tritonpt.testing.crash: SIGABRT, SIGSEGV, ...; never a failed check) is kept in <reports>/crashed-run and
+    run once more, saying so. A second crash fails the session. Without it, the first answer stands.
+    """
+    command = ("tests/integration", "--reports", reports, f"--junitxml={reports}/junit.xml", *args)
+    try:
+        _pytest(session, *command)
+    except nox.command.CommandFailed:
+        crash = crash_of(Path(reports)) if os.environ.get(RERUN_ENV) == "1" else None
+        if crash is None:
+            raise
+        kept = keep_crashed(Path(reports))
+        session.warn(
+            f"Triton crashed on its own during the matrix (its run is kept in {kept}):\n{crash}\n"
+            f"{RERUN_ENV}=1: running the matrix once more; a second crash fails this session."
+        )
+        _pytest(session, *command)
 
 
 def _docker_answers() -> bool:
@@ -103,7 +127,7 @@ def integration(session: nox.Session) -> None:
     if not any(arg.startswith("--repository") for arg in session.posargs):
         session.run("invoke", "export")
     session.run("invoke", "build-backend")
-    _pytest(session, "tests/integration", "--junitxml=reports/junit.xml", *session.posargs)
+    _matrix(session, "reports", *session.posargs)
 
 
 @nox.session(python=PYTHON)
@@ -138,10 +162,7 @@ def container(session: nox.Session) -> None:
     mount = str(session.run(*standin, "--print-mount", silent=True)).strip().splitlines()[-1]
     session.run("invoke", "export")
     session.run("invoke", "doctor", "--image", image, "--mount", mount)
-    _pytest(
-        session, "tests/integration", "--target", "container", "--image", image, "--mount", mount,
-        "--reports", "reports/container", "--junitxml=reports/container/junit.xml",
-    )  # fmt: skip
+    _matrix(session, "reports/container", "--target", "container", "--image", image, "--mount", mount)
 
 
 @nox.session(python=PYTHON)

@@ -162,6 +162,15 @@ def test_model_state_summary_drops_the_stub_traceback() -> None:
 def test_hints_and_log_filtering() -> None:
     assert hint_for("error: creating server: Internal - failed to stat file /nope") is not None
     assert hint_for("nothing we know") is None
+    heap = hint_for("malloc_consolidate(): unaligned fastbin chunk detected\nSignal (6) received.")
+    assert "heap corrupted" in (heap or "")  # glibc's reason wins over the bare signal
+    aborted = hint_for(
+        "terminate called after throwing an instance of 'std::out_of_range'\nSignal (6) received."
+    )
+    assert "SIGABRT" in (aborted or "")
+    assert "heap" not in (aborted or "")
+    segv = hint_for("Signal (11) received.\n 0# 0x55 in tritonserver")
+    assert "SIGSEGV" in (segv or "")
     lines = [
         "+------+",
         "| Model | Version |",

@@ -82,8 +82,25 @@ class ModelRuntime:
         return self.backend == "pytorch" and self.library == LIBRARY
 
 
+HEAP_CORRUPTED = (
+    "glibc found the server's heap corrupted and aborted it (SIGABRT): a memory bug inside the server process "
+    "(Triton, a backend or libtorch), which no request or config should be able to cause. NVIDIA's "
+    "trackers hold reports of the same message without a cause (triton-inference-server/server#7517). Run it "
+    "again; if it comes back with one model, serve that model alone and report it upstream with this log."
+)
+GLIBC_HEAP_CHECKS = (
+    "malloc_consolidate(): ",
+    "malloc(): ",
+    "free(): ",
+    "double free or corruption",
+    "corrupted size vs. prev_size",
+    "munmap_chunk(): invalid pointer",
+)
+"""What glibc prints before it aborts a process whose heap it found corrupted (glibc 2.36's malloc.c)."""
+
 # Heuristics for the Hint: sentence, first match wins; each key is text Triton (or the loader) writes.
 HINTS: tuple[tuple[str, str], ...] = (
+    *((check, HEAP_CORRUPTED) for check in GLIBC_HEAP_CHECKS),
     (
         "Signal (15) received",
         "something sent the server SIGTERM (`kill`, `docker stop`, a Docker engine that is stopping: it stops its "
@@ -94,6 +111,17 @@ HINTS: tuple[tuple[str, str], ...] = (
         "Signal (2) received",
         "the server got SIGINT (Ctrl-C in the terminal that started it, or `kill -INT`); Triton then unloads its "
         "models and exits.",
+    ),
+    (
+        "Signal (11) received",
+        "the server crashed (SIGSEGV: it read or wrote memory it does not own); the backtrace Triton printed names "
+        "the library it happened in. No request or config should be able to cause this; if one does every time, "
+        "report it upstream with that backtrace.",
+    ),
+    (
+        "Signal (6) received",
+        "the server aborted itself (SIGABRT): an uncaught C++ exception ('terminate called after throwing ...') or "
+        "a failed check inside Triton, a backend or libtorch; the lines above it say which.",
     ),
     (
         "failed to stat file",
