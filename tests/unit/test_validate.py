@@ -540,27 +540,23 @@ def test_a_config_with_a_latin1_byte_is_read_around_it_and_warned_about(
     assert read_config(config).name == "multi_io"
 
 
-def test_a_config_saved_as_utf16_is_an_error_naming_the_encoding(
-    repository_copy: Callable[..., Path],
+@pytest.mark.parametrize(
+    ("encode", "said"),
+    [
+        (lambda text: text.encode("utf-16"), "saved as UTF-16 or UTF-32"),
+        (lambda text: b"\xef\xbb\xbf" + text.encode("utf-8"), "byte-order mark"),
+    ],
+    ids=["utf16", "utf8-bom"],
+)
+def test_a_config_saved_in_an_encoding_triton_refuses_is_an_error_naming_it(
+    repository_copy: Callable[..., Path], encode: Callable[[str], bytes], said: str
 ) -> None:
-    """Server 2.51.0 refuses it (the differential suite's config_utf16 mutation)."""
+    """Server 2.51.0 refuses both (the differential suite's config_utf16 and config_utf8_bom mutations)."""
     folder = repository_copy("multi_io") / "multi_io"
     config = folder / "config.pbtxt"
-    config.write_bytes(config.read_text(encoding="utf-8").encode("utf-16"))
+    config.write_bytes(encode(config.read_text(encoding="utf-8")))
     problems = validate_model(ModelDir(root=folder))
-    assert "saved as UTF-16 or UTF-32" in _one(problems, "error", "config.pbtxt").message
-    assert len(problems) == 1
-
-
-def test_a_config_with_a_utf8_byte_order_mark_is_an_error_saying_so(
-    repository_copy: Callable[..., Path],
-) -> None:
-    """Server 2.51.0 refuses it (the differential suite's config_utf8_bom mutation)."""
-    folder = repository_copy("multi_io") / "multi_io"
-    config = folder / "config.pbtxt"
-    config.write_bytes(b"\xef\xbb\xbf" + config.read_bytes())
-    problems = validate_model(ModelDir(root=folder))
-    assert "byte-order mark" in _one(problems, "error", "config.pbtxt").message
+    assert said in _one(problems, "error", "config.pbtxt").message
     assert len(problems) == 1
 
 

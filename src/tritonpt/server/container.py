@@ -689,12 +689,11 @@ class ContainerServer(Server):
             if self._id is not None:
                 try:
                     client.api.stop(self._id, timeout=self.stop_timeout)
-                    if self._follower is not None:
-                        self._follower.join(timeout=FOLLOWER_JOIN_S)  # its stream ends with the container
-                    if self._log_path is not None and not (
-                        self._follower is not None and self._follower.whole
-                    ):
-                        # the follower was cut off: ask for the whole log (on a busy engine this takes seconds)
+                    follower = self._follower
+                    if follower is not None:
+                        follower.join(timeout=FOLLOWER_JOIN_S)  # its stream ends with the container
+                    if self._log_path is not None and (follower is None or not follower.whole):
+                        # the copy was cut off: ask for the whole log (on a busy engine this takes seconds)
                         self._log_path.write_bytes(client.api.logs(self._id, stdout=True, stderr=True))
                 except image.docker_module().errors.NotFound:
                     pass  # already gone

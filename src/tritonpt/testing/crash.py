@@ -22,7 +22,7 @@ from pathlib import Path
 
 RERUN_ENV = "TRITONPT_RERUN_ON_CRASH"
 """Set to 1 (.ci/run does) for the matrix sessions to run once more after a crash of the server on its own."""
-CRASH_SIGNAL = re.compile(r"^Signal \((?P<number>4|6|7|8|11)\) received\.?$")
+CRASH_SIGNAL = re.compile(r"^Signal \((?:4|6|7|8|11)\) received\.?$")
 """Triton's own line on a fatal signal: SIGILL, SIGABRT, SIGBUS, SIGFPE or SIGSEGV."""
 KEPT = "crashed-run"
 KEPT_FILES = ("summary.md", "summary.json", "junit.xml", "tritonserver.log")
