@@ -7,7 +7,7 @@
                          Triton with it, run the integration matrix
     nox -s differential  the validator's verdict on each broken repository against the real server's
     nox -s container     our image built on offline stand-ins, the doctor, the matrix in a container;
-                         recipes/pytorch.Dockerfile's backend stage on a stand-in of its devel base
+                         docker/pytorch.Dockerfile's backend stage on a stand-in of its devel base
     nox -s faults        20+ injected faults, each timed to exit and followed by a count of leftovers
     nox -s reliability   (last) reports/reliability.md and .json from the parts the tiers wrote
     nox -s gpu           (GPU runners) build the real image, doctor, the matrix in a GPU container, strict
@@ -29,9 +29,13 @@ from pathlib import Path
 import nox
 
 sys.path.insert(0, str(Path(__file__).parent / "src"))
-from tritonpt.backend.layout import cache_root  # stdlib only, like versions
+from tritonpt import scratch  # stdlib only, like versions
 from tritonpt.testing.crash import RERUN_ENV, crash_of, keep_crashed  # stdlib only
 from tritonpt.versions import VERSIONS  # stdlib-only module, read before any install
+
+# SIGTERM and SIGHUP of nox (a CI step cancelled, a closed terminal) end it as Ctrl-C does: nox passes SIGINT
+# on to the running command (interrupt_timeout below), whose servers and containers are stopped.
+scratch.install_stop_signals()
 
 nox.needs_version = ">=2025.2.9"
 nox.options.default_venv_backend = "uv"
@@ -91,7 +95,8 @@ def lint(session: nox.Session) -> None:
     session.run("ruff", "check", ".")
     session.run("ruff", "format", "--check", ".")
     session.run("mypy")
-    session.run("hadolint", *sorted(str(p) for p in Path("src/tritonpt").glob("*/*.Dockerfile")))
+    dockerfiles = [*Path("docker").glob("*.Dockerfile"), *Path("src/tritonpt").glob("*/*.Dockerfile")]
+    session.run("hadolint", *sorted(str(p) for p in dockerfiles))
     # Fails on any finding of zizmor's regular persona (exit 13 for a medium one): stricter than the
     # medium-or-worse line that tests/docker/test_lockdown.py holds with --min-severity medium.
     session.run("zizmor", "--offline", ".github/workflows")
@@ -201,30 +206,11 @@ def gpu(session: nox.Session) -> None:
     )  # fmt: skip
 
 
-def _perf_analyzer(session: nox.Session) -> None:
-    """perf_analyzer from the pinned tritonclient wheel into this session's environment (the wheel is cached).
-
-    pip download runs with the Python that runs nox (the session's uv venv has no pip).
-    """
-    version = VERSIONS.bench.tritonclient
-    wheels = cache_root() / "wheels"
-    pattern = f"tritonclient-{version}-*manylinux*.whl"
-    if not sorted(wheels.glob(pattern)):
-        session.run(
-            sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--only-binary", ":all:",
-            f"tritonclient=={version}", "-d", str(wheels), external=True,
-        )  # fmt: skip
-    session.run(
-        "python", "-m", "tritonpt.bench", "--install-perf-analyzer", str(sorted(wheels.glob(pattern))[-1])
-    )
-
-
 def _bench(session: nox.Session, args: list[str], *, harness: bool) -> None:
     _install(session, "test", "bench")
     if not any(arg.startswith("--repository") for arg in args):
         session.run("invoke", "export")
     session.run("invoke", "build-backend")
-    _perf_analyzer(session)
     session.run("python", "-m", "tritonpt.bench", *args)
     if harness:  # the harness against a bare script, and the first command by stage (nox runs nox for it)
         session.run(
@@ -245,7 +231,7 @@ def bench(session: nox.Session) -> None:
 
 @nox.session(python=PYTHON, default=False)
 def tune(session: nox.Session) -> None:
-    """`invoke tune` with perf_analyzer installed: -- --model NAME [--latency-budget-ms N] [--apply].
+    """`invoke tune` on the built-in set: -- --model NAME [--latency-budget-ms N] [--apply].
 
     Exports the built-in set first unless --repository is given; writes reports/tune/NAME/.
     """
@@ -253,7 +239,6 @@ def tune(session: nox.Session) -> None:
     if not any(arg.startswith("--repository") for arg in session.posargs):
         session.run("invoke", "export")
     session.run("invoke", "build-backend")
-    _perf_analyzer(session)
     session.run("invoke", "tune", *(session.posargs or ["--model", "resnet18"]))
 
 

@@ -13,8 +13,7 @@
 One process tree: this process measures eager, then starts one tritonserver (the built backend) and runs
 perf_analyzer against it, one side at a time so that no two sides share the cores. ``--pin 1:0`` separates
 them for good: the server (and eager) on one core, perf_analyzer on another. perf_analyzer comes from the
-tritonclient wheel pinned in versions.toml [bench] (:func:`install_perf_analyzer`), beside whatever tritonclient
-the environment imports.
+tritonclient wheel pinned in versions.toml [bench], fetched into the cache on first use (:mod:`tritonpt.perf_analyzer`).
 """
 
 from __future__ import annotations
@@ -28,7 +27,6 @@ import subprocess
 import sys
 import tempfile
 import time
-import zipfile
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -37,9 +35,9 @@ import numpy as np
 import torch
 from tritonclient.grpc.model_config_pb2 import ModelConfig
 
-from tritonpt import backend, client, reference, repository, spec
+from tritonpt import client, perf_analyzer, reference, repository, scratch, spec
 from tritonpt.client import PROTOCOLS, Endpoints
-from tritonpt.errors import HINT, TritonPtError
+from tritonpt.errors import TritonPtError
 from tritonpt.repository import ModelDir
 from tritonpt.versions import VERSIONS
 
@@ -48,59 +46,6 @@ SIDES = ("eager", *PROTOCOLS)
 
 class BenchError(TritonPtError):
     """A benchmark could not be set up or run."""
-
-
-# --- perf_analyzer ---------------------------------------------------------------------------------------------
-
-
-def tool_dir(prefix: Path | None = None) -> Path:
-    """Where this environment keeps perf_analyzer: ``<prefix>/libexec/tritonpt/perf_analyzer-<version>/``."""
-    return (
-        (prefix or Path(sys.prefix)) / "libexec" / "tritonpt" / f"perf_analyzer-{VERSIONS.bench.tritonclient}"
-    )
-
-
-def install_perf_analyzer(wheel: Path, prefix: Path | None = None) -> Path:
-    """Take ``perf_analyzer`` out of the pinned tritonclient wheel, with the libb64 link it needs; return it.
-    Nothing is installed unless both are there."""
-    member = f"tritonclient-{VERSIONS.bench.tritonclient}.data/data/bin/perf_analyzer"
-    folder = tool_dir(prefix)
-    pytriton = backend.package_folder("pytriton")
-    libs = sorted(pytriton.parent.glob("nvidia_pytriton.libs/libb64-*.so.0d")) if pytriton else []
-    if not libs:
-        msg = f"Cannot find libb64 (perf_analyzer needs libb64.so.0d) in nvidia_pytriton.libs; install nvidia-pytriton=={VERSIONS.embedded.pytriton}."
-        raise BenchError(msg)
-    try:
-        with zipfile.ZipFile(wheel) as archive:
-            data = archive.read(member)
-    except (OSError, KeyError, zipfile.BadZipFile) as exc:
-        msg = f"Cannot take perf_analyzer out of {wheel} ({exc}); it must be tritonclient {VERSIONS.bench.tritonclient}'s manylinux wheel."
-        raise BenchError(msg) from exc
-    (folder / "lib").mkdir(parents=True, exist_ok=True)
-    link = folder / "lib" / "libb64.so.0d"
-    link.unlink(missing_ok=True)
-    link.symlink_to(libs[0])
-    binary = folder / "perf_analyzer"
-    staged = folder / ".perf_analyzer.partial"
-    staged.write_bytes(data)
-    staged.chmod(0o755)
-    staged.replace(binary)
-    return binary
-
-
-def perf_analyzer() -> tuple[Path, dict[str, str]]:
-    """The installed perf_analyzer and the environment it runs with (libb64, and torch's libcudart.so.12)."""
-    binary = tool_dir() / "perf_analyzer"
-    if not binary.is_file():
-        msg = (
-            f"Cannot benchmark without perf_analyzer: {binary} does not exist.\n"
-            f"{HINT} `nox -s bench` installs it; by hand: pip download --no-deps tritonclient=="
-            f"{VERSIONS.bench.tritonclient}, then python -m tritonpt.bench --install-perf-analyzer WHEEL."
-        )
-        raise BenchError(msg)
-    cudart = backend.Torch.locate().root.parent / "nvidia" / "cuda_runtime" / "lib"
-    folders = [str(binary.parent / "lib"), str(cudart), os.environ.get("LD_LIBRARY_PATH", "")]
-    return binary, {**os.environ, "LD_LIBRARY_PATH": os.pathsep.join(f for f in folders if f)}
 
 
 # --- What is measured -----------------------------------------------------------------------------------------
@@ -263,7 +208,7 @@ def served(
     case: Case,
     *,
     windows: Sequence[str],
-    tool: tuple[Path, dict[str, str]],
+    tool: perf_analyzer.Tool,
     timeout: float = 600.0,
     cores: tuple[int, ...] = (),
 ) -> Measurement:
@@ -524,7 +469,7 @@ def run(
     if missing or not chosen:
         msg = f"Cannot benchmark {', '.join(missing) or 'anything'}: {repository_dir} holds {', '.join(m.name for m in repository.models(repository_dir)) or 'no models'}."
         raise BenchError(msg)
-    tool = perf_analyzer()  # fail before anything is measured
+    tool = perf_analyzer.locate(step)  # fetched on first use; fails before anything is measured
     configs = {m.name: repository.read_config(m.config) for m in chosen}
     measured: list[Measurement] = []
     for model in chosen:
@@ -602,7 +547,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--install-perf-analyzer",
         type=Path,
         metavar="WHEEL",
-        help="install perf_analyzer from this wheel and stop",
+        help="install perf_analyzer from this wheel (the pinned tritonclient's) and stop; otherwise it is fetched on first use",
     )
     options = parser.parse_args(argv)
 
@@ -610,8 +555,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(line, file=sys.stderr, flush=True)
 
     try:
+        with scratch.stop_signals_interrupt():
+            return _main(options, say)
+    except KeyboardInterrupt as interrupt:
+        say("bench: interrupted; the server was stopped and no report was written")
+        return scratch.exit_code(interrupt)
+
+
+def _main(options: argparse.Namespace, say: Callable[[str], None]) -> int:
+    try:
         if options.install_perf_analyzer:
-            say(f"perf_analyzer installed at {install_perf_analyzer(options.install_perf_analyzer)}")
+            say(f"perf_analyzer installed at {perf_analyzer.install(options.install_perf_analyzer)}")
             return 0
         report = run(
             options.repository,

@@ -112,7 +112,7 @@ def build_image(
 
     progress = Progress()
     with guard(debug=debug):
-        progress(f"building recipes/{recipe}.Dockerfile")
+        progress(f"building docker/{recipe}.Dockerfile")
         built = image.build_image(
             recipe=recipe,
             tag=tag,

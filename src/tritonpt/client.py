@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import time
+import urllib.parse
 import urllib.request
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -27,6 +28,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from tritonclient.grpc.model_config_pb2 import ModelConfig
 
 from tritonpt import dtypes
+from tritonpt.errors import ServerError
 
 Protocol = Literal["http", "grpc"]
 PROTOCOLS: tuple[Protocol, ...] = ("http", "grpc")
@@ -313,16 +315,45 @@ def statistics(endpoints: Endpoints, model: str) -> Statistics:
 _OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 
 
+METRICS_PATH = "/metrics"
+
+
+def metrics_url(url: str) -> str:
+    """The URL Triton serves Prometheus text at, from what a person types: ``host:8002``,
+    ``http://host:8002``, ``http://host:8002/`` and ``http://host:8002/metrics`` all name
+    ``http://host:8002/metrics`` (Triton answers ``/`` on that port with an empty 200). Another path is kept."""
+    parsed = urllib.parse.urlsplit(url if "://" in url else f"http://{url}")
+    path = parsed.path if parsed.path not in ("", "/") else METRICS_PATH
+    return urllib.parse.urlunsplit((parsed.scheme, parsed.netloc, path, parsed.query, ""))
+
+
 def metrics(endpoints: Endpoints) -> Metrics:
-    """Prometheus text from the metrics port, parsed: metric name -> labels -> value."""
-    with _OPENER.open(endpoints.metrics_url, timeout=TIMEOUT_S) as response:
-        text = response.read().decode()
+    """Prometheus text from the metrics port, parsed: metric name -> labels -> value.
+
+    ``ServerError`` when the answer holds no Prometheus metrics at all (a wrong path or port): every metrics
+    check would otherwise fail as if a counter were missing.
+    """
+    url = endpoints.metrics_url
+    with _OPENER.open(url, timeout=TIMEOUT_S) as response:
+        body = response.read()
     parsed: Metrics = {}
-    for family in text_string_to_metric_families(text):
-        for sample in family.samples:
-            # prometheus_client names a counter's samples `<family>_total`; Triton's docs use the family name.
-            name = family.name if sample.name == f"{family.name}_total" else sample.name
-            parsed.setdefault(name, {})[tuple(sorted(sample.labels.items()))] = sample.value
+    try:
+        for family in text_string_to_metric_families(body.decode("utf-8", errors="replace")):
+            for sample in family.samples:
+                # prometheus_client names a counter's samples `<family>_total`; Triton's docs use the family name.
+                name = family.name if sample.name == f"{family.name}_total" else sample.name
+                parsed.setdefault(name, {})[tuple(sorted(sample.labels.items()))] = sample.value
+    except ValueError as exc:
+        parsed, problem = {}, f"text that is not Prometheus' exposition format ({exc})"
+    else:
+        problem = f"{len(body)} bytes without a single metric"
+    if not parsed:
+        msg = (
+            f"GET {url} answered {problem}, so it is not Triton's metrics endpoint.\n"
+            f"Hint: Triton serves its metrics at {METRICS_PATH} on its metrics port (8002 unless it was started "
+            "with --metrics-port): give --metrics-url http://HOST:8002/metrics (http://HOST:8002 means the same)."
+        )
+        raise ServerError(msg)
     return parsed
 
 

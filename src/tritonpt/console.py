@@ -15,6 +15,7 @@ from collections.abc import Iterator, Sequence
 from rich.console import Console
 from rich.markup import escape
 
+from tritonpt import scratch
 from tritonpt.errors import Problem, TritonPtError, ValidationError
 
 err = Console(stderr=True, highlight=False, soft_wrap=True)
@@ -44,9 +45,12 @@ def print_problems(problems: Sequence[Problem]) -> None:
 
 @contextlib.contextmanager
 def guard(*, debug: bool = False) -> Iterator[None]:
-    """Turn this package's errors into a short message and exit code 1."""
+    """Turn this package's errors into a short message and exit code 1; SIGTERM, SIGHUP and SIGINT (even one
+    ignored on entry) stop the block as Ctrl-C does (servers and containers are stopped on the way out), exit
+    128 + the signal's number."""
     try:
-        yield
+        with scratch.stop_signals_interrupt():
+            yield
     except TritonPtError as exc:
         if debug or os.environ.get("TRITONPT_DEBUG") == "1":
             err.print_exception()
@@ -58,6 +62,7 @@ def guard(*, debug: bool = False) -> Iterator[None]:
         else:
             err.print(f"[red]error:[/red] {escape(str(exc))}")
         sys.exit(1)
-    except KeyboardInterrupt:
-        err.print("[yellow]interrupted[/yellow]")
-        sys.exit(130)
+    except KeyboardInterrupt as interrupt:
+        which = f" ({interrupt.args[0]})" if isinstance(interrupt, scratch.Interrupted) else ""
+        err.print(f"[yellow]interrupted{which}[/yellow]")
+        sys.exit(scratch.exit_code(interrupt))

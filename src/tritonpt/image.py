@@ -1,9 +1,11 @@
-"""Stage "image": build a Triton + PyTorch 2.9 image from a recipe in ``tritonpt/recipes/``.
+"""Stage "image": build a Triton + PyTorch 2.9 image from a recipe in the repository's ``docker/`` folder.
 
     check Docker answers -> build args (versions.toml, then the user's overrides)
       -> docker build (output streamed line by line) -> read the image back (id, size, io.tritonpt.* labels)
 
-Recipes (``recipes/<name>.Dockerfile``, package data found with importlib.resources):
+Recipes (``docker/<name>.Dockerfile``): in a checkout they are read from ``docker/`` at the top of the repository;
+the wheel carries the same files as ``tritonpt/recipes/`` (pyproject.toml maps the folder in), so an installed
+package builds images as a checkout does. There is one copy, :func:`recipes_folder` finds it.
 
 - ``ngc`` (recommended): NVIDIA's ``tritonserver:<release>-pyt-python-py3``, whose pytorch backend bundles the
   PyTorch 2.9 build of that release; adds a non-root user, a health check and version labels.
@@ -55,8 +57,21 @@ DockerClient: TypeAlias = Any
 """A ``DockerClient``. docker-py ships no type information, and from the repository root mypy would
 resolve ``docker`` to a folder of that name, so it is typed as Any here."""
 
-RECIPES_DIR = Path(str(resources.files("tritonpt").joinpath("recipes")))
-"""The recipes, shipped inside the package (a checkout's src/tritonpt/recipes/, or site-packages)."""
+PACKAGED_RECIPES = "recipes"
+"""Where the wheel carries docker/ inside the package (pyproject.toml, ``force-include``)."""
+CHECKOUT_RECIPES = Path(__file__).resolve().parents[2] / "docker"
+"""docker/ at the top of a checkout (src/tritonpt/image.py -> the repository root)."""
+
+
+def recipes_folder() -> Path:
+    """The recipes: the installed package's ``tritonpt/recipes/`` (a wheel), else the checkout's ``docker/``
+    (an editable install or ``src`` on the path)."""
+    packaged = Path(str(resources.files("tritonpt").joinpath(PACKAGED_RECIPES)))
+    return packaged if packaged.is_dir() else CHECKOUT_RECIPES
+
+
+RECIPES_DIR = recipes_folder()
+"""The recipes of this installation (see :func:`recipes_folder`)."""
 MODELS_MOUNT = "/models"
 """Where the recipes expect the model repository, mounted read-only; it must be readable by uid 1000."""
 
@@ -170,7 +185,7 @@ def _unix_socket_problem(host: str, *, timeout: float) -> str | None:
 
 
 def recipe_path(recipe: str, recipes_dir: Path = RECIPES_DIR) -> Path:
-    """``recipes/<recipe>.Dockerfile``, checked to exist."""
+    """``docker/<recipe>.Dockerfile`` (``tritonpt/recipes/`` in a wheel), checked to exist."""
     path = recipes_dir / f"{recipe}.Dockerfile"
     if not path.is_file():
         known = ", ".join(
@@ -250,8 +265,8 @@ def default_tag(recipe: str, versions: Versions = VERSIONS) -> str:
 # --- Building -----------------------------------------------------------------------------------------------
 
 
-# What recipes/pytorch.Dockerfile's backend stage runs: tritonpt.backend and what it imports, nothing else.
-BACKEND_MODULES = ("__init__.py", "errors.py", "scratch.py", "versions.py", "versions.toml")
+# What docker/pytorch.Dockerfile's backend stage runs: tritonpt.backend and what it imports, nothing else.
+BACKEND_MODULES = ("__init__.py", "errors.py", "fetch.py", "scratch.py", "versions.py", "versions.toml")
 BACKEND_PACKAGE = "backend"
 CONTEXT_RECIPES = frozenset({"pytorch"})
 """Recipes that build from a context (:func:`stage_context`); the others are sent as the Dockerfile alone."""
@@ -410,7 +425,7 @@ def build_image(
     target: str | None = None,
     sources: Path | None = None,
 ) -> BuiltImage:
-    """Build ``recipes/<recipe>.Dockerfile`` and return what the engine reports about the result.
+    """Build ``docker/<recipe>.Dockerfile`` and return what the engine reports about the result.
 
     ``build_args`` override the values from
     versions.toml for this build; ``ngc`` picks another supported Triton release (``25.09``). ``target`` builds

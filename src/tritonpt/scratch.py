@@ -1,9 +1,15 @@
-"""Scratch folders that never outlive their block, and steps that a Ctrl-C cannot cut in half.
+"""Scratch folders that never outlive their block, steps that an interrupt cannot cut in half, and the
+signals that interrupt a front door.
 
 A Ctrl-C raises ``KeyboardInterrupt`` between any two Python bytecodes, ``shutil.rmtree``'s and a
 ``finally`` block's included: the fault tier once saw a staging folder left behind that way. Here the
-removal, and any step given to :func:`ctrl_c_held`, runs with SIGINT caught and set aside; the interrupt is
-delivered as soon as the step is done, so a run still stops where the user asked, only a moment later.
+removal, and any step given to :func:`ctrl_c_held`, runs with the interrupts caught and set aside; the interrupt
+is delivered as soon as the step is done, so a run still stops where the user asked, only a moment later.
+
+What interrupts a front door (:func:`stop_signals_interrupt`): SIGINT as a terminal's Ctrl-C sends it, also when
+it was ignored on entry (a background job of a non-interactive shell starts so); SIGTERM (``timeout``, systemd,
+``docker stop``, a CI runner cancelling a step) and SIGHUP (the terminal closed) as :class:`Interrupted`, a
+``KeyboardInterrupt``, so that every one of them stops servers and containers the way Ctrl-C does.
 """
 
 from __future__ import annotations
@@ -17,34 +23,91 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import FrameType
 
-__all__ = ["ctrl_c_held", "folder", "remove"]
+__all__ = ["INTERRUPTS", "Interrupted", "ctrl_c_held", "folder", "remove", "stop_signals_interrupt"]
+
+INTERRUPTS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+"""The signals that end a front door the way Ctrl-C does (once :func:`stop_signals_interrupt` is in force)."""
+
+Handler = Callable[[int, FrameType | None], object] | int | None
+
+
+class Interrupted(KeyboardInterrupt):
+    """A stop signal other than SIGINT, raised where Ctrl-C's ``KeyboardInterrupt`` would be; ``signum`` is which."""
+
+    def __init__(self, signum: int) -> None:
+        self.signum = signum
+        super().__init__(signal.Signals(signum).name)
+
+
+def _raise_interrupted(signum: int, _frame: FrameType | None) -> None:
+    raise Interrupted(signum)
+
+
+def exit_code(interrupt: KeyboardInterrupt) -> int:
+    """128 + the signal's number, as a shell reports a process ended by it: 130 for Ctrl-C, 143 for SIGTERM."""
+    return 128 + (interrupt.signum if isinstance(interrupt, Interrupted) else signal.SIGINT)
+
+
+@contextlib.contextmanager
+def stop_signals_interrupt() -> Iterator[None]:
+    """Within the block, SIGTERM and SIGHUP raise :class:`Interrupted` and SIGINT raises ``KeyboardInterrupt``
+    even if it was ignored on entry; the handlers found on entry are put back afterwards. Main thread only
+    (elsewhere the block runs as it is: only the main thread receives signals in Python)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    saved = {sig: signal.getsignal(sig) for sig in INTERRUPTS}
+    if saved[signal.SIGINT] in (signal.SIG_IGN, signal.SIG_DFL, None):
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, _raise_interrupted)
+    try:
+        yield
+    finally:
+        for sig, handler in saved.items():
+            if handler is not None:
+                signal.signal(sig, handler)
+
+
+def install_stop_signals() -> None:
+    """:func:`stop_signals_interrupt` for the rest of the process (a pytest run, nox), from the main thread."""
+    stop_signals_interrupt().__enter__()
 
 
 @contextlib.contextmanager
 def ctrl_c_held() -> Iterator[None]:
-    """Run the block whole: a SIGINT that arrives meanwhile reaches the previous handler after it, also when
-    the block raises (the interrupt then wins, with the block's error as its context).
+    """Run the block whole: an interrupt (:data:`INTERRUPTS`) that arrives meanwhile reaches its previous
+    handler after it, also when the block raises (the interrupt then wins, with the block's error as its context).
 
-    Only the main thread can set a signal handler (and only it receives ``KeyboardInterrupt``); elsewhere,
-    or when the handler was not set from Python (it cannot be put back), the block runs as it is.
+    Only signals whose handler was set from Python are held (SIGTERM's default, ending the process at once, is
+    left alone). Only the main thread can set a signal handler (and only it receives ``KeyboardInterrupt``);
+    elsewhere the block runs as it is.
     """
-    previous = signal.getsignal(signal.SIGINT)
-    if threading.current_thread() is not threading.main_thread() or previous is None:
+    if threading.current_thread() is not threading.main_thread():
         yield
         return
-    arrived: list[FrameType | None] = []
-    signal.signal(signal.SIGINT, lambda _signum, frame: arrived.append(frame))
+    previous = {sig: signal.getsignal(sig) for sig in INTERRUPTS}
+    held = [
+        sig
+        for sig, handler in previous.items()
+        if callable(handler) or (sig == signal.SIGINT and handler == signal.SIG_DFL)
+    ]
+    arrived: list[tuple[int, FrameType | None]] = []
+    for sig in held:
+        signal.signal(sig, lambda signum, frame: arrived.append((signum, frame)))
     try:
         yield
     finally:
-        signal.signal(signal.SIGINT, previous)
+        for sig in held:
+            signal.signal(sig, previous[sig])
         if arrived:
-            _deliver(previous, arrived[0])
+            signum, frame = arrived[0]
+            _deliver(previous[signal.Signals(signum)], signum, frame)
 
 
-def _deliver(handler: Callable[[int, FrameType | None], object] | int, frame: FrameType | None) -> None:
+def _deliver(handler: Handler, signum: int, frame: FrameType | None) -> None:
     if callable(handler):
-        handler(signal.SIGINT, frame)
+        handler(signum, frame)
     elif handler == signal.SIG_DFL:
         raise KeyboardInterrupt
 

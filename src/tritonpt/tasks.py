@@ -6,7 +6,7 @@ The same tasks answer to `invoke` in a checkout (the root tasks.py imports them)
     invoke export      TorchScript + config.pbtxt + eager reference outputs into a model repository
     invoke validate    check a model repository against Triton's schema and the models themselves
     invoke build-backend  build the official libtriton_pytorch.so from pinned sources against this torch
-    invoke build-image build a Triton + PyTorch 2.9 image from a recipe in tritonpt/recipes/
+    invoke build-image build a Triton + PyTorch 2.9 image from a recipe in docker/
     invoke doctor      diagnose this host (and an image): Docker, GPU, driver, glibc, libraries, models
     invoke serve       run a local Triton on a repository until Ctrl-C
     invoke tune        search one model's config space on the real backend; --apply writes the winner
@@ -97,7 +97,7 @@ def build_image(
     sources: str = "",
     debug: bool = False,
 ) -> None:
-    """Build the Triton + PyTorch 2.9 image from a recipe in tritonpt/recipes/, with every version from versions.toml."""
+    """Build the Triton + PyTorch 2.9 image from a recipe in docker/, with every version from versions.toml."""
     from tritonpt import cli  # noqa: PLC0415
 
     cli.build_image(

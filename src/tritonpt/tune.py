@@ -39,7 +39,18 @@ import numpy as np
 from tritonclient.grpc.model_config_pb2 import ModelConfig
 from tritonclient.utils import InferenceServerException
 
-from tritonpt import __version__, bench, checks, client, export, reference, repository, spec, validate
+from tritonpt import (
+    __version__,
+    bench,
+    checks,
+    client,
+    export,
+    perf_analyzer,
+    reference,
+    repository,
+    spec,
+    validate,
+)
 from tritonpt.client import Array
 from tritonpt.errors import ModelLoadError, TritonPtError, ValidationError, first_line
 from tritonpt.repository import ModelDir
@@ -264,7 +275,7 @@ def _measure_level(
     config: ModelConfig,
     case: bench.Case,
     *,
-    tool: tuple[Path, dict[str, str]],
+    tool: perf_analyzer.Tool,
     window_ms: int,
 ) -> bench.Measurement:
     """One load level; a window too short for a single request to finish is tried once more, four times as long."""
@@ -287,7 +298,7 @@ def measure(
     *,
     exported: Settings,
     varied: str,
-    tool: tuple[Path, dict[str, str]],
+    tool: perf_analyzer.Tool,
     window_ms: int = WINDOW_MS,
 ) -> Trial:
     """Serve one candidate and measure it at each load level; a refusal or a failed run is the trial's error."""
@@ -615,7 +626,7 @@ def run(
     problems = [p for p in validate.validate_model(model, gpu_available=True) if p.severity == "error"]
     if problems:
         raise ValidationError(problems)
-    tool = bench.perf_analyzer()
+    tool = perf_analyzer.locate(step)
     base = repository.read_config(model.config)
     exported = Settings.of(base)
     cores = len(os.sched_getaffinity(0))

@@ -71,7 +71,8 @@ class Source:
     repository: str  # "triton-inference-server/pytorch_backend" on GitHub
     ref: str  # where the commit comes from ("r25.10"); never used to fetch anything
     commit: str
-    sha256: str  # of the tarball
+    sha256: str  # of our mirror's tarball: a fast path only (another compression of the same files differs)
+    tree: str  # of the unpacked files (tritonpt.backend.pins): the pin that holds wherever the tarball came from
 
     @property
     def tarball(self) -> str:
@@ -110,10 +111,24 @@ class Backend:
 
 
 @dataclass(frozen=True, kw_only=True)
+class Wheel:
+    """One pinned wheel file of PyPI, for one machine architecture."""
+
+    machine: str  # platform.machine(): "x86_64", "aarch64"
+    file: str
+    url: str
+    sha256: str
+
+
+@dataclass(frozen=True, kw_only=True)
 class Bench:
     """The load generator of the benchmark."""
 
     tritonclient: str  # the wheel perf_analyzer is taken from
+    wheels: tuple[Wheel, ...]
+
+    def wheel(self, machine: str) -> Wheel | None:
+        return next((w for w in self.wheels if w.machine == machine), None)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -226,7 +241,10 @@ def load(path: Path = _TOML) -> Versions:
             cmake=raw["backend"]["cmake"],
             sources=tuple(Source(**s) for s in raw["backend"]["sources"]),
         ),
-        bench=Bench(**raw["bench"]),
+        bench=Bench(
+            tritonclient=raw["bench"]["tritonclient"],
+            wheels=tuple(Wheel(**w) for w in raw["bench"]["wheels"]),
+        ),
         image_repository=raw["images"]["repository"],
     )
 

@@ -59,7 +59,7 @@ def standin_base(docker_client: Any) -> str:
 
 @pytest.fixture(scope="session")
 def standin_images(docker_client: Any, standin_base: str) -> dict[str, standin.StandinImage]:
-    """Base, Triton stand-in and recipes/ngc.Dockerfile on it, by role; reused when their inputs did not change."""
+    """Base, Triton stand-in and docker/ngc.Dockerfile on it, by role; reused when their inputs did not change."""
     if find_spec("pytriton") is None:
         pytest.skip("nvidia-pytriton is not installed: the stand-in takes its server from it")
     return {b.role: b for b in standin.build_all(docker_client)}

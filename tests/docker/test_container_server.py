@@ -46,7 +46,7 @@ OTHER_SESSION = "an-earlier-session"
 
 @pytest.fixture(scope="module")
 def ngc_image(standin_images: dict[str, standin.StandinImage]) -> str:
-    """recipes/ngc.Dockerfile on the Triton stand-in: what the container lane serves from."""
+    """docker/ngc.Dockerfile on the Triton stand-in: what the container lane serves from."""
     return standin_images["ngc"].tag
 
 

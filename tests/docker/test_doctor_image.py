@@ -118,7 +118,7 @@ def broken(client: Any, base: str, tmp_path_factory: pytest.TempPathFactory) -> 
 
 @pytest.fixture(scope="module")
 def standin_ngc(standin_images: dict[str, standin.StandinImage]) -> str:
-    """recipes/ngc.Dockerfile built on the Triton stand-in (reused when its inputs did not change)."""
+    """docker/ngc.Dockerfile built on the Triton stand-in (reused when its inputs did not change)."""
     return standin_images["ngc"].tag
 
 

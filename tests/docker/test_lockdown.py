@@ -1,7 +1,7 @@
 """Lock-down, kept true: our containers run as a non-root user, publish their ports on 127.0.0.1 only and mount the
 model repository read-only; the workflows have no zizmor finding of medium severity or worse.
 
-Each is checked on a real running container (recipes/ngc.Dockerfile on the offline stand-in, started by
+Each is checked on a real running container (docker/ngc.Dockerfile on the offline stand-in, started by
 ContainerServer as every run starts it), both as ``docker inspect`` reports it and from inside the container.
 Every test here is one check of the reliability part ``lockdown`` (tests/docker/conftest.py writes it).
 Run with ``pytest tests/docker/test_lockdown.py``.

@@ -1,4 +1,4 @@
-"""recipes/pytorch.Dockerfile's own backend stage, built for real on an offline stand-in of its devel base.
+"""docker/pytorch.Dockerfile's own backend stage, built for real on an offline stand-in of its devel base.
 
 The stage runs `python3 -m tritonpt.backend` (the code behind `invoke build-backend`) inside the image on the
 pinned sources the build context carries. The library it leaves in the image is then taken out and served by

@@ -43,7 +43,7 @@ def client(docker_client: Any) -> Iterator[Any]:
 
 @pytest.fixture(scope="module")
 def built(standin_images: dict[str, standin.StandinImage]) -> dict[str, standin.StandinImage]:
-    """Base, Triton stand-in and recipes/ngc.Dockerfile on it (tests/docker/conftest.py builds them)."""
+    """Base, Triton stand-in and docker/ngc.Dockerfile on it (tests/docker/conftest.py builds them)."""
     return standin_images
 
 

@@ -75,7 +75,7 @@ def docker_engine() -> Iterator[Any]:
 
 @pytest.fixture(scope="session")
 def container_lane(docker_engine: Any) -> tuple[str, list[str]]:
-    """The container lane's image (recipes/ngc.Dockerfile on the offline stand-in) and its --mount arguments."""
+    """The container lane's image (docker/ngc.Dockerfile on the offline stand-in) and its --mount arguments."""
     try:
         base = standin.base_tag(standin.debian_mirror())
     except ImageError as exc:

@@ -18,10 +18,7 @@ Options (after `nox -s integration --`):
 from __future__ import annotations
 
 import contextlib
-import os
 import platform
-import sys
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -30,20 +27,15 @@ import pytest
 import torch
 from tritonclient.utils import InferenceServerException
 
-from tritonpt import client, reference, repository, server
+from tritonpt import client, reference, repository, scratch, server
 from tritonpt.errors import TritonPtError
 from tritonpt.options import parse_mounts
 from tritonpt.report import Report
 from tritonpt.server.base import Server
-from tritonpt.server.watchdog import Watchdog
+from tritonpt.server.watchdog import Ending, Watchdog, end_now
 from tritonpt.validate import validate_repository
 
 from .matrix import Model
-
-STOP_WAIT_S = 5.0
-"""How long an aborting run gives the dead server's runner to clean up (a container to remove). Right after a
-container was killed the engine answers slowly: up to 3.2 s to stop, check and remove it on our 2-core machine, so
-3 s was too short (the reaper then outlived the run)."""
 
 FAILURE_GRACE_S = 8.0
 """After a failed check, how long the run waits while the server does not answer, so that a server going down
@@ -113,6 +105,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     if not hasattr(config.option, "target"):
         return
+    # SIGTERM, SIGHUP and a SIGINT ignored on entry (a background job) end the run as Ctrl-C does: pytest's
+    # teardown stops the server or the container.
+    scratch.install_stop_signals()
     started = time.perf_counter()
     folder = Path(config.option.repository)
     problems = validate_repository(folder)
@@ -216,7 +211,7 @@ def triton(pytestconfig: pytest.Config, report: Report) -> Iterator[Server]:
         matrix_started = time.perf_counter()
         with Watchdog(
             instance,
-            lambda paragraph: _abort(pytestconfig, instance, report, reports, paragraph),
+            lambda ending: _abort(pytestconfig, instance, report, reports, ending),
             what="while the matrix ran",
         ) as watchdog:
             pytestconfig.stash[WATCHDOG] = watchdog
@@ -234,25 +229,20 @@ def triton(pytestconfig: pytest.Config, report: Report) -> Iterator[Server]:
         instance.stop()
 
 
-def _abort(config: pytest.Config, instance: Server, report: Report, reports: Path, paragraph: str) -> None:
-    """The server died: write the reports saying so, say it once, clean up briefly, and end the run now.
-
-    Requests in flight are abandoned (os._exit): nobody waits out a client timeout, and no client library gets
-    to print a traceback. pytest's own junit.xml is not written; summary.md and summary.json are.
-    """
-    report.aborted = paragraph
-    report.write(reports)
+def _abort(config: pytest.Config, instance: Server, report: Report, reports: Path, ending: Ending) -> None:
+    """The server died or hung: the reports say so, the paragraph is said once (past pytest's capture), the
+    server is stopped (killed, if it hung) and the run ends now (:func:`tritonpt.server.watchdog.end_now`).
+    pytest's own junit.xml is not written; summary.md and summary.json are."""
+    report.aborted = ending.paragraph
     capture = config.pluginmanager.getplugin("capturemanager")
     if capture is not None:  # the test in progress has stderr captured: speak past it
         capture.suspend_global_capture(in_=False)
-    sys.stderr.write(f"\nThe run was aborted, as the Triton server died.\n{paragraph}\nReports: {reports}\n")
-    sys.stderr.flush()
-    cleanup = threading.Thread(target=instance.stop, daemon=True)
-    cleanup.start()
-    cleanup.join(timeout=STOP_WAIT_S)
-    if cleanup.is_alive():  # held up (an engine that is stopping): what runs the server is removed later
-        instance.reap_later()
-    os._exit(1)
+
+    def write() -> str:
+        report.write(reports)
+        return str(reports)
+
+    end_now(instance, ending, what="run", write_reports=write)
 
 
 @pytest.hookimpl(wrapper=True)

@@ -1,4 +1,5 @@
-"""A build that fails for real: CMake configures the pinned sources, the compiler stops at the first file."""
+"""The real build: cached and found again, and a build that fails for real (CMake configures the pinned sources,
+the compiler stops at the first file)."""
 
 from __future__ import annotations
 
@@ -7,8 +8,9 @@ from pathlib import Path
 import pytest
 
 from tritonpt import backend
-from tritonpt.backend import BuiltBackend, Toolchain
+from tritonpt.backend import BuiltBackend, Toolchain, Torch
 from tritonpt.errors import BackendError
+from tritonpt.versions import VERSIONS
 
 pytestmark = pytest.mark.slow
 
@@ -43,3 +45,20 @@ def test_a_compile_error_gives_its_first_line_and_the_log_and_leaves_no_entry(
     assert log.is_file()
     assert "injected failure" in log.read_text(encoding="utf-8")
     assert [p.name for p in (cache / "backends").iterdir()] == []  # neither an entry nor a staging folder
+
+
+def test_the_build_is_cached_and_found(pytorch_backend: BuiltBackend) -> None:
+    assert pytorch_backend.library.is_file()
+    assert pytorch_backend.library.name == "libtriton_pytorch.so"
+    assert (pytorch_backend.commit, pytorch_backend.ref) == (
+        VERSIONS.backend.pytorch_backend.commit,
+        VERSIONS.backend.pytorch_backend.ref,
+    )
+    assert pytorch_backend.torch_version == Torch.locate().version
+    again = backend.ensure()
+    assert again.cached
+    assert again.directory == pytorch_backend.directory
+    assert backend.find("cpu") == again
+    assert BuiltBackend.read(again.directory).origin == again.origin
+    leftovers = [p.name for p in again.directory.parent.iterdir() if p.name.startswith(f".build-{again.key}")]
+    assert leftovers == []  # no staging folder of this build is left beside the entries

@@ -3,20 +3,24 @@
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 import torch
 from tritonclient.grpc import model_config_pb2 as mc
 
+from tritonpt import client
 from tritonpt.backend import BuiltBackend
-from tritonpt.errors import ServerStartError
+from tritonpt.errors import ServerError, ServerStartError
 from tritonpt.repository import render_config
 from tritonpt.server import LocalServer, TritonFlags, UrlServer
+from tritonpt.server.url import parse_endpoints
 
 from ..helpers import group_members
 
@@ -160,3 +164,15 @@ def test_a_broken_repository_fails_fast_with_the_log_tail(tmp_path: Path) -> Non
     assert "Hint: a config.pbtxt does not parse" in message
     assert instance.pid is not None
     assert group_members(instance.pid) == []
+
+
+def test_an_answer_without_metrics_is_an_error_that_names_the_url(local: LocalServer) -> None:
+    """The metrics port's root answers 200 with nothing in it: that is a wrong URL, not a missing counter."""
+    local.start()
+    root = local.endpoints.metrics_url.removesuffix("/metrics") + "/"
+    wrong = replace(local.endpoints, metrics_url=root)
+    with pytest.raises(ServerError, match=rf"GET {re.escape(root)} answered 0 bytes without a single metric"):
+        client.metrics(wrong)
+    right = parse_endpoints(local.endpoints.http_url, metrics_url=root.rstrip("/")).metrics_url
+    assert right == local.endpoints.metrics_url
+    assert "nv_inference_count" in client.metrics(replace(local.endpoints, metrics_url=right))

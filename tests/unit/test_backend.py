@@ -6,7 +6,9 @@ from $TRITONPT_SOURCES (.ci/run points it at the mirror CI has), else from GitHu
 
 from __future__ import annotations
 
+import gzip
 import io
+import json
 import os
 import subprocess
 import sys
@@ -16,10 +18,12 @@ from pathlib import Path
 
 import pytest
 
-from tritonpt import backend
-from tritonpt.backend import BuiltBackend, Toolchain, Torch, toolchain
+from tritonpt import backend, fetch
+from tritonpt.backend import BuiltBackend, Toolchain, Torch, pins, toolchain
 from tritonpt.errors import BackendError
 from tritonpt.versions import VERSIONS, Source
+
+from .conftest import MakeBackend
 
 SRC = Path(__file__).resolve().parents[2] / "src"
 
@@ -56,10 +60,81 @@ def test_a_tarball_that_is_not_the_pinned_one_is_refused_with_what_it_is(tmp_pat
     with pytest.raises(BackendError) as failure:
         backend.verify(source, folder / source.tarball, where=f"in {folder}")
     message = str(failure.value)
-    assert "as the pytorch_backend source, as its sha256 is" in message
-    assert source.sha256 in message
+    assert (
+        f"as the pytorch_backend source, as its files are not those of {source.repository} {source.commit}"
+        in message
+    )
+    assert f"outside {source.top_folder}/" in message  # its top folder names the other commit
     assert f"it is an archive of commit {other}" in message
     assert f"Hint: replace it with {source.url}" in message
+
+
+def _git_archive(path: Path, top: str, files: dict[str, bytes], *, level: int) -> Path:
+    """A tarball as `git archive | gzip -<level>` writes one: a top folder, files with git's modes."""
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w", format=tarfile.PAX_FORMAT) as archive:
+        for name, data in sorted(files.items()):
+            info = tarfile.TarInfo(f"{top}/{name}")
+            info.size, info.mode = len(data), 0o775 if name.endswith(".sh") else 0o664
+            archive.addfile(info, io.BytesIO(data))
+    path.write_bytes(gzip.compress(buffer.getvalue(), compresslevel=level, mtime=0))
+    return path
+
+
+@pytest.fixture
+def pinned(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Source, dict[str, bytes]]:
+    """A source pinned as versions.toml pins one (tarball sha256, tree digest, kept manifest), in tmp_path."""
+    monkeypatch.setattr(pins, "TREES", tmp_path / "trees")
+    files = {"CMakeLists.txt": b"project(x)\n", "src/a.cc": b"int a;\n", "tools/run.sh": b"#!/bin/sh\n"}
+    commit = "a" * 40
+    first = _git_archive(tmp_path / f"x-{commit}.tar.gz", f"x-{commit}", files, level=9)
+    source = Source(
+        name="x", repository="example/x", ref="main", commit=commit, sha256=fetch.sha256(first), tree=""
+    )
+    digests = pins.write_manifests(tmp_path, (source,))
+    return replace(source, tree=digests["x"]), files
+
+
+def test_the_same_files_compressed_another_way_are_the_pinned_source(
+    tmp_path: Path, pinned: tuple[Source, dict[str, bytes]]
+) -> None:
+    """GitHub's archive of a commit holds the same files as our mirror's, not the same compressed bytes."""
+    source, files = pinned
+    other = _git_archive(tmp_path / "github.tar.gz", source.top_folder, files, level=1)
+    assert fetch.sha256(other) != source.sha256
+    backend.verify(source, other, where="downloaded")  # accepted: the files are the commit's
+
+
+def test_one_byte_changed_in_one_file_is_refused_naming_the_file(
+    tmp_path: Path, pinned: tuple[Source, dict[str, bytes]]
+) -> None:
+    source, files = pinned
+    changed = _git_archive(
+        tmp_path / "bad.tar.gz", source.top_folder, {**files, "src/a.cc": b"int b;\n"}, level=9
+    )
+    with pytest.raises(
+        BackendError,
+        match=r"its files are not those of example/x a{40}: it holds other contents in src/a\.cc\.",
+    ):
+        backend.verify(source, changed, where="downloaded")
+    fewer = _git_archive(
+        tmp_path / "fewer.tar.gz",
+        source.top_folder,
+        {k: v for k, v in files.items() if k != "tools/run.sh"},
+        level=9,
+    )
+    with pytest.raises(BackendError, match=r"it holds no tools/run\.sh\."):
+        backend.verify(source, fewer, where="downloaded")
+
+
+def test_every_pinned_source_has_its_manifest_and_the_mirror_matches_it() -> None:
+    for source in VERSIONS.backend.sources:
+        assert pins.pinned_tree(source) is not None, f"{pins.manifest_path(source)} is missing or not the pin"
+    mirror = backend.sources_folder()
+    if mirror is None:
+        pytest.skip("$TRITONPT_SOURCES is unset: the mirror's tarballs are checked against the trees there")
+    for source in VERSIONS.backend.sources:
+        assert pins.digest(pins.tree_of(mirror / source.tarball, source.top_folder)) == source.tree
 
 
 def test_a_missing_source_names_which_and_where(tmp_path: Path) -> None:
@@ -98,7 +173,7 @@ def test_torch_is_found_without_importing_it() -> None:
 
 
 def test_the_module_runs_on_the_standard_library_alone() -> None:
-    """recipes/pytorch.Dockerfile runs it with no package installed: -S leaves site-packages out."""
+    """docker/pytorch.Dockerfile runs it with no package installed: -S leaves site-packages out."""
     result = subprocess.run(
         [sys.executable, "-S", "-m", "tritonpt.backend", "--help"],
         capture_output=True,
@@ -153,21 +228,47 @@ def test_missing_python_headers_are_named(monkeypatch: pytest.MonkeyPatch, tmp_p
     assert "libpython" in str(failure.value)
 
 
-def test_the_build_is_cached_and_found(pytorch_backend: BuiltBackend) -> None:
-    assert pytorch_backend.library.is_file()
-    assert pytorch_backend.library.name == "libtriton_pytorch.so"
-    assert (pytorch_backend.commit, pytorch_backend.ref) == (
-        VERSIONS.backend.pytorch_backend.commit,
-        VERSIONS.backend.pytorch_backend.ref,
-    )
-    assert pytorch_backend.torch_version == Torch.locate().version
-    again = backend.ensure()
-    assert again.cached
-    assert again.directory == pytorch_backend.directory
-    assert backend.find("cpu") == again
-    assert BuiltBackend.read(again.directory).origin == again.origin
-    leftovers = [p.name for p in again.directory.parent.iterdir() if p.name.startswith(f".build-{again.key}")]
-    assert leftovers == []  # no staging folder of this build is left beside the entries
+def test_of_several_fitting_builds_find_names_the_one_ensure_would_use(
+    make_backend: MakeBackend, tmp_path: Path
+) -> None:
+    """Two environments with the same torch and another CMake build the same sources under two keys; which
+    one a server gets must not depend on the order the folder lists them in."""
+    torch = Torch.locate()
+    cache = tmp_path / "cache"
+    key = backend.build_key(torch, Toolchain.find("cpu"), "cpu")
+    mine = make_backend(key=key, cache=cache)
+    other = make_backend(key=key.rsplit("-", 1)[0] + "-0123456789ab", cache=cache)
+    os.utime(other.directory / backend.MANIFEST, (2e9, 2e9))  # the other one is newer
+    assert backend.find("cpu", cache=cache) == BuiltBackend.read(mine.directory)
+
+
+def test_without_the_key_ensure_would_use_find_takes_the_newest_build(
+    make_backend: MakeBackend, tmp_path: Path
+) -> None:
+    cache = tmp_path / "cache"
+    older = make_backend(key="r25.10-3281319-torchX-cpu-aaaaaaaaaaaa", cache=cache)
+    newer = make_backend(key="r25.10-3281319-torchX-cpu-bbbbbbbbbbbb", cache=cache)
+    os.utime(older.directory / backend.MANIFEST, (1e9, 1e9))
+    os.utime(newer.directory / backend.MANIFEST, (2e9, 2e9))
+    assert backend.find("cpu", cache=cache) == BuiltBackend.read(newer.directory)
+    os.utime(older.directory / backend.MANIFEST, (2e9, 2e9))  # the same age: the key decides
+    assert backend.find("cpu", cache=cache) == BuiltBackend.read(newer.directory)
+
+
+def test_a_build_for_another_torch_or_other_pins_is_not_found(
+    make_backend: MakeBackend, tmp_path: Path
+) -> None:
+    cache = tmp_path / "cache"
+    built = make_backend(key="r25.10-3281319-torchX-cpu-cccccccccccc", cache=cache)
+    manifest = json.loads((built.directory / backend.MANIFEST).read_text(encoding="utf-8"))
+    manifest["torch_git_version"] = "another"
+    (built.directory / backend.MANIFEST).write_text(json.dumps(manifest), encoding="utf-8")
+    assert backend.find("cpu", cache=cache) is None
+
+
+def test_the_unit_tier_has_a_cache_of_its_own(private_cache: Path) -> None:
+    assert backend.cache_root() == private_cache
+    assert Path.home() not in private_cache.parents
 
 
 def test_nothing_is_found_in_an_empty_cache(tmp_path: Path) -> None:
@@ -199,7 +300,7 @@ def test_a_download_that_is_not_the_pinned_tarball_is_not_kept(
 ) -> None:
     other = _tarball(tmp_path / "other.tar.gz", commit="1" * 40, top="x")
     monkeypatch.setattr(Source, "url", property(lambda self: other.as_uri()))
-    with pytest.raises(BackendError, match="sha256 is") as failure:
+    with pytest.raises(BackendError, match=rf"Cannot use {other.as_uri()} \(downloaded\)") as failure:
         backend.fetch_sources(None, cache=tmp_path / "cache")
     assert f"archive of commit {'1' * 40}" in str(failure.value)
     assert list((tmp_path / "cache" / "sources").iterdir()) == []  # neither the file nor a partial one

@@ -11,10 +11,11 @@ from pathlib import Path
 import pytest
 
 from tritonpt import image, options
-from tritonpt.backend import BuiltBackend
 from tritonpt.errors import DockerUnavailable, ImageError
 from tritonpt.testing import standin
 from tritonpt.versions import VERSIONS
+
+from .conftest import MakeBackend
 
 RECIPES = {name: image.recipe_path(name) for name in image.RECIPES}
 ALL_DOCKERFILES = {**RECIPES, "standin": standin.STANDIN_DOCKERFILE}
@@ -64,7 +65,8 @@ def test_every_recipe_arg_comes_from_versions(name: str) -> None:
     assert set(declared) <= set(available), set(declared) - set(available)
 
 
-def test_standin_args_are_the_ones_standin_passes(pytorch_backend: BuiltBackend) -> None:
+def test_standin_args_are_the_ones_standin_passes(make_backend: MakeBackend) -> None:
+    pytorch_backend = make_backend(key="standin-args")
     declared = image.declared_args(standin.STANDIN_DOCKERFILE.read_text(encoding="utf-8"))
     assert set(declared) == set(standin.triton_build_args("base:tag", pytorch_backend))
 
@@ -194,8 +196,9 @@ def test_standin_tags_follow_their_inputs() -> None:
 
 
 def test_stage_triton_context_holds_only_what_the_image_gets(
-    tmp_path: Path, pytorch_backend: BuiltBackend
+    tmp_path: Path, make_backend: MakeBackend
 ) -> None:
+    pytorch_backend = make_backend(key="standin-context")
     context = tmp_path / "context"
     digests = standin.stage_triton_context(context, pytorch_backend=pytorch_backend)
     tops = {Path(p).parts[0] for p in digests}
@@ -222,7 +225,8 @@ def test_run_settings_mount_repository_and_host_packages(tmp_path: Path) -> None
     assert "127.0.0.1::8000" in command
 
 
-def test_ngc_build_args_on_standin_are_declared_by_the_recipe(pytorch_backend: BuiltBackend) -> None:
+def test_ngc_build_args_on_standin_are_declared_by_the_recipe(make_backend: MakeBackend) -> None:
+    pytorch_backend = make_backend(key="standin-ngc")
     text = RECIPES["ngc"].read_text(encoding="utf-8")
     args = image.build_args_for(
         text, overrides=standin.ngc_build_args("tritonpt-standin:triton-x", pytorch_backend)

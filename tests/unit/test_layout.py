@@ -18,6 +18,7 @@ ROOT = PACKAGE.parents[1]
 LAYERS = (
     "errors",
     "scratch",
+    "fetch",
     "versions",
     "options",
     "dtypes",
@@ -31,6 +32,7 @@ LAYERS = (
     "export",
     "image",
     "client",
+    "perf_analyzer",
     "server",
     "checks",
     "report",
@@ -171,7 +173,7 @@ def test_invoke_list_loads_no_torch() -> None:
 
 
 def test_the_backend_stage_copies_every_module_the_backend_build_imports() -> None:
-    """recipes/pytorch.Dockerfile's backend stage runs ``python -m tritonpt.backend`` from a copy of the
+    """docker/pytorch.Dockerfile's backend stage runs ``python -m tritonpt.backend`` from a copy of the
     modules image.BACKEND_MODULES names (with the backend package): whatever it imports must be among them."""
     from tritonpt import image  # noqa: PLC0415
 
@@ -186,3 +188,16 @@ def test_the_backend_stage_copies_every_module_the_backend_build_imports() -> No
     copied = {f"tritonpt.{Path(name).stem}" for name in image.BACKEND_MODULES if name.endswith(".py")}
     outside = {m for m in needed if _stage(m) != image.BACKEND_PACKAGE and m != "tritonpt"}
     assert outside <= copied, sorted(outside - copied)
+
+
+def test_the_recipes_live_in_docker_at_the_top_and_nowhere_else() -> None:
+    """The design card's layout: docker/ beside noxfile.py and tasks.py holds the recipes; the wheel maps it into
+    the package (pyproject.toml), so there is no second copy in the source tree."""
+    from tritonpt import image  # noqa: PLC0415
+
+    assert image.RECIPES_DIR == ROOT / "docker"
+    for recipe in image.RECIPES:
+        assert image.recipe_path(recipe) == ROOT / "docker" / f"{recipe}.Dockerfile"
+    copies = [p for p in PACKAGE.rglob("*.Dockerfile") if p.stem in image.RECIPES]
+    assert copies == []
+    assert '"docker" = "tritonpt/recipes"' in (ROOT / "pyproject.toml").read_text(encoding="utf-8")

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tritonpt import server
+from tritonpt import client, server
 from tritonpt.errors import ServerError, ServerStartError
 from tritonpt.server import LocalServer, TritonFlags, TritonInstall, UrlServer
 from tritonpt.server.base import Endpoints, ModelState, hint_for, worth_reading
@@ -130,6 +130,27 @@ def test_free_ports_are_distinct_and_bindable() -> None:
     ports = free_ports(3)
     assert len(set(ports)) == 3
     assert all(1024 <= port <= 65535 for port in ports)
+
+
+@pytest.mark.parametrize(
+    "given",
+    [
+        "http://triton.local:9002",
+        "http://triton.local:9002/",
+        "http://triton.local:9002/metrics",
+        "triton.local:9002",
+    ],
+)
+def test_a_metrics_url_names_the_port_or_the_path(given: str) -> None:
+    """Issue 14: `--metrics-url http://host:8002`, in the same form as `--url http://host:8000`, failed every
+    metrics check (Triton answers `/` on that port with an empty 200)."""
+    assert parse_endpoints("http://triton.local:8000", metrics_url=given).metrics_url == (
+        "http://triton.local:9002/metrics"
+    )
+
+
+def test_a_metrics_url_with_another_path_is_kept() -> None:
+    assert client.metrics_url("http://proxy.local/triton/metrics") == "http://proxy.local/triton/metrics"
 
 
 def test_endpoints_from_a_url() -> None:

@@ -14,7 +14,7 @@ torch build, the compiler, the CUDA toolkit for the GPU variant, CMake and the d
 ``c++ --version`` and a ``cmake --version`` (the key names both); a build never leaves a half-built entry (it is staged and renamed, and the staging folder is
 removed whatever happens).
 
-The same code builds the backend inside recipes/pytorch.Dockerfile (``python3 -m tritonpt.backend``), so this
+The same code builds the backend inside docker/pytorch.Dockerfile (``python3 -m tritonpt.backend``), so this
 package imports only the standard library and :mod:`tritonpt.versions` / :mod:`tritonpt.errors`; it finds torch
 without importing it. Its modules, in the order they import each other: ``layout`` (choices, files, the CMake
 definition), ``toolchain`` (torch, compilers, CMake, nvcc), ``cache`` (what was built, its key, finding it),

@@ -8,11 +8,13 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from tritonpt.backend import pins
 from tritonpt.backend.build import ensure
 from tritonpt.backend.layout import CACHE_ENV, CHOICES, LIBRARY, MANIFEST, SOURCES_ENV, _quiet
 from tritonpt.errors import BackendError
+from tritonpt.versions import VERSIONS
 
-# --- Command line (also run inside recipes/pytorch.Dockerfile) -----------------------------------------------
+# --- Command line (also run inside docker/pytorch.Dockerfile) -----------------------------------------------
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -34,7 +36,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--copy-to", type=Path, help="then copy the pytorch/ folder into this backends folder"
     )
     parser.add_argument("--quiet", action="store_true", help="print only the build folder")
+    parser.add_argument(
+        "--pin-trees",
+        type=Path,
+        metavar="DIR",
+        help="maintainers: write the file manifests of the pinned tarballs in DIR and print their tree digests",
+    )
     options = parser.parse_args(argv)
+    if options.pin_trees is not None:
+        try:
+            for name, tree in pins.write_manifests(options.pin_trees, VERSIONS.backend.sources).items():
+                print(f'{name}: tree = "{tree}"')
+        except BackendError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 1
+        return 0
 
     def echo(line: str) -> None:
         print(line, file=sys.stderr, flush=True)

@@ -127,7 +127,16 @@ def build_key(
 def find(
     variant: Variant | None = None, *, torch: Torch | None = None, cache: Path | None = None
 ) -> BuiltBackend | None:
-    """The newest cached build for this torch and today's pins, or None; no compiler is asked.
+    """The cached build that :func:`tritonpt.backend.ensure` would use for this torch and today's pins, or None.
+
+    Several entries can fit: two environments with the same torch but another compiler or CMake build the same
+    sources under two keys. The answer is defined, whatever order the folder lists them in:
+
+    1. the entry whose key is the one ``ensure()`` computes here (this compiler and CMake, asked for their
+       versions as ``ensure()`` asks them);
+    2. where that entry is missing, or no compiler or CMake can be found here, the newest-built of the entries
+       that fit (their ``build.json``'s modification time, then the key, so two of the same age still give one
+       answer).
 
     ``variant`` None: the GPU variant where an NVIDIA driver is loaded and a GPU build exists, else the CPU one.
     """
@@ -147,7 +156,20 @@ def find(
         (variant,) if variant else (("gpu", "cpu") if NVIDIA_DEVICE.exists() else ("cpu",))
     )
     for kind in wanted:
-        builds = sorted((b for b in found if b.variant == kind), key=lambda b: b.library.stat().st_mtime)
-        if builds:
-            return builds[-1]
+        fitting = [b for b in found if b.variant == kind]
+        if not fitting:
+            continue
+        key = _key_here(torch, kind)
+        keyed = [b for b in fitting if b.key == key]
+        if keyed:
+            return keyed[0]
+        return max(fitting, key=lambda b: ((b.directory / MANIFEST).stat().st_mtime, b.key))
     return None
+
+
+def _key_here(torch: Torch, variant: Variant) -> str | None:
+    """The key ``ensure()`` would build under in this environment; None where it has no compiler or CMake."""
+    try:
+        return build_key(torch, Toolchain.find(variant), variant)
+    except BackendError:
+        return None

@@ -21,9 +21,8 @@ CACHE_ENV = "TRITONPT_CACHE"
 CUDA_HOME = Path("/usr/local/cuda")
 NVIDIA_DEVICE = Path("/dev/nvidiactl")
 """Present on a host whose NVIDIA driver is loaded."""
-DOWNLOAD_TIMEOUT_S = 60.0
 
-# The one CMake definition of the backend, for `invoke build-backend` and recipes/pytorch.Dockerfile alike
+# The one CMake definition of the backend, for `invoke build-backend` and docker/pytorch.Dockerfile alike
 # (paths are added by configure_command). TorchVision is off: the torch wheel has no libtorchvision.so
 # (linking fails with `cannot find -ltorchvision`, pytorch_backend issues #3010, #3058); TorchTRT needs TensorRT. NVSHMEM follows the variant (only CUDA torch has it).
 DEFINITION: Mapping[str, str] = {

@@ -1,19 +1,17 @@
-"""The pinned sources: a folder of git-archive tarballs or GitHub at the pinned commits; every sha256 checked."""
+"""The pinned sources: a folder of git-archive tarballs or GitHub at the pinned commits; every one checked
+against its pins (the tarball's sha256, else the digest of its files: :mod:`tritonpt.backend.pins`)."""
 
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import os
-import shutil
 import tarfile
-import tempfile
-import urllib.error
-import urllib.request
 from collections.abc import Mapping
 from pathlib import Path
 
-from tritonpt.backend.layout import DOWNLOAD_TIMEOUT_S, SOURCES_ENV, Step, _quiet, cache_root
+from tritonpt import fetch
+from tritonpt.backend import pins
+from tritonpt.backend.layout import SOURCES_ENV, Step, _quiet, cache_root
 from tritonpt.errors import HINT, BackendError
 from tritonpt.versions import VERSIONS, Backend, Source
 
@@ -28,11 +26,6 @@ def sources_folder(explicit: Path | str | None = None) -> Path | None:
     return Path(env) if env else None
 
 
-def _sha256(path: Path) -> str:
-    with path.open("rb") as handle:
-        return hashlib.file_digest(handle, "sha256").hexdigest()
-
-
 def _archived_commit(path: Path) -> str:
     """The commit ``git archive`` recorded in the tarball's pax header, or "" when there is none."""
     with contextlib.suppress(tarfile.TarError, OSError), tarfile.open(path) as archive:
@@ -40,17 +33,38 @@ def _archived_commit(path: Path) -> str:
     return ""
 
 
-def verify(source: Source, path: Path, *, where: str) -> None:
-    """Raise ``BackendError`` unless ``path`` is the pinned tarball of ``source`` (sha256)."""
-    digest = _sha256(path)
-    if digest == source.sha256:
+def verify(source: Source, path: Path, *, where: str, shown: str | None = None) -> None:
+    """Raise ``BackendError`` unless ``path`` holds the files of the pinned commit of ``source``.
+
+    The tarball's sha256 is the fast path (our mirror's bytes); any other compression of the same files (GitHub's
+    archive, another gzip level) is accepted by the digest of its unpacked files (:mod:`tritonpt.backend.pins`).
+    A refusal names the files that differ, and the file as ``shown`` (a download's URL, not its partial file).
+    """
+    if fetch.sha256(path) == source.sha256:
         return
+    try:
+        found = pins.tree_of(path, source.top_folder)
+    except BackendError as exc:
+        reason = (
+            str(exc).removeprefix(f"Cannot use {path}: ").removeprefix(f"Cannot read {path} as ").rstrip(".")
+        )
+        detail = f"it is not a git archive of it ({reason})"
+    else:
+        if pins.digest(found) == source.tree:
+            return
+        pinned = pins.pinned_tree(source)
+        detail = (
+            f"it holds {pins.differences(found, pinned)}"
+            if pinned is not None
+            else f"the digest of its files is {pins.digest(found)}, not the pinned {source.tree}"
+        )
     commit = _archived_commit(path)
-    what = f"it is an archive of commit {commit}" if commit else "it is not a git archive tarball"
+    what = f"; it is an archive of commit {commit}" if commit and commit != source.commit else ""
     msg = (
-        f"Cannot use {path} ({where}) as the {source.name} source, as its sha256 is {digest}, not the pinned "
-        f"{source.sha256} ({source.repository} {source.commit}); {what}.\n"
-        f"{HINT} replace it with {source.url}, or fix the pin in versions.toml [backend] if the commit changed on purpose."
+        f"Cannot use {shown or path} ({where}) as the {source.name} source, as its files are not those of "
+        f"{source.repository} {source.commit}: {detail}{what}.\n"
+        f"{HINT} replace it with {source.url}, or fix the pin in versions.toml [backend] if the commit changed on "
+        "purpose (`python -m tritonpt.backend --pin-trees DIR` prints the digests)."
     )
     raise BackendError(msg)
 
@@ -96,26 +110,15 @@ def fetch_sources(
 
 
 def _download(source: Source, target: Path) -> None:
-    handle, name = tempfile.mkstemp(prefix=f".{source.tarball}.", dir=target.parent)
-    partial = Path(name)
-    try:
-        url = source.url  # https://github.com/..., built from the pins
-        with os.fdopen(handle, "wb") as out:
-            response = urllib.request.urlopen(url, timeout=DOWNLOAD_TIMEOUT_S)  # noqa: S310
-            with response:
-                shutil.copyfileobj(response, out)
-        verify(source, partial, where=f"downloaded from {source.url}")
-        partial.replace(target)
-    except (urllib.error.URLError, OSError) as exc:
-        reason = getattr(exc, "reason", None) or exc
-        msg = (
-            f"Cannot download the {source.name} source from {source.url}, as {reason}.\n"
-            f"{HINT} without GitHub, give a folder of the tarballs with --sources DIR or ${SOURCES_ENV} "
-            f"(files named <name>-<commit>.tar.gz, e.g. {source.tarball})."
-        )
-        raise BackendError(msg) from exc
-    finally:
-        partial.unlink(missing_ok=True)
+    fetch.download(
+        source.url,  # https://github.com/..., built from the pins
+        target,
+        check=lambda partial: verify(source, partial, where="downloaded", shown=source.url),
+        what=f"the {source.name} source",
+        offline=f"without GitHub, give a folder of the tarballs with --sources DIR or ${SOURCES_ENV} (files named "
+        f"<name>-<commit>.tar.gz, e.g. {source.tarball}).",
+        error=BackendError,
+    )
 
 
 def _unpack(tarballs: Mapping[str, Path], into: Path, step: Step) -> dict[str, Path]:

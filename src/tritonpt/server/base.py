@@ -7,7 +7,8 @@
 
 ``start()`` is one template for every runner: refuse a second start, launch, wait until ready, record the
 time it took, and stop on any failure. A runner supplies only ``_launch()`` (bring it up, set the endpoints),
-``_terminate()`` (bring it down) and ``_exit_state()`` (has what runs it died, and how). Its life is one
+``_terminate()`` (bring it down), ``_exit_state()`` (has what runs it died, and how) and, where a graceful
+stop can hang, ``_kill()`` (bring it down at once, for :meth:`Server.kill`). Its life is one
 :class:`State`. Everything asked of the server goes through :mod:`tritonpt.client`, so it behaves the same
 whoever runs it.
 
@@ -261,6 +262,16 @@ class Server(abc.ABC):
         finally:
             self.state = State.STOPPED
 
+    def kill(self) -> None:
+        """End what runs the server now, without asking it to stop (SIGKILL): for a server that stopped
+        answering (SIGSTOP, a deadlock), which would sit out every graceful stop. Safe to call twice."""
+        if self.state in (State.NEW, State.STOPPED):
+            return
+        try:
+            self._kill()
+        finally:
+            self.state = State.STOPPED
+
     def reap_later(self) -> None:
         """Leave behind what removes this server once that is possible, when ``stop()`` could not finish (a
         container whose engine went away); nothing for runners whose ``stop()`` cannot be held up."""
@@ -279,6 +290,10 @@ class Server(abc.ABC):
     @abc.abstractmethod
     def _terminate(self) -> None:
         """Bring down what ``_launch`` brought up, even halfway; called once per start."""
+
+    def _kill(self) -> None:
+        """Bring down what ``_launch`` brought up at once; by default as ``_terminate`` does."""
+        self._terminate()
 
     @abc.abstractmethod
     def _exit_state(self) -> str | None:
@@ -491,8 +506,9 @@ class Server(abc.ABC):
         lines.append(f"{HINT} {hint}")
         return ModelLoadError("\n".join(lines), reasons)
 
-    def failure(self, headline: str) -> str:
-        """A failure message: the headline, the last telling log lines and a Hint: sentence."""
+    def failure(self, headline: str, *, hint: str | None = None) -> str:
+        """A failure message: the headline, the last telling log lines and a Hint: sentence (``hint``, else one
+        chosen from what the runner knows and what the log says)."""
         tail = worth_reading(self.log_tail(400).splitlines())[-TAIL_LINES:]
         parts = [headline.rstrip(".") + "."]
         if tail:
@@ -501,7 +517,7 @@ class Server(abc.ABC):
             parts.extend(f"    {line}" for line in tail)
         else:
             parts.append("No server log is available here.")
-        hint = self._verdict_hint() or hint_for(chr(10).join(tail)) or self._default_hint()
+        hint = hint or self._verdict_hint() or hint_for(chr(10).join(tail)) or self._default_hint()
         parts.append(f"{HINT} {hint}")
         return "\n".join(parts)
 

@@ -80,7 +80,7 @@ TOOLKIT_HINT = (
 RYUK_DISABLED_ENV = "TESTCONTAINERS_RYUK_DISABLED"
 ROOT_USERS = frozenset({"", "0", "root"})
 NGC_USER = (1000, 1000)
-"""triton-server in NGC images and in recipes/ngc.Dockerfile; assumed for a user given by name."""
+"""triton-server in NGC images and in docker/ngc.Dockerfile; assumed for a user given by name."""
 SHOWN_PATHS = 5
 SIGNAL_EXIT = 128
 """Docker's exit code for a process ended by signal N is 128 + N (137: SIGKILL, 143: SIGTERM)."""
@@ -677,6 +677,18 @@ class ContainerServer(Server):
             grpc_port=container.get_exposed_port(GRPC_PORT),
             metrics_port=container.get_exposed_port(METRICS_PORT),
         )
+
+    def _kill(self) -> None:
+        """``docker kill`` (SIGKILL; a paused container is unpaused first, as the engine asks), then what
+        ``_terminate`` does: the whole log to ``log_path`` and the container removed."""
+        if self._client is not None and self._id is not None:
+            docker = image.docker_module()
+            with contextlib.suppress(*engine_errors()):
+                if self._client.api.inspect_container(self._id)["State"].get("Paused"):
+                    self._client.api.unpause(self._id)
+                with contextlib.suppress(docker.errors.APIError):  # it ended meanwhile
+                    self._client.api.kill(self._id)
+        self._terminate()
 
     def _terminate(self) -> None:
         """SIGTERM Triton (``stop_timeout`` s, then SIGKILL), write the whole log to ``log_path``, remove it."""

@@ -6,7 +6,8 @@
                              otherwise the official backend that `invoke build-backend` built for this torch
                              (tritonpt.backend): one mechanism, no fallback that serves something else
     TritonFlags              the tritonserver command line, one field per flag we render
-    LocalServer              the process: own process group, log to a file, SIGTERM -> wait -> SIGKILL
+    LocalServer              the process: own process group, log to a file, SIGTERM -> wait -> SIGKILL; it gets
+                             SIGKILL when what started it ends (a parent-death signal), however that ends
 
 A built backend runs the environment's own libtorch: ``torch/lib`` goes on the child's ``LD_LIBRARY_PATH``,
 beside the wheel's ``nvidia_pytriton.libs``. The backend links ``libtritonserver.so``, which the wheel names
@@ -17,14 +18,16 @@ cache, ``server-libs/``). All of it is set for the child process only.
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import os
 import shutil
 import signal
 import socket
 import subprocess
+import threading
 import time
 import weakref
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import ClassVar, Literal
@@ -340,6 +343,7 @@ class LocalServer(Server):
                 stderr=subprocess.STDOUT,
                 env=self._environment(),
                 start_new_session=True,  # its own process group: Ctrl-C goes to us, and we end the group
+                preexec_fn=_dies_with(os.getpid()) if _main_thread() else None,  # noqa: PLW1509 - prctl only
             )
         self._finalizer = weakref.finalize(self, _kill_group, self._process.pid)
 
@@ -362,6 +366,17 @@ class LocalServer(Server):
             if self._finalizer is not None:
                 self._finalizer.detach()
 
+    def _kill(self) -> None:
+        """SIGKILL the whole process group now (a stopped or deadlocked server ignores SIGTERM)."""
+        process = self._process
+        if process is None:
+            return
+        _kill_group(process.pid)
+        process.wait()
+        _wait_group_gone(process.pid, GROUP_EXIT_TIMEOUT_S)
+        if self._finalizer is not None:
+            self._finalizer.detach()
+
     def _environment(self) -> dict[str, str]:
         """The child's environment: the wheel's libraries and, for a built backend, this torch's libraries."""
         env = dict(os.environ)
@@ -374,6 +389,32 @@ class LocalServer(Server):
         if folders:
             env["LD_LIBRARY_PATH"] = os.pathsep.join([*folders, *filter(None, [env.get("LD_LIBRARY_PATH")])])
         return env
+
+
+PR_SET_PDEATHSIG = 1
+"""prctl(2): the signal a process gets when its parent ends."""
+
+
+def _main_thread() -> bool:
+    return threading.current_thread() is threading.main_thread()
+
+
+def _dies_with(parent: int) -> Callable[[], None]:
+    """For the forked child, before it execs tritonserver: SIGKILL when ``parent`` ends, however it ends
+    (SIGKILLed, or crashed), so that no server outlives what started it. PyTriton does the same.
+
+    Linux ties the signal to the *thread* that forked, so it is set only for a server started from the main
+    thread (which lives as long as the process); one started from another thread is stopped by its owner and by
+    the finalizer. A parent that ended before the signal was set is noticed by ``getppid``.
+    """
+
+    def arm() -> None:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        if os.getppid() != parent:
+            os.kill(os.getpid(), signal.SIGKILL)
+
+    return arm
 
 
 def _wait_group_gone(pgid: int, timeout: float) -> None:

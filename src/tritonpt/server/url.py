@@ -12,7 +12,8 @@ from tritonpt.server.base import Server, ServerKind
 
 
 def parse_endpoints(url: str, *, grpc: str | None = None, metrics_url: str | None = None) -> Endpoints:
-    """Endpoints from an HTTP URL (``http://host[:8000]``); gRPC and metrics default to 8001 and 8002 there."""
+    """Endpoints from an HTTP URL (``http://host[:8000]``); gRPC and metrics default to 8001 and 8002 there.
+    ``metrics_url`` may name the port alone (``http://host:8002``) or the path (``http://host:8002/metrics``)."""
     parsed = urllib.parse.urlsplit(url if "://" in url else f"http://{url}")
     if parsed.scheme != "http" or not parsed.hostname:
         msg = (
@@ -26,7 +27,7 @@ def parse_endpoints(url: str, *, grpc: str | None = None, metrics_url: str | Non
     return Endpoints(
         http=host_port(host, parsed.port or HTTP_PORT),
         grpc=grpc or host_port(host, GRPC_PORT),
-        metrics_url=metrics_url or f"http://{host_port(host, METRICS_PORT)}/metrics",
+        metrics_url=client.metrics_url(metrics_url or host_port(host, METRICS_PORT)),
     )
 
 

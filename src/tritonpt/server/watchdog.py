@@ -4,17 +4,24 @@
         run_the_matrix()                      #   what runs the server says it ended (a process, a container)
                                               #   or it stopped answering /v2/health/live (an engine that went away)
 
-``on_death`` gets one paragraph (what died, how, the last log lines and a ``Hint:``) and is called once, from
-the watchdog's thread: requests in flight on other threads are not waited for, so it is the caller's to end the
-run (the integration harness writes its reports and exits).
+``on_death`` gets an :class:`Ending`: one paragraph (what died or stopped answering, how, the last log lines and
+a ``Hint:``) and whether the server hung rather than died. It is called once, from the watchdog's thread:
+requests in flight on other threads are not waited for, so it is the caller's to end the run, which
+:func:`end_now` does the same way for every run (the integration matrix, the soak): the reports written, the
+paragraph said once, the server stopped (a hung one SIGKILLed, with its process group or its container), exit 1.
 """
 
 from __future__ import annotations
 
+import contextlib
+import os
+import sys
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from types import TracebackType
+from typing import NoReturn
 
 from tritonpt import client
 from tritonpt.server.base import Server
@@ -24,15 +31,63 @@ PROBE_TIMEOUT_S = 1.0
 MISSES = 5
 """Probes in a row without an answer before a server that its runner still calls alive counts as gone
 (at most about 7.5 s); a runner's own verdict (the process exited) counts at once."""
+STOP_WAIT_S = 5.0
+"""How long an ending run gives the server's runner to clean up (a container to remove). Right after a container
+was killed the engine answers slowly: up to 3.2 s to stop, check and remove it on our 2-core machine."""
+HUNG = "stopped answering"
+HUNG_HINT = (
+    "what runs the server still runs, but Triton answers nothing: it was stopped (SIGSTOP, `kill -STOP`, a "
+    "debugger, `docker pause`) or is deadlocked. It is killed now (SIGKILL, with its process group or its "
+    "container), so that it does not hold its ports and GPU after this run. To see where a deadlocked server "
+    "waits, run it again and `gdb -p PID -batch -ex 'thread apply all bt'` once it hangs."
+)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Ending:
+    """How a watched server ended: the paragraph to say, and whether it hung (its runner says it runs, but it
+    no longer answers) rather than died."""
+
+    paragraph: str
+    hung: bool
+
+    @property
+    def headline(self) -> str:
+        return "stopped answering" if self.hung else "died"
+
+
+def end_now(server: Server, ending: Ending, *, what: str, write_reports: Callable[[], str]) -> NoReturn:
+    """End a run whose server died or hung: reports first (``write_reports`` returns where they went), the
+    paragraph once on stderr, then the server stopped within :data:`STOP_WAIT_S` and the process gone (exit 1).
+
+    A hung server is SIGKILLed at once (:meth:`Server.kill`: its process group, or ``docker kill`` and the
+    container removed): a graceful stop would wait on a process that cannot answer, and it must not outlive the
+    run, holding its ports and its GPU. Requests in flight are abandoned (``os._exit``): nobody waits out a
+    client timeout, and no client library gets to print a traceback.
+    """
+    reports = "?"
+    with contextlib.suppress(Exception):  # the reports are written if they can be; the exit comes anyway
+        reports = write_reports()
+    sys.stderr.write(
+        f"\nThe {what} was aborted, as the Triton server {ending.headline}.\n{ending.paragraph}\n"
+    )
+    sys.stderr.write(f"Reports: {reports}\n")
+    sys.stderr.flush()
+    cleanup = threading.Thread(target=server.kill if ending.hung else server.stop, daemon=True)
+    cleanup.start()
+    cleanup.join(timeout=STOP_WAIT_S)
+    if cleanup.is_alive():  # held up (an engine that is stopping): what runs the server is removed later
+        server.reap_later()
+    os._exit(1)
 
 
 class Watchdog:
-    """Watch ``server`` from a daemon thread; call ``on_death(paragraph)`` once if it dies."""
+    """Watch ``server`` from a daemon thread; call ``on_death(ending)`` once if it dies or hangs."""
 
     def __init__(
         self,
         server: Server,
-        on_death: Callable[[str], None],
+        on_death: Callable[[Ending], None],
         *,
         interval: float = INTERVAL_S,
         misses: int = MISSES,
@@ -88,7 +143,7 @@ class Watchdog:
             answered = False
         missed = 0 if answered else missed + 1
         if missed >= self.misses:
-            return f"stopped answering /v2/health/live ({missed} probes in a row)", missed
+            return f"{HUNG} /v2/health/live ({missed} probes in a row)", missed
         return None, missed
 
     def _watch(self) -> None:
@@ -97,7 +152,10 @@ class Watchdog:
             ended, missed = self.verdict(missed)
             if ended is not None and not self._stop.is_set():
                 noticed = time.strftime("%H:%M:%S")
-                self.on_death(
-                    self.server.failure(f"{self.server.describe()} {ended} {self.what} (noticed {noticed})")
+                hung = ended.startswith(HUNG)
+                paragraph = self.server.failure(
+                    f"{self.server.describe()} {ended} {self.what} (noticed {noticed})",
+                    hint=HUNG_HINT if hung else None,
                 )
+                self.on_death(Ending(paragraph=paragraph, hung=hung))
                 return

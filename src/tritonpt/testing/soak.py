@@ -35,7 +35,6 @@ it keeps the soak from rotting.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import os
 import random
@@ -50,11 +49,11 @@ from typing import Any
 
 import torch
 
-from tritonpt import checks, client, reference, repository
+from tritonpt import checks, client, reference, repository, scratch
 from tritonpt.client import PROTOCOLS, Array, Connection, Endpoints, Protocol
 from tritonpt.errors import HINT, TritonPtError
 from tritonpt.server import LocalServer, TritonFlags
-from tritonpt.server.watchdog import Watchdog
+from tritonpt.server.watchdog import Ending, Watchdog, end_now
 from tritonpt.testing.parts import PARTS, count_tracebacks, write_part
 from tritonpt.validate import validate_repository
 
@@ -67,8 +66,6 @@ RSS_BOUND_MB = 256.0
 """Growth of the server's RSS from the start (after the warm-up) to the end that fails the soak (see above)."""
 PROGRESS_S = 10.0
 """How often a progress line goes to stderr."""
-STOP_WAIT_S = 3.0
-"""How long a soak whose server died gives the runner to clean up before it exits."""
 SHOWN_FAILURES = 10
 """Failed or mismatched requests named in the report (all are counted)."""
 COUNTERS = ("nv_inference_request_success", "nv_inference_count")
@@ -536,23 +533,17 @@ def soak(
         runner = Runner(server.endpoints, {m.name: m for m in models}, concurrency=concurrency, stop=stop)
         soaking = threading.Event()
 
-        def abort(paragraph: str) -> None:
-            """The server died: the reports say so, the paragraph is said once, and the run ends now."""
+        def abort(ending: Ending) -> None:
+            """The server died or hung: end the soak now, its reports saying so (watchdog.end_now)."""
             stop.set()
-            report.aborted = paragraph
-            with contextlib.suppress(
-                Exception
-            ):  # the reports are written if they can be; the exit comes anyway
+            report.aborted = ending.paragraph
+
+            def write() -> str:
                 _tally(report, list(runner.outcomes), soaked=soaking.is_set())
                 report.write(reports, parts)
-            sys.stderr.write(
-                f"\nThe soak was aborted, as the Triton server died.\n{paragraph}\nReports: {reports}\n"
-            )
-            sys.stderr.flush()
-            cleanup = threading.Thread(target=server.stop, daemon=True)
-            cleanup.start()
-            cleanup.join(timeout=STOP_WAIT_S)
-            os._exit(1)  # requests in flight are abandoned: nobody waits out a client timeout
+                return str(reports)
+
+            end_now(server, ending, what="soak", write_reports=write)
 
         with Watchdog(server, abort, what="during the soak"):
             before = _counters(server.endpoints, models)
@@ -631,23 +622,24 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(line, file=sys.stderr, flush=True)
 
     try:
-        report = soak(
-            options.repository,
-            requests=requests,
-            concurrency=options.concurrency,
-            smoke=options.smoke,
-            reports=options.reports,
-            parts=options.parts,
-            seed=options.seed,
-            say=say,
-        )
+        with scratch.stop_signals_interrupt():
+            report = soak(
+                options.repository,
+                requests=requests,
+                concurrency=options.concurrency,
+                smoke=options.smoke,
+                reports=options.reports,
+                parts=options.parts,
+                seed=options.seed,
+                say=say,
+            )
         written = report.write(options.reports, options.parts)
     except TritonPtError as exc:
         say(f"error: {exc}")
         return 1
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as interrupt:
         say("soak: interrupted; the server was stopped and no report was written")
-        return 130
+        return scratch.exit_code(interrupt)
     print(report.to_markdown())
     say("written: " + ", ".join(str(p) for p in written))
     for problem in report.problems():

@@ -1,4 +1,4 @@
-# Offline stand-in for pytorch/pytorch:<torch>-cuda<cuda>-cudnn9-devel, the base of recipes/pytorch.Dockerfile's
+# Offline stand-in for pytorch/pytorch:<torch>-cuda<cuda>-cudnn9-devel, the base of docker/pytorch.Dockerfile's
 # backend stage, so that CI runs that stage's own build step on a machine that cannot pull any image.
 #
 # Built by `python -m tritonpt.testing.standin --pytorch-devel` (src/tritonpt/standin.py), never by hand: the context holds

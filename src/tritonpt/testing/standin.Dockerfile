@@ -1,5 +1,5 @@
 # Offline stand-in for nvcr.io/nvidia/tritonserver:<release>-pyt-python-py3, so that CI can build and run the
-# project's real recipe (recipes/ngc.Dockerfile) on a machine that cannot pull any image.
+# project's real recipe (docker/ngc.Dockerfile) on a machine that cannot pull any image.
 #
 # Built by `python -m tritonpt.testing.standin` (src/tritonpt/standin.py), never by hand: it assembles the build context
 # (never the repository) from the nvidia-pytriton wheel and the backend tritonpt.backend built, and passes every

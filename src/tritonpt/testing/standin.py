@@ -3,9 +3,9 @@
     debootstrap Debian bookworm -> docker import          (the base:   tritonpt-standin:base-bookworm-<hash>)
       -> testing/standin.Dockerfile + the pytriton server  (the Triton: tritonpt-standin:triton-2.51.0-<hash>)
          + the official libtriton_pytorch.so that tritonpt.backend built for the host's torch
-      -> recipes/ngc.Dockerfile built FROM the stand-in     (what CI tests: tritonpt-standin:ngc-<hash>)
+      -> docker/ngc.Dockerfile built FROM the stand-in     (what CI tests: tritonpt-standin:ngc-<hash>)
     base -> testing/standin-pytorch.Dockerfile + host torch  (tritonpt-standin:pytorch-devel-<torch>-<hash>, the
-                                                          base on which CI builds recipes/pytorch.Dockerfile's
+                                                          base on which CI builds docker/pytorch.Dockerfile's
                                                           backend stage)
 
 Nothing is pulled: the base comes from the Debian mirror apt already uses (``/etc/apt/sources.list.d/``), the
@@ -60,7 +60,7 @@ STANDIN_DOCKERFILE = HERE / "standin.Dockerfile"
 STANDIN_ENTRYPOINT = HERE / "standin-entrypoint.sh"
 PYTORCH_DEVEL_DOCKERFILE = HERE / "standin-pytorch.Dockerfile"
 BACKEND_STAGE_TAG = f"{REPOSITORY}:pytorch-backend-stage"
-"""recipes/pytorch.Dockerfile's backend stage as CI builds it on the devel stand-in."""
+"""docker/pytorch.Dockerfile's backend stage as CI builds it on the devel stand-in."""
 
 CONTAINER_SITE_PACKAGES = "/opt/tritonpt/site-packages"
 """Where the host's site-packages goes; the stand-in's LD_LIBRARY_PATH names its torch/lib."""
@@ -194,7 +194,7 @@ def run_settings(repository: Path, *, site_packages: Path | None = None) -> RunS
 
 
 def ngc_build_args(triton_tag: str, built: BuiltBackend) -> dict[str, str]:
-    """Overrides for building recipes/ngc.Dockerfile on the stand-in, with labels that tell the truth about it."""
+    """Overrides for building docker/ngc.Dockerfile on the stand-in, with labels that tell the truth about it."""
     return {
         "TRITON_IMAGE": triton_tag,
         "TRITON_NGC": VERSIONS.embedded.ngc,
@@ -404,10 +404,10 @@ def build_ngc_on(
     no_cache: bool = False,
     on_line: image.OnLine | None = None,
 ) -> StandinImage:
-    """The project's recipes/ngc.Dockerfile built FROM the Triton stand-in (what CI runs and tests)."""
+    """The project's docker/ngc.Dockerfile built FROM the Triton stand-in (what CI runs and tests)."""
     recipe = image.recipe_path("ngc").read_text(encoding="utf-8")
     overrides = ngc_build_args(triton, pytorch_backend)
-    args = image.build_args_for(recipe, overrides=overrides, source="recipes/ngc.Dockerfile")
+    args = image.build_args_for(recipe, overrides=overrides, source="docker/ngc.Dockerfile")
     tag = f"{REPOSITORY}:ngc-{_digest({'recipe': recipe, 'args': args})}"
     if not force and not no_cache and _existing(client, tag) is not None:
         return _result(client, "ngc", tag, cached=True, seconds=0.0)
@@ -433,7 +433,7 @@ def build_all(
     workdir: Path | None = None,
     on_line: image.OnLine | None = None,
 ) -> list[StandinImage]:
-    """Base, Triton stand-in and (with ``recipe``) recipes/ngc.Dockerfile on top, each skipped when cached.
+    """Base, Triton stand-in and (with ``recipe``) docker/ngc.Dockerfile on top, each skipped when cached.
 
     The pytorch backend is :func:`tritonpt.backend.ensure`'s CPU build for this torch (built if not cached).
     """
@@ -490,7 +490,7 @@ def build_pytorch_backend_stage(
     sources: Path | None = None,
     on_line: image.OnLine | None = None,
 ) -> image.BuiltImage:
-    """recipes/pytorch.Dockerfile's ``backend`` stage (CPU variant) built FROM the devel stand-in, as CI runs it."""
+    """docker/pytorch.Dockerfile's ``backend`` stage (CPU variant) built FROM the devel stand-in, as CI runs it."""
     return image.build_image(
         recipe="pytorch",
         tag=BACKEND_STAGE_TAG,
@@ -528,7 +528,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         description=(
             "Build, without any registry, a Debian bookworm base (debootstrap + docker import), a Triton "
             f"stand-in on it (server {VERSIONS.embedded.server} from nvidia-pytriton {VERSIONS.embedded.pytriton} "
-            "and the official libtriton_pytorch.so built for this torch) and recipes/ngc.Dockerfile built on that. "
+            "and the official libtriton_pytorch.so built for this torch) and docker/ngc.Dockerfile built on that. "
             "Images already built from the same inputs are reused. Needs root and a Docker engine."
         ),
         epilog=(
@@ -545,7 +545,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         help=f"folder of the pytorch backend's source tarballs (default ${backend.SOURCES_ENV}, else GitHub)",
     )
     parser.add_argument(
-        "--no-recipe", action="store_true", help="do not build recipes/ngc.Dockerfile on the stand-in"
+        "--no-recipe", action="store_true", help="do not build docker/ngc.Dockerfile on the stand-in"
     )
     parser.add_argument(
         "--pytorch-devel",

@@ -2,7 +2,7 @@
 # repository exported by tritonpt.
 #
 #   invoke build-image --recipe ngc            (build args from src/tritonpt/versions.toml)
-#   docker build -t tritonpt:ngc-25.10 --build-arg TRITON_NGC=25.10 ... - < recipes/ngc.Dockerfile
+#   docker build -t tritonpt:ngc-25.10 --build-arg TRITON_NGC=25.10 ... - < docker/ngc.Dockerfile
 #   docker run --gpus all --shm-size=1g -p 8000:8000 -p 8001:8001 -p 8002:8002 \
 #       -v "$PWD/model_repository:/models:ro" tritonpt:ngc-25.10
 #
