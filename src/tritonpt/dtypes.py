@@ -69,6 +69,11 @@ def from_config(name: str) -> DType:
         raise ValueError(msg) from None
 
 
+def is_served(name: str) -> bool:
+    """Whether a config data type name is one the pytorch backend maps to a torch dtype."""
+    return name in _BY_CONFIG
+
+
 def from_numpy(dtype: np.dtype[np.generic]) -> DType:
     """The row for a numpy dtype."""
     try:

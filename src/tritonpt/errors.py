@@ -41,9 +41,11 @@ class Problem:
     field: str
     message: str
     fix: str
+    rule: str = ""  # the validator's rule code, e.g. "C005" (the README's table explains each)
 
     def render(self) -> str:
-        return f"{self.severity}: {self.path}: {self.field}: {self.message}\n  {FIX} {self.fix}"
+        code = f" [{self.rule}]" if self.rule else ""
+        return f"{self.severity}: {self.path}: {self.field}: {self.message}{code}\n  {FIX} {self.fix}"
 
     def moved(self, old: Path, new: Path) -> Problem:
         """The same problem with paths inside ``old`` named inside ``new`` (a staged folder's destination), in

@@ -29,6 +29,7 @@ __all__ = [
     "DEFAULT_REPOSITORY",
     "ModelDir",
     "config_text",
+    "default_model_file",
     "models",
     "one_model",
     "parse_config",
@@ -47,6 +48,17 @@ REFERENCE_JSON = "reference.json"
 REFERENCE_NPZ = "reference.npz"
 WARMUP = "warmup"  # model_warmup input files: Triton reads them from <model>/warmup/
 PLATFORM = "pytorch_libtorch"
+PT2_PLATFORM = "torch_aoti"
+"""torch.export + AOTInductor packages: pytorch_backend r26.03 and later (src/pt2/), file ``model.pt2``."""
+PT2_FILE = "model.pt2"
+
+
+def default_model_file(config: ModelConfig) -> str:
+    """The file Triton reads from each version folder: ``default_model_filename``, else what the platform names
+    (``model.pt2`` for torch_aoti, ``model.pt`` otherwise)."""
+    if config.default_model_filename:
+        return str(config.default_model_filename)
+    return PT2_FILE if config.platform == PT2_PLATFORM else MODEL_FILE
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -25,6 +25,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import torch
 import tritonclient.grpc as grpcclient
 from tritonclient.grpc.model_config_pb2 import DataType, ModelConfig, ModelInstanceGroup
 from tritonclient.utils import InferenceServerException
@@ -35,7 +36,7 @@ from tritonpt.errors import ServerStartError
 from tritonpt.repository import ModelDir, read_config, render_config
 from tritonpt.server import LocalServer, TritonFlags
 from tritonpt.server.base import ModelState
-from tritonpt.validate import validate_model
+from tritonpt.validate import RULES, validate_model
 
 pytestmark = pytest.mark.slow
 
@@ -58,6 +59,9 @@ class Mutation:
     # that only fails (or corrupts memory) on a request would take the shared server down at load instead,
     # and each rule is judged alone. The as_exported_* and warmup_* mutations keep it.
     warmup: bool = False
+    # The rule (tritonpt.validate.RULES) the mutation breaks, which the validator must name; None for what is
+    # sound (the validator must then not fail it: Triton serves it).
+    rule: str | None = None
 
 
 def _set(**fields: object) -> Edit:
@@ -265,6 +269,32 @@ def _empty_policy(_: ModelDir, config: ModelConfig) -> None:
     config.version_policy.SetInParent()  # `version_policy {}`: no choice in it
 
 
+class ListOutputs(torch.nn.Module):
+    """multi_io's inputs and output shapes, returned as a list: traced, forward() returns List[Tensor]."""
+
+    def forward(self, features: torch.Tensor, context: torch.Tensor) -> list[torch.Tensor]:
+        mixed = torch.tanh(features[:, :8] + context)
+        return [mixed, mixed.sum(dim=1, keepdim=True)]
+
+
+def _list_outputs(model: ModelDir, _: ModelConfig) -> None:
+    traced = torch.jit.trace(ListOutputs(), (torch.randn(2, 16), torch.randn(2, 8)), strict=False)  # type: ignore[no-untyped-call]
+    traced.save(str(model.model_file()))
+
+
+def _remove_reference(model: ModelDir, _: ModelConfig) -> None:
+    model.reference_json.unlink()
+    model.reference_npz.unlink()
+
+
+def _damage_reference(model: ModelDir, _: ModelConfig) -> None:
+    model.reference_npz.write_bytes(b"not an npz archive")
+
+
+def _no_outputs(_: ModelDir, config: ModelConfig) -> None:
+    del config.output[:]
+
+
 FP32, FP64, INT32, INT64 = DataType.TYPE_FP32, DataType.TYPE_FP64, DataType.TYPE_INT32, DataType.TYPE_INT64
 
 MUTATIONS: tuple[Mutation, ...] = (
@@ -273,40 +303,65 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(id="as_exported_fixed_shape", warmup=True, base="fixed_shape", edit=_nothing),
     Mutation(id="as_exported_token_encoder", warmup=True, base="token_encoder", edit=_nothing),
     # platform and backend
-    Mutation(id="platform_pytorch", base="multi_io", edit=_set(platform="pytorch")),
-    Mutation(id="platform_onnx", base="multi_io", edit=_set(platform="onnxruntime_onnx")),
+    Mutation(id="platform_pytorch", rule="C002", base="multi_io", edit=_set(platform="pytorch")),
+    Mutation(id="platform_onnx", rule="C003", base="multi_io", edit=_set(platform="onnxruntime_onnx")),
     Mutation(id="backend_only", base="multi_io", edit=_set(platform="", backend="pytorch")),
     Mutation(id="platform_and_backend", base="multi_io", edit=_set(backend="pytorch")),
-    Mutation(id="no_platform_no_backend", base="multi_io", edit=_set(platform="")),
+    Mutation(id="no_platform_no_backend", rule="C004", base="multi_io", edit=_set(platform="")),
     # name, versions, files
-    Mutation(id="name_differs", base="multi_io", edit=_nothing),  # the name is set to another below
-    Mutation(id="no_version_folder", base="multi_io", edit=_remove_version),
-    Mutation(id="no_model_file", base="multi_io", edit=_remove_model_file),
-    Mutation(id="corrupt_model_file", base="multi_io", edit=_corrupt_model_file),
-    Mutation(id="default_model_filename", base="multi_io", edit=_rename_model_file),
-    Mutation(id="version_policy_missing_version", base="multi_io", edit=_version_policy_specific(7)),
-    Mutation(id="version_policy_one_missing_version", base="multi_io", edit=_version_policy_specific(1, 7)),
-    Mutation(id="version_policy_latest_zero", base="multi_io", edit=_version_policy_latest(0)),
     Mutation(
-        id="version_policy_empty", base="multi_io", edit=_both(_empty_version("0"), _empty_policy), alone=True
+        id="name_differs", rule="C001", base="multi_io", edit=_nothing
+    ),  # the name is set to another below
+    Mutation(id="no_version_folder", rule="R006", base="multi_io", edit=_remove_version),
+    Mutation(id="no_model_file", rule="R010", base="multi_io", edit=_remove_model_file),
+    Mutation(id="corrupt_model_file", rule="M001", base="multi_io", edit=_corrupt_model_file),
+    Mutation(id="default_model_filename", base="multi_io", edit=_rename_model_file),
+    Mutation(
+        id="version_policy_missing_version", rule="R008", base="multi_io", edit=_version_policy_specific(7)
+    ),
+    Mutation(
+        id="version_policy_one_missing_version",
+        rule="R008",
+        base="multi_io",
+        edit=_version_policy_specific(1, 7),
+    ),
+    Mutation(id="version_policy_latest_zero", rule="R009", base="multi_io", edit=_version_policy_latest(0)),
+    Mutation(
+        id="version_policy_empty",
+        rule="R010",
+        base="multi_io",
+        edit=_both(_empty_version("0"), _empty_policy),
+        alone=True,
     ),
     Mutation(id="older_version_folder_empty", base="multi_io", edit=_empty_version("0")),
-    Mutation(id="newer_version_folder_empty", base="multi_io", edit=_empty_version("2")),
+    Mutation(id="newer_version_folder_empty", rule="R010", base="multi_io", edit=_empty_version("2")),
     # Version 0 fails to load, and Triton unloads the model's version 1 again while the other models load:
     # one shared server start in ten ended in SIGSEGV with this and version_policy_empty beside the others.
     Mutation(
         id="older_version_folder_empty_all_policy",
+        rule="R010",
         base="multi_io",
         edit=_both(_empty_version("0"), lambda _, config: config.version_policy.all.SetInParent()),
         alone=True,
     ),
-    Mutation(id="version_folder_leading_zeros", base="multi_io", edit=_version_folder_named("007", policy=7)),
-    Mutation(id="version_folder_leading_zeros_no_policy", base="multi_io", edit=_version_folder_named("007")),
-    Mutation(id="version_folder_with_suffix", base="multi_io", edit=_version_folder_named("1a")),
-    Mutation(id="version_folder_signed", base="multi_io", edit=_version_folder_named("+1")),
+    Mutation(
+        id="version_folder_leading_zeros",
+        rule="R005",
+        base="multi_io",
+        edit=_version_folder_named("007", policy=7),
+    ),
+    Mutation(
+        id="version_folder_leading_zeros_no_policy",
+        rule="R006",
+        base="multi_io",
+        edit=_version_folder_named("007"),
+    ),
+    Mutation(id="version_folder_with_suffix", rule="R010", base="multi_io", edit=_version_folder_named("1a")),
+    Mutation(id="version_folder_signed", rule="R010", base="multi_io", edit=_version_folder_named("+1")),
     # std::stoll throws std::out_of_range, which VersionsToLoad does not catch
     Mutation(
         id="version_folder_beyond_int64",
+        rule="R007",
         base="multi_io",
         edit=_empty_version("99999999999999999999"),
         alone=True,
@@ -314,25 +369,30 @@ MUTATIONS: tuple[Mutation, ...] = (
     # the schema
     Mutation(
         id="unknown_field",
+        rule="T006",
         base="multi_io",
         edit=_nothing,
         raw_config='name: "unknown_field"\nplatform: "pytorch_libtorch"\nmax_batch_sise: 16\n',
     ),
     # encoding: a Latin-1 byte (é) where an editor may leave one
-    Mutation(id="config_latin1_comment", base="multi_io", edit=_nothing, tail=b"# caf\xe9\n"),
+    Mutation(id="config_latin1_comment", rule="T004", base="multi_io", edit=_nothing, tail=b"# caf\xe9\n"),
     Mutation(
         id="config_latin1_string",
+        rule="T004",
         base="multi_io",
         edit=_nothing,
         tail=b'parameters { key: "NOTE" value { string_value: "caf\xe9" } }\n',
     ),
-    Mutation(id="config_utf16", base="multi_io", edit=_nothing, encoding="utf-16"),  # an editor's "Unicode"
-    Mutation(id="config_utf8_bom", base="multi_io", edit=_nothing, encoding="utf-8-sig"),
+    Mutation(
+        id="config_utf16", rule="T003", base="multi_io", edit=_nothing, encoding="utf-16"
+    ),  # an editor's "Unicode"
+    Mutation(id="config_utf8_bom", rule="T002", base="multi_io", edit=_nothing, encoding="utf-8-sig"),
     # batching
-    Mutation(id="max_batch_size_negative", base="multi_io", edit=_set(max_batch_size=-1)),
+    Mutation(id="max_batch_size_negative", rule="C005", base="multi_io", edit=_set(max_batch_size=-1)),
     Mutation(id="max_batch_size_larger", base="multi_io", edit=_set(max_batch_size=64)),
     Mutation(
         id="max_batch_size_zero_with_dynamic_batching",
+        rule="C006",
         base="multi_io",
         edit=_both(
             _set(max_batch_size=0),
@@ -344,6 +404,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     Mutation(
         id="max_batch_size_zero_full_shapes",
+        rule="D003",
         base="multi_io",
         edit=_both(
             _set(max_batch_size=0),
@@ -354,16 +415,20 @@ MUTATIONS: tuple[Mutation, ...] = (
             _output(1, dims=[2, 1]),
         ),
     ),
-    Mutation(id="preferred_batch_size_above_max", base="multi_io", edit=_preferred(32)),
+    Mutation(id="preferred_batch_size_above_max", rule="C007", base="multi_io", edit=_preferred(32)),
     Mutation(id="preferred_batch_size_within_max", base="multi_io", edit=_preferred(4, 8)),
     # input and output names
     Mutation(
         id="inputs_indexed_names",
+        rule="D003",
         base="multi_io",
         edit=_both(_input(0, name="INPUT__0"), _input(1, name="INPUT__1")),
     ),
     Mutation(
-        id="inputs_other_names", base="multi_io", edit=_both(_input(0, name="left"), _input(1, name="right"))
+        id="inputs_other_names",
+        rule="M004",
+        base="multi_io",
+        edit=_both(_input(0, name="left"), _input(1, name="right")),
     ),
     Mutation(id="inputs_swapped_order", base="multi_io", edit=_swap_inputs),
     # INPUT__2 of two inputs: the backend indexes its input table by the number, past its end, when it loads
@@ -371,34 +436,52 @@ MUTATIONS: tuple[Mutation, ...] = (
     # (SIGSEGV in TRITONBACKEND_ModelInstanceExecute), so it is loaded by a server of its own.
     Mutation(
         id="inputs_index_gap",
+        rule="M003",
         base="multi_io",
         edit=_both(_input(0, name="INPUT__0"), _input(1, name="INPUT__2")),
         alone=True,
     ),
     Mutation(
         id="outputs_other_names",
+        rule="C012",
         base="multi_io",
         edit=_both(_output(0, name="mixed"), _output(1, name="summary")),
     ),
+    # what forward() returns: a list of tensors, which the backend refuses at inference; an index past it
+    Mutation(id="outputs_as_a_list", rule="M007", base="multi_io", edit=_list_outputs),
+    Mutation(id="output_index_beyond", rule="M008", base="multi_io", edit=_output(1, name="OUTPUT__2")),
+    Mutation(id="no_outputs", rule="C008", base="multi_io", edit=_no_outputs),
+    # a data type number model_config.proto does not name
+    Mutation(id="input_dtype_unknown", rule="C010", base="multi_io", edit=_input(0, data_type=99)),
+    # reference data, which Triton never reads: the model serves, parity has less to compare with
+    Mutation(id="no_reference_data", rule="D001", base="multi_io", edit=_remove_reference),
+    Mutation(id="damaged_reference_data", rule="D002", base="multi_io", edit=_damage_reference),
     # counts
-    Mutation(id="one_input_missing", base="multi_io", edit=_drop_input(1)),
-    Mutation(id="one_output_missing", base="multi_io", edit=_drop_output(1)),
+    Mutation(id="one_input_missing", rule="M002", base="multi_io", edit=_drop_input(1)),
+    Mutation(id="one_output_missing", rule="M009", base="multi_io", edit=_drop_output(1)),
     # dims
-    Mutation(id="input_dims_wrong", base="multi_io", edit=_input(0, dims=[17])),
-    Mutation(id="input_dims_variable", base="multi_io", edit=_input(0, dims=[-1])),
-    Mutation(id="input_dims_zero", base="multi_io", edit=_input(0, dims=[0])),
-    Mutation(id="output_dims_wrong", base="multi_io", edit=_output(0, dims=[9])),
+    Mutation(id="input_dims_wrong", rule="M006", base="multi_io", edit=_input(0, dims=[17])),
+    Mutation(id="input_dims_variable", rule="M006", base="multi_io", edit=_input(0, dims=[-1])),
+    Mutation(id="input_dims_zero", rule="C011", base="multi_io", edit=_input(0, dims=[0])),
+    Mutation(id="output_dims_wrong", rule="M011", base="multi_io", edit=_output(0, dims=[9])),
     Mutation(id="output_dims_variable", base="multi_io", edit=_output(0, dims=[-1])),
-    Mutation(id="output_rank_wrong", base="multi_io", edit=_output(0, dims=[8, 1])),
+    Mutation(id="output_rank_wrong", rule="M011", base="multi_io", edit=_output(0, dims=[8, 1])),
     # data types
-    Mutation(id="input_dtype_fp64", base="multi_io", edit=_input(0, data_type=FP64)),
-    Mutation(id="output_dtype_int32", base="multi_io", edit=_output(0, data_type=INT32)),
-    Mutation(id="output_dtype_fp64", base="multi_io", edit=_output(0, data_type=FP64)),
-    Mutation(id="input_dtype_bf16", base="multi_io", edit=_input(0, data_type=DataType.TYPE_BF16)),
-    Mutation(id="output_dtype_uint32", base="multi_io", edit=_output(0, data_type=DataType.TYPE_UINT32)),
-    Mutation(id="token_input_int32", base="token_encoder", edit=_input(0, data_type=INT32)),
+    Mutation(id="input_dtype_fp64", rule="M006", base="multi_io", edit=_input(0, data_type=FP64)),
+    Mutation(id="output_dtype_int32", rule="M010", base="multi_io", edit=_output(0, data_type=INT32)),
+    Mutation(id="output_dtype_fp64", rule="M010", base="multi_io", edit=_output(0, data_type=FP64)),
+    Mutation(
+        id="input_dtype_bf16", rule="C009", base="multi_io", edit=_input(0, data_type=DataType.TYPE_BF16)
+    ),
+    Mutation(
+        id="output_dtype_uint32",
+        rule="C009",
+        base="multi_io",
+        edit=_output(0, data_type=DataType.TYPE_UINT32),
+    ),
+    Mutation(id="token_input_int32", rule="D003", base="token_encoder", edit=_input(0, data_type=INT32)),
     # placement
-    Mutation(id="kind_gpu", base="multi_io", edit=_instances(ModelInstanceGroup.KIND_GPU)),
+    Mutation(id="kind_gpu", rule="C021", base="multi_io", edit=_instances(ModelInstanceGroup.KIND_GPU)),
     Mutation(id="kind_cpu_two_instances", base="multi_io", edit=_instances(ModelInstanceGroup.KIND_CPU, 2)),
     Mutation(id="instance_count_zero", base="multi_io", edit=_instances(ModelInstanceGroup.KIND_CPU, 0)),
     Mutation(id="instance_count_negative", base="multi_io", edit=_instances(ModelInstanceGroup.KIND_CPU, -1)),
@@ -406,8 +489,8 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(id="two_instance_groups", base="multi_io", edit=_two_groups),
     # other scheduling and serving fields
     Mutation(id="response_cache_without_a_cache", base="multi_io", edit=_response_cache),
-    Mutation(id="decoupled", base="multi_io", edit=_decoupled),
-    Mutation(id="sequence_batching", base="multi_io", edit=_sequence_batching),
+    Mutation(id="decoupled", rule="C015", base="multi_io", edit=_decoupled),
+    Mutation(id="sequence_batching", rule="C016", base="multi_io", edit=_sequence_batching),
     Mutation(
         id="sequence_batching_indexed_names",
         base="multi_io",
@@ -419,23 +502,35 @@ MUTATIONS: tuple[Mutation, ...] = (
             _output(1, name="OUTPUT__1"),
         ),
     ),
-    Mutation(id="input_optional", base="multi_io", edit=_input(1, optional=True)),
-    Mutation(id="output_label_file_missing", base="multi_io", edit=_output(0, label_filename="labels.txt")),
+    Mutation(id="input_optional", rule="C013", base="multi_io", edit=_input(1, optional=True)),
+    Mutation(
+        id="output_label_file_missing",
+        rule="C014",
+        base="multi_io",
+        edit=_output(0, label_filename="labels.txt"),
+    ),
     Mutation(
         id="output_label_file",
         base="multi_io",
         edit=_both(_output(0, label_filename="labels.txt"), _labels_file("labels.txt")),
     ),
     # backend parameters
-    Mutation(id="parameter_unknown", base="multi_io", edit=_parameter("NOT_A_PARAMETER", "1")),
-    Mutation(id="parameter_bad_bool", base="multi_io", edit=_parameter("INFERENCE_MODE", "maybe")),
+    Mutation(id="parameter_unknown", rule="C020", base="multi_io", edit=_parameter("NOT_A_PARAMETER", "1")),
     Mutation(
-        id="parameter_bad_thread_count", base="multi_io", edit=_parameter("INTRA_OP_THREAD_COUNT", "many")
+        id="parameter_bad_bool", rule="C017", base="multi_io", edit=_parameter("INFERENCE_MODE", "maybe")
+    ),
+    Mutation(
+        id="parameter_bad_thread_count",
+        rule="C018",
+        base="multi_io",
+        edit=_parameter("INTRA_OP_THREAD_COUNT", "many"),
     ),
     Mutation(id="parameter_thread_count", base="multi_io", edit=_parameter("INTRA_OP_THREAD_COUNT", "1")),
     # how the backend parses them: ParseBoolValue lowercases and compares; std::stoi reads a leading number
     Mutation(id="parameter_bool_upper_case", base="multi_io", edit=_parameter("INFERENCE_MODE", "TRUE")),
-    Mutation(id="parameter_bool_blank", base="multi_io", edit=_parameter("INFERENCE_MODE", " true")),
+    Mutation(
+        id="parameter_bool_blank", rule="C017", base="multi_io", edit=_parameter("INFERENCE_MODE", " true")
+    ),
     Mutation(
         id="parameter_thread_count_prefix", base="multi_io", edit=_parameter("INTRA_OP_THREAD_COUNT", "1x")
     ),
@@ -445,30 +540,73 @@ MUTATIONS: tuple[Mutation, ...] = (
     # std::stoi throws std::out_of_range, which backend_common's ParseIntValue does not catch
     Mutation(
         id="parameter_thread_count_out_of_range",
+        rule="C019",
         base="multi_io",
         edit=_parameter("INTRA_OP_THREAD_COUNT", "99999999999"),
         alone=True,
     ),
     # model_warmup (export writes one sample of the reference inputs)
-    Mutation(id="warmup_file_missing", warmup=True, base="multi_io", edit=_warmup_file("remove")),
-    Mutation(id="warmup_file_short", warmup=True, base="multi_io", edit=_warmup_file("shorten")),
-    Mutation(id="warmup_file_long", warmup=True, base="multi_io", edit=_warmup_file("lengthen")),
-    Mutation(id="warmup_unknown_input", warmup=True, base="multi_io", edit=_warmup_input("rename")),
-    Mutation(id="warmup_input_missing", warmup=True, base="multi_io", edit=_warmup_input("drop")),
-    Mutation(id="warmup_variable_dims", warmup=True, base="multi_io", edit=_warmup_input("variable")),
-    Mutation(id="warmup_no_data_source", warmup=True, base="multi_io", edit=_warmup_input("no-source")),
-    Mutation(id="warmup_dims_differ", warmup=True, base="multi_io", edit=_warmup_input("dims")),
-    Mutation(id="warmup_data_type_differs", warmup=True, base="multi_io", edit=_warmup_input("type")),
+    Mutation(
+        id="warmup_file_missing", rule="W007", warmup=True, base="multi_io", edit=_warmup_file("remove")
+    ),
+    Mutation(id="warmup_file_short", rule="W008", warmup=True, base="multi_io", edit=_warmup_file("shorten")),
+    Mutation(id="warmup_file_long", rule="W009", warmup=True, base="multi_io", edit=_warmup_file("lengthen")),
+    Mutation(
+        id="warmup_unknown_input", rule="W002", warmup=True, base="multi_io", edit=_warmup_input("rename")
+    ),
+    Mutation(
+        id="warmup_input_missing", rule="W001", warmup=True, base="multi_io", edit=_warmup_input("drop")
+    ),
+    Mutation(
+        id="warmup_variable_dims", rule="W003", warmup=True, base="multi_io", edit=_warmup_input("variable")
+    ),
+    Mutation(
+        id="warmup_no_data_source", rule="W006", warmup=True, base="multi_io", edit=_warmup_input("no-source")
+    ),
+    Mutation(id="warmup_dims_differ", rule="W004", warmup=True, base="multi_io", edit=_warmup_input("dims")),
+    Mutation(
+        id="warmup_data_type_differs", rule="W005", warmup=True, base="multi_io", edit=_warmup_input("type")
+    ),
     # A batch-shaped warmup on a model without a batch axis: server 2.51.0 refused it in most of our runs and
     # died of SIGSEGV loading it in one, so it gets a server of its own.
     Mutation(
         id="warmup_after_max_batch_size_zero",
+        rule="M006",
         warmup=True,
         alone=True,
         base="multi_io",
         edit=_set(max_batch_size=0),
     ),
 )
+
+NOT_HELD = {
+    "R001": "the repository folder itself missing: Triton refuses to start (`failed to stat file`), which "
+    "tests/system holds",
+    "R002": "an unreadable folder: these machines run as root, which reads everything",
+    "R003": "a model folder without config.pbtxt is skipped by an explicit-mode server; nothing to infer",
+    "R004": "an empty repository: nothing to load or infer",
+    "T001": "a config.pbtxt that is a FIFO or a folder: the server's read would hang or fail at start",
+    "T005": "an unreadable config.pbtxt: root reads everything",
+    "M005": "TYPE_STRING inputs: the built-in set has no model that takes strings",
+    "M012": "dims of more than 2^28 elements: a request that large is not sent",
+    "D003": None,  # held by the mutations that change inputs under their reference data (below)
+    "D004": "a model that fails on the stored reference values but not on zeros: none of the built-in set",
+    "P001": "INTER_OP_THREAD_COUNT in two models aborts the whole server at load (seen by hand), which would "
+    "take every other mutation down",
+    "P002": "its warning is about the models served beside it, which this suite's server holds by the dozen",
+}
+
+
+def test_every_rule_is_held_against_the_server_or_says_why_not() -> None:
+    """One to one: every rule has a mutation that breaks it, or a reason here why it cannot be held."""
+    broken = {m.rule for m in MUTATIONS if m.rule}
+    unknown = broken - set(RULES)
+    assert not unknown, f"mutations name rules the validator does not have: {sorted(unknown)}"
+    reasons = {code for code, why in NOT_HELD.items() if why}
+    missing = set(RULES) - broken - reasons
+    assert not missing, f"rules no mutation breaks and NOT_HELD does not explain: {sorted(missing)}"
+    assert not (broken & reasons), f"held and said not to be: {sorted(broken & reasons)}"
+
 
 BATCH = 2
 VARIABLE_LENGTH = 5
@@ -697,5 +835,7 @@ def test_the_validator_fails_exactly_where_triton_does(
         assert errors, (
             f"Triton {verdict.kind} {mutation.id} ({verdict.detail}), but the validator passes it:\n{said}"
         )
+    if mutation.rule is not None:
+        assert mutation.rule in {p.rule for p in problems}, f"{mutation.id} breaks {mutation.rule}:\n{said}"
     for problem in problems:
         assert problem.path.is_relative_to(model.root) or problem.path == model.root, problem.render()

@@ -8,11 +8,12 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+import torch
 
 from tritonpt import spec
 from tritonpt.errors import Problem
 from tritonpt.repository import ModelDir, read_config, render_config, version_number
-from tritonpt.validate import validate_model, validate_repository
+from tritonpt.validate import RULES, validate_model, validate_repository
 
 
 def _without_warmup(path: Path) -> None:
@@ -569,3 +570,52 @@ def test_a_version_folder_beyond_int64_is_an_error_saying_the_server_aborts(
     problem = _one(validate_model(ModelDir(root=folder)), "error", "version folder")
     assert problem.path == folder / "99999999999999999999"
     assert "aborts (SIGABRT)" in problem.message
+
+
+README = Path(__file__).resolve().parents[2] / "README.md"
+
+
+def test_the_readme_table_has_one_row_per_rule() -> None:
+    """The rule book, its README table and the differential mutations stay one to one (tests/differential holds
+    the mutations to RULES)."""
+    text = README.read_text(encoding="utf-8")
+    table = text[text.index("### What validate catches") :].split("\n## ", 1)[0]
+    rows = re.findall(r"^\| ([A-Z]\d{3}) \|", table, flags=re.MULTILINE)
+    assert len(rows) == len(set(rows)), "a rule has two rows"
+    assert set(rows) == set(RULES), (
+        f"missing: {sorted(set(RULES) - set(rows))}, unknown: {sorted(set(rows) - set(RULES))}"
+    )
+    assert rows == sorted(rows, key=lambda code: ("RTCWMADP".index(code[0]), code)), (
+        "rows out of the book's order"
+    )
+
+
+def test_every_problem_names_its_rule(exported_small: Path, tmp_path: Path) -> None:
+    repository = tmp_path / "repository"
+    shutil.copytree(exported_small / "multi_io", repository / "multi_io")
+    _edit(repository / "multi_io" / "config.pbtxt", r"^max_batch_size: \d+", "max_batch_size: -1")
+    problems = validate_repository(repository, gpu_available=False)
+    assert problems
+    assert all(p.rule in RULES for p in problems)
+    assert "[C005]" in _one(problems, "error", "max_batch_size").render()
+
+
+class ListOfTensors(torch.nn.Module):
+    def forward(self, features: torch.Tensor, context: torch.Tensor) -> list[torch.Tensor]:
+        mixed = torch.tanh(features[:, :8] + context)
+        return [mixed, mixed.sum(dim=1, keepdim=True)]
+
+
+def test_a_model_that_returns_a_list_of_tensors_is_refused_as_the_backend_refuses_it(
+    exported_small: Path, tmp_path: Path
+) -> None:
+    """pytorch_backend r25.10 serves a Tensor, a tuple, or List[str]; a List[Tensor] loads, then fails every
+    inference (`output must be of type Tensor or List[str], received List[Tensor]`)."""
+    repository = tmp_path / "repository"
+    shutil.copytree(exported_small / "multi_io", repository / "multi_io")
+    model = ModelDir(root=repository / "multi_io")
+    traced = torch.jit.trace(ListOfTensors(), (torch.randn(2, 16), torch.randn(2, 8)), strict=False)  # type: ignore[no-untyped-call]
+    traced.save(str(model.model_file()))
+    problem = _one(validate_model(model, gpu_available=False), "error", "outputs")
+    assert problem.rule == "M007"
+    assert "received List[Tensor]" in problem.message

@@ -1,0 +1,75 @@
+"""Stage "validate": every rule that Triton or its pytorch backend would otherwise fail on later, checked now.
+
+The rule book, one module per family, in the order a model is read (:mod:`tritonpt.validate.rules` has the
+codes; the README's validator table has one row per rule, and ``nox -s differential`` holds each rule against
+the real server):
+
+    folders      R  the repository, its model folders, version folders and the version policy
+    text         T  config.pbtxt's bytes and Triton's schema (``model_config.proto``, protobuf's text_format)
+    config       C  the config against Triton's core and the backend's rules
+    warmup       W  model_warmup samples
+    torchscript  M  the TorchScript file, loaded with real torch and run on config-shaped and reference inputs
+    feeds        D  the reference data parity sends (and M012, a config too large to run on)
+    process      P  rules across the models one server loads
+
+Each problem names the file, the field, what was expected, the fix, and its rule.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+
+import torch
+
+from tritonpt.errors import Problem, ValidationError
+from tritonpt.repository import ModelDir, models
+from tritonpt.validate import config as config_rules
+from tritonpt.validate import feeds, folders, text, torchscript, warmup
+from tritonpt.validate.process import process_wide_problems
+from tritonpt.validate.rules import RULES, Findings, Rule
+
+__all__ = ["RULES", "Rule", "process_wide_problems", "refuse_staged", "validate_model", "validate_repository"]
+
+
+def validate_repository(repository: Path, *, gpu_available: bool | None = None) -> list[Problem]:
+    """Validate every model folder in a repository, then the rules across them."""
+    findings = Findings()
+    if folders.repository_folders(repository, findings) is None:
+        return list(findings)
+    problems = list(findings)
+    held = models(repository)
+    for model in held:
+        problems += validate_model(model, gpu_available=gpu_available)
+    return problems + process_wide_problems(held)
+
+
+def validate_model(model: ModelDir, *, gpu_available: bool | None = None) -> list[Problem]:
+    """Validate one model folder; returns its problems (empty when it is sound).
+
+    ``gpu_available`` is whether the server that will load it has a GPU (default: this host has one).
+    """
+    findings = Findings()
+    config = text.read(model.config, findings)
+    if config is None:
+        return list(findings)
+    if gpu_available is None:
+        gpu_available = torch.cuda.is_available()
+    config_rules.check(model, config, findings, gpu_available=gpu_available)
+    warmup.check(model, config, findings)
+    if findings.failed:
+        return list(findings)
+    for model_file in folders.model_files(model, config, findings):
+        torchscript.check(model, config, model_file, findings)
+    feeds.missing(model, findings)
+    return list(findings)
+
+
+def refuse_staged(staged: ModelDir, final: Path, problems: Iterable[Problem]) -> None:
+    """Raise :class:`ValidationError` for the errors among ``problems``, found on a staged copy of ``final``:
+    named where the folder was going (the staging folder is gone by the time anyone reads them), and saying
+    that nothing was written. Warnings alone raise nothing."""
+    errors = [p.moved(staged.root, final) for p in problems if p.severity == "error"]
+    if errors:
+        before = "is as it was" if final.exists() else "was not created"
+        raise ValidationError(errors, outcome=f"Nothing was written: {final} {before}.")

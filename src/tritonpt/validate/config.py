@@ -1,0 +1,296 @@
+"""Family C: a parsed config against what Triton's core and the pytorch backend accept and how they serve it.
+
+Each rule was read in the upstream sources (core r25.10, pytorch_backend r25.10) and is held against server
+2.51.0 by the differential suite: an error where the server refuses or serves wrongly, at most a warning where
+it serves correctly.
+"""
+
+from __future__ import annotations
+
+import difflib
+from pathlib import Path
+
+from tritonclient.grpc.model_config_pb2 import ModelConfig, ModelInstanceGroup
+
+from tritonpt import dtypes, spec
+from tritonpt.repository import PLATFORM, PT2_PLATFORM, ModelDir, default_model_file
+from tritonpt.validate.rules import Findings, all_indexed, config_type, named_index, rule
+
+NAME = rule("C001", "name differs from the model folder")
+PLATFORM_PYTORCH = rule("C002", 'platform "pytorch"')
+OTHER_BACKEND = rule("C003", "a platform or backend that is not the pytorch backend's")
+NO_PLATFORM = rule("C004", "neither platform nor backend")
+NEGATIVE_BATCH = rule("C005", "max_batch_size negative")
+BATCHER_WITHOUT_BATCH = rule("C006", "dynamic_batching with max_batch_size 0")
+PREFERRED_TOO_LARGE = rule("C007", "preferred_batch_size above max_batch_size")
+NO_TENSORS = rule("C008", "no inputs or no outputs declared")
+REJECTED_TYPE = rule("C009", "TYPE_BF16, TYPE_UINT16/32/64")
+NOT_A_TENSOR_TYPE = rule("C010", "a data type that is no tensor type the backend serves")
+BAD_DIMS = rule("C011", "a dim of 0 or below -1")
+OUTPUT_NAMES = rule("C012", "output names not <name>__<index>")
+OPTIONAL_INPUT = rule("C013", "an input with optional: true")
+NO_LABELS = rule("C014", "an output label_filename that is not a file")
+DECOUPLED = rule("C015", "model_transaction_policy decoupled")
+SEQUENCE_NAMES = rule("C016", "sequence_batching with names not <name>__<index>")
+BAD_BOOL = rule("C017", "a boolean backend parameter that does not parse")
+BAD_COUNT = rule("C018", "a thread count that does not parse")
+COUNT_BEYOND_INT = rule("C019", "a thread count beyond a C++ int")
+UNKNOWN_PARAMETER = rule("C020", "a parameter the backend does not read")
+GPU_WITHOUT_GPU = rule("C021", "KIND_GPU on a host without a GPU")
+
+PLATFORMS = frozenset({PLATFORM, "libtorch", PT2_PLATFORM})
+"""What selects the pytorch backend: TorchScript's names, and torch_aoti for a PT2 package (r26.03 and later)."""
+
+
+def check(model: ModelDir, config: ModelConfig, findings: Findings, *, gpu_available: bool) -> None:
+    """Every rule of this family, in the order the config is read."""
+    _identity(model, config, findings)
+    _batching(model.config, config, findings)
+    _tensors(model.config, config, findings)
+    _serving_fields(model, config, findings)
+    _parameters(model.config, config, findings)
+    for group in config.instance_group:
+        if group.kind == ModelInstanceGroup.KIND_GPU and not gpu_available:
+            findings.add(
+                GPU_WITHOUT_GPU,
+                "error",
+                model.config,
+                "instance_group.kind",
+                "KIND_GPU, and this host has no usable GPU: Triton refuses to load the model here "
+                "(`has kind KIND_GPU but no GPUs are available`).",
+                "use KIND_AUTO (GPU where there is one, CPU otherwise), or validate on the GPU host that serves it.",
+            )
+
+
+def _identity(model: ModelDir, config: ModelConfig, findings: Findings) -> None:
+    path = model.config
+    if config.name and config.name != model.name:
+        findings.add(
+            NAME,
+            "error",
+            path,
+            "name",
+            f'"{config.name}" differs from the folder name "{model.name}"; Triton refuses to load the model.',
+            f'set `name: "{model.name}"` or rename the folder to {config.name}.',
+        )
+    platform, backend = config.platform, config.backend
+    if platform == "pytorch":
+        findings.add(
+            PLATFORM_PYTORCH,
+            "error",
+            path,
+            "platform",
+            '"pytorch" is not a platform Triton knows; TorchScript models use "pytorch_libtorch".',
+            'write `platform: "pytorch_libtorch"` (or `backend: "pytorch"`).',
+        )
+    elif platform not in ("", *PLATFORMS) or backend not in ("", "pytorch"):
+        findings.add(
+            OTHER_BACKEND,
+            "error",
+            path,
+            "platform" if platform not in ("", *PLATFORMS) else "backend",
+            f'platform "{platform}" / backend "{backend}" does not select the pytorch backend for a '
+            f"{default_model_file(config)}.",
+            f'write `platform: "{PLATFORM}"` (TorchScript) or `platform: "{PT2_PLATFORM}"` (a PT2 package).',
+        )
+    elif not platform and not backend:
+        findings.add(
+            NO_PLATFORM,
+            "warning",
+            path,
+            "platform",
+            "neither platform nor backend is set; Triton picks the pytorch backend from the file name "
+            f"{default_model_file(config)} (seen with server 2.51.0), which a renamed file would break.",
+            f'write `platform: "{PLATFORM}"` to make it explicit.',
+        )
+
+
+def _batching(path: Path, config: ModelConfig, findings: Findings) -> None:
+    if config.max_batch_size < 0:
+        findings.add(
+            NEGATIVE_BATCH,
+            "error",
+            path,
+            "max_batch_size",
+            f"{config.max_batch_size} is negative; Triton refuses to load the model.",
+            "use 0 (no batching) or a positive size.",
+        )
+    if config.HasField("dynamic_batching") and config.max_batch_size == 0:
+        findings.add(
+            BATCHER_WITHOUT_BATCH,
+            "warning",
+            path,
+            "dynamic_batching",
+            "dynamic_batching with max_batch_size 0 does nothing: without a batch axis there is nothing to combine "
+            "(Triton 2.51.0 loads and serves the model regardless).",
+            "set max_batch_size to the largest batch the model accepts, or remove the dynamic_batching block.",
+        )
+    too_large = [s for s in config.dynamic_batching.preferred_batch_size if s > config.max_batch_size > 0]
+    if too_large:
+        findings.add(
+            PREFERRED_TOO_LARGE,
+            "error",
+            path,
+            "dynamic_batching.preferred_batch_size",
+            f"{too_large} exceed max_batch_size {config.max_batch_size}; Triton refuses to load the model.",
+            f"keep every preferred_batch_size at or below {config.max_batch_size}.",
+        )
+
+
+def _tensors(path: Path, config: ModelConfig, findings: Findings) -> None:
+    for kind, tensors in (("input", config.input), ("output", config.output)):
+        if not tensors:
+            findings.add(
+                NO_TENSORS,
+                "error",
+                path,
+                kind,
+                f"no {kind}s are declared; the pytorch backend does not auto-complete configs.",
+                f"declare every {kind} with name, data_type and dims (re-export to generate them).",
+            )
+        for tensor in tensors:
+            type_name = config_type(tensor)
+            if type_name in dtypes.REJECTED_BY_BACKEND:
+                findings.add(
+                    REJECTED_TYPE,
+                    "error",
+                    path,
+                    f"{kind} {tensor.name!r} data_type",
+                    f"{type_name} is rejected by the pytorch backend "
+                    f"(`unsupported datatype {type_name} for {kind} '{tensor.name}'`).",
+                    "cast in the model and declare TYPE_FP16/TYPE_FP32 (for BF16) or a signed integer type "
+                    "(for UINT16/32/64).",
+                )
+            elif type_name != "TYPE_STRING" and not dtypes.is_served(type_name):
+                findings.add(
+                    NOT_A_TENSOR_TYPE,
+                    "error",
+                    path,
+                    f"{kind} {tensor.name!r} data_type",
+                    f"{type_name} is not a tensor type the backend serves.",
+                    "declare one of TYPE_BOOL, TYPE_UINT8, TYPE_INT8..TYPE_INT64, TYPE_FP16, TYPE_FP32, TYPE_FP64.",
+                )
+            if any(d == 0 or d < -1 for d in tensor.dims):
+                findings.add(
+                    BAD_DIMS,
+                    "error",
+                    path,
+                    f"{kind} {tensor.name!r} dims",
+                    f"{list(tensor.dims)} has a 0 or a negative size other than -1; Triton refuses to load the model.",
+                    "use positive sizes, and -1 for variable-length axes.",
+                )
+    outputs = [t.name for t in config.output]
+    if outputs and config.platform != PT2_PLATFORM and not all_indexed(outputs):
+        findings.add(
+            OUTPUT_NAMES,
+            "warning",
+            path,
+            "output names",
+            f"{outputs} do not all follow the <name>__<index> rule; the backend then maps outputs to what forward() "
+            "returns by their order in the config, which silently swaps them if that order is wrong.",
+            "name outputs OUTPUT__0, OUTPUT__1, ... in the order forward() returns them.",
+        )
+
+
+def _serving_fields(model: ModelDir, config: ModelConfig, findings: Findings) -> None:
+    """Fields outside the tensors that server 2.51.0 and the pytorch backend refuse, or serve without answering."""
+    path = model.config
+    for tensor in config.input:
+        if tensor.optional:
+            findings.add(
+                OPTIONAL_INPUT,
+                "error",
+                path,
+                f"input {tensor.name!r} optional",
+                "the pytorch backend does not support optional inputs; Triton refuses to load the model "
+                f"(`'optional' is set to true for input '{tensor.name}' while the backend model doesn't support "
+                "optional input`).",
+                "remove `optional: true`: every input is sent with every request.",
+            )
+    for tensor in config.output:
+        labels = model.root / tensor.label_filename.lstrip(
+            "/"
+        )  # Triton's JoinPath appends even an absolute name
+        if tensor.label_filename and not labels.is_file():
+            findings.add(
+                NO_LABELS,
+                "error",
+                path,
+                f"output {tensor.name!r} label_filename",
+                f"{labels} is not a file; Triton refuses to load the model (`failed to open text file for read`).",
+                "put the labels file (one label per line) beside config.pbtxt, or remove label_filename.",
+            )
+    if config.model_transaction_policy.decoupled:
+        findings.add(
+            DECOUPLED,
+            "warning",
+            path,
+            "model_transaction_policy.decoupled",
+            "Triton answers a decoupled model over gRPC streams only; it refuses plain gRPC inference requests "
+            "(`ModelInfer RPC doesn't support models with decoupled transaction policy`), so this repository's "
+            "parity checks, which send those, fail on it.",
+            "set decoupled: false unless your clients stream (the pytorch backend sends one response per request).",
+        )
+    if config.HasField("sequence_batching") and config.platform != PT2_PLATFORM:
+        names = [t.name for t in (*config.input, *config.output)]
+        if not all_indexed(names):
+            findings.add(
+                SEQUENCE_NAMES,
+                "error",
+                path,
+                "sequence_batching",
+                f"with sequence_batching the backend wants every input and output named <name>__<index>, and "
+                f"{[n for n in names if named_index(n) is None]} are not; Triton refuses to load the model "
+                "(`is using sequence batching with state but not all inputs and outputs follow the <name>__<index> "
+                "naming convention`).",
+                "name inputs INPUT__0, INPUT__1, ... and outputs OUTPUT__0, OUTPUT__1, ..., or remove sequence_batching.",
+            )
+
+
+def _parameters(path: Path, config: ModelConfig, findings: Findings) -> None:
+    """The backend parses its own parameters at load and refuses values it cannot read; others it ignores."""
+    for key in sorted(config.parameters):
+        value = config.parameters[key].string_value
+        if key in spec.BOOL_PARAMETERS and spec.backend_flag(value) is None:
+            findings.add(
+                BAD_BOOL,
+                "error",
+                path,
+                f"parameters {key}",
+                f"{value!r} is not a boolean; the pytorch backend refuses to load the model "
+                f"(`failed to convert '{value}' to boolean`).",
+                'write "true" or "false" (on/off and 1/0 work too).',
+            )
+        elif key in spec.INT_PARAMETERS and spec.backend_count(value) is None:
+            findings.add(
+                BAD_COUNT,
+                "error",
+                path,
+                f"parameters {key}",
+                f"{value!r} is not a number; the pytorch backend refuses to load the model "
+                f"(`failed to convert '{value}' to integral number`).",
+                'write a thread count such as "2" (0 or less leaves torch\'s default).',
+            )
+        elif key in spec.INT_PARAMETERS and spec.backend_count(value) not in spec.STOI_RANGE:
+            findings.add(
+                COUNT_BEYOND_INT,
+                "error",
+                path,
+                f"parameters {key}",
+                f"{value!r} is more than a C++ int holds; std::stoi throws std::out_of_range, which the pytorch "
+                "backend does not catch, and the server aborts (SIGABRT) loading the model, taking every other "
+                "model down with it.",
+                'write a thread count such as "2" (0 or less leaves torch\'s default).',
+            )
+        elif key not in spec.KNOWN_PARAMETERS:
+            close = difflib.get_close_matches(key, sorted(spec.KNOWN_PARAMETERS), n=1)
+            findings.add(
+                UNKNOWN_PARAMETER,
+                "warning",
+                path,
+                f"parameters {key}",
+                "the pytorch backend does not read this parameter and ignores it.",
+                f"did you mean {close[0]}?"
+                if close
+                else f"the backend reads {', '.join(sorted(spec.KNOWN_PARAMETERS))}.",
+            )

@@ -1,0 +1,114 @@
+"""The rule book's spine: every rule has a code, a family and one line that says what it catches.
+
+Codes are a letter per family and a number (``C005``), in the order a model is read:
+
+    R   the repository and its version folders            (folders.py)
+    T   config.pbtxt's text and Triton's schema            (text.py)
+    C   the config against Triton's and the backend's rules (config.py)
+    W   model_warmup                                       (warmup.py)
+    M   the TorchScript model file against the config      (torchscript.py)
+    A   the PT2 (AOTInductor) package against the config   (pt2.py)
+    D   the reference data that parity sends               (references.py)
+    P   rules across the models of one server              (process.py)
+
+A problem names its rule (``Problem.rule``, shown as ``[C005]``); the README's validator table has one row per
+rule, and each mutation of the differential suite names the rule it breaks (tests/unit/test_validate.py and
+tests/differential hold both to :data:`RULES`). This module also holds what the families share: the collector
+of one model's findings and the tensor-name rules of the pytorch backend.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from tritonclient.grpc.model_config_pb2 import DataType, ModelInput, ModelOutput, ModelWarmup
+
+from tritonpt.errors import Problem, Severity
+
+FAMILIES = {
+    "R": "repository and version folders",
+    "T": "config text and schema",
+    "C": "config against Triton's and the backend's rules",
+    "W": "warmup",
+    "M": "TorchScript model file",
+    "A": "PT2 (AOTInductor) package",
+    "D": "reference data",
+    "P": "process-wide, across models",
+}
+
+
+@dataclass(frozen=True, kw_only=True)
+class Rule:
+    code: str
+    title: str  # what it catches, in a few words (the README's table says why)
+
+    @property
+    def family(self) -> str:
+        return FAMILIES[self.code[0]]
+
+
+RULES: dict[str, Rule] = {}
+
+
+def rule(code: str, title: str) -> Rule:
+    """Declare a rule (once per code)."""
+    if code in RULES or code[0] not in FAMILIES:
+        msg = f"rule code {code!r} is taken or names no family"
+        raise ValueError(msg)
+    RULES[code] = Rule(code=code, title=title)
+    return RULES[code]
+
+
+class Findings(list[Problem]):
+    """The problems found so far in one model folder."""
+
+    def add(  # noqa: PLR0917 - a finding reads in order: rule, severity, where, what, fix
+        self, found: Rule, severity: Severity, path: Path, field: str, message: str, fix: str
+    ) -> None:
+        problem = Problem(
+            severity=severity, path=path, field=field, message=message, fix=fix, rule=found.code
+        )
+        if problem not in self:  # the same finding on several inputs is one problem
+            self.append(problem)
+
+    @property
+    def failed(self) -> bool:
+        return any(p.severity == "error" for p in self)
+
+    def errors_since(self, count: int) -> bool:
+        """Whether an error was added after the first ``count`` findings."""
+        return any(p.severity == "error" for p in self[count:])
+
+
+# --- What the families share -------------------------------------------------------------------------------
+
+
+def config_type(tensor: ModelInput | ModelOutput | ModelWarmup.Input) -> str:
+    """The data type's enum name, e.g. ``TYPE_FP32``; a number model_config.proto does not name stays a number."""
+    try:
+        return str(DataType.Name(tensor.data_type))
+    except ValueError:
+        return f"data type {tensor.data_type} (not a model_config.proto DataType)"
+
+
+def named_index(name: str) -> int | None:
+    """The <index> of a ``<name>__<index>`` tensor name as the pytorch backend reads it, else None.
+
+    pytorch_backend r25.10 (src/libtorch.cc): the *first* "__" splits the name, everything after it must be
+    ASCII digits (none at all reads as index 0), and the index is their value. ``A__B__1`` is not indexed.
+    """
+    _, separator, index = name.partition("__")
+    if not separator or not all(c in "0123456789" for c in index):
+        return None
+    return int(index or "0")
+
+
+def all_indexed(names: Iterable[str]) -> bool:
+    return all(named_index(n) is not None for n in names)
+
+
+def dims_match(declared: Iterable[int], shape: tuple[int, ...]) -> bool:
+    dims = list(declared)
+    return len(dims) == len(shape) and all(d in (-1, s) for d, s in zip(dims, shape, strict=True))
