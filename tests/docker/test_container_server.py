@@ -21,15 +21,15 @@ from testcontainers.core.config import testcontainers_config
 
 from tritonpt import checks, client, export, reference, repository
 from tritonpt.errors import ServerStartError
-from tritonpt.server import container
-from tritonpt.server.container import (
+from tritonpt.server.container import ContainerServer
+from tritonpt.server.engine import (
     HARNESS,
     HARNESS_LABEL,
+    LIVE,
     NVIDIA_DEVICE,
     RYUK_DISABLED_ENV,
     SESSION_ID,
     SESSION_LABEL,
-    ContainerServer,
     reaper_or_labels,
 )
 from tritonpt.server.local import TritonFlags
@@ -191,7 +191,9 @@ def test_start_removes_exited_leftovers_and_stop_leaves_nothing(
         assert server.log_tail(2) == "\n".join(text.rstrip("\n").splitlines()[-2:])
         left = {c.id for c in session_containers(docker_client)}
         assert server.container_id not in left
-        assert left <= {s.container_id for s in container._LIVE}, "only containers of running servers remain"
+        assert left <= {getattr(s, "container_id", None) for s in LIVE}, (
+            "only containers of running servers remain"
+        )
     finally:
         running.remove(force=True)
         if exited.id in {c.id for c in docker_client.containers.list(all=True)}:

@@ -20,14 +20,8 @@ from typing import Any
 import pytest
 
 from tritonpt import export
-from tritonpt.server.container import (
-    CONTAINER_MODELS,
-    HARNESS,
-    HARNESS_LABEL,
-    SESSION_ID,
-    SESSION_LABEL,
-    ContainerServer,
-)
+from tritonpt.server.container import CONTAINER_MODELS, ContainerServer
+from tritonpt.server.engine import HARNESS, HARNESS_LABEL, SESSION_ID, SESSION_LABEL
 from tritonpt.testing import standin
 
 pytestmark = pytest.mark.slow

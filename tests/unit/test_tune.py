@@ -162,7 +162,7 @@ def test_pareto_front_keeps_only_points_nothing_beats_on_both() -> None:
 
 def test_preferred_batch_sizes_above_the_max_are_dropped() -> None:
     settings = replace(EXPORTED, preferred=(8,), max_batch_size=4)
-    assert tune._normalized(settings).preferred == ()
+    assert tune.space.normalized(settings).preferred == ()
 
 
 def test_apply_writes_through_the_staged_validated_path(repository_copy: Callable[..., Path]) -> None:

@@ -12,7 +12,8 @@
     stop()    SIGTERM (Triton unloads its models) -> the whole container log to log_path -> container removed;
               without an engine, reap_later() leaves a process that removes it once the engine answers again
 
-Cleanup does not depend on testcontainers' reaper (Ryuk): every container carries ``io.tritonpt.harness`` and a
+The engine side (GPU requests, labels, leftovers, the exit hook, the reaper, the log follower) is
+:mod:`tritonpt.server.engine`. Cleanup does not depend on testcontainers' reaper (Ryuk): every container carries ``io.tritonpt.harness`` and a
 per-process ``io.tritonpt.session`` label. ``stop()`` removes its own container, ``start()`` first removes exited
 containers of earlier sessions, and an ``atexit`` hook stops what this process left running. Where Ryuk's
 image is not in the engine (no registry here, so it cannot be pulled) and ``TESTCONTAINERS_RYUK_DISABLED`` is
@@ -23,45 +24,33 @@ containers of a process that was killed.
 
 from __future__ import annotations
 
-import atexit
 import contextlib
-import os
 import re
 import signal
 import stat
 import subprocess
 import sys
-import threading
-import time
-import weakref
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, ClassVar
 
 from testcontainers.core.config import testcontainers_config
 from testcontainers.core.container import DockerContainer
-from testcontainers.core.labels import SESSION_ID
 from testcontainers.core.wait_strategies import LogMessageWaitStrategy
 
 from tritonpt import image
 from tritonpt.backend import Origin
 from tritonpt.client import GRPC_PORT, HTTP_PORT, METRICS_PORT, Endpoints
-from tritonpt.errors import HINT, ServerError, ServerStartError, TritonPtError
+from tritonpt.errors import HINT, ServerError, ServerStartError
 from tritonpt.image import DockerClient
 from tritonpt.options import GPUS, Gpus, Mount
+from tritonpt.server import engine
 from tritonpt.server.base import Server, ServerKind, State
 from tritonpt.server.local import TritonFlags
 
 CONTAINER_MODELS = image.MODELS_MOUNT
 """Where the model repository is mounted (read-only), as the recipes expect."""
-
-HARNESS_LABEL = image.LABEL_HARNESS
-HARNESS = "integration"
-SESSION_LABEL = image.LABEL_SESSION
-"""Per process: testcontainers' session id, so ``docker ps --filter label=...`` and Ryuk agree."""
-LEFTOVER_STATUSES = ("exited", "dead")
-"""Containers of other sessions removed at start: finished ones only (a running one may be another run's)."""
 
 STARTED_LINES = {
     "grpc": "Started GRPCInferenceService",
@@ -69,15 +58,6 @@ STARTED_LINES = {
     "metrics": "Started Metrics Service",
 }
 """What Triton logs once an endpoint listens (after the startup model loads); keyed by its --allow-<key> flag."""
-
-NVIDIA_DEVICE = Path("/dev/nvidiactl")
-"""Present on a host whose NVIDIA driver is loaded."""
-TOOLKIT_HINT = (
-    "install the NVIDIA Container Toolkit and register it with Docker (`sudo nvidia-ctk runtime configure "
-    "--runtime=docker && sudo systemctl restart docker`), then check the host with `invoke doctor --image {image}`"
-    "; or run on the CPU with gpus 'none' (pytest: --gpus none)."
-)
-RYUK_DISABLED_ENV = "TESTCONTAINERS_RYUK_DISABLED"
 ROOT_USERS = frozenset({"", "0", "root"})
 NGC_USER = (1000, 1000)
 """triton-server in NGC images and in docker/ngc.Dockerfile; assumed for a user given by name."""
@@ -86,8 +66,6 @@ SIGNAL_EXIT = 128
 """Docker's exit code for a process ended by signal N is 128 + N (137: SIGKILL, 143: SIGTERM)."""
 ENGINE_GONE = "went away with its Docker engine, which no longer answers"
 FOLLOWER_JOIN_S = 5.0
-REAP_WITHIN_S = 600.0
-"""How long reap_later()'s process waits for an engine that went away to come back."""
 
 
 # --- What runs in the container -------------------------------------------------------------------------------
@@ -194,180 +172,6 @@ def check_readable(repository: Path, user: str) -> None:
     raise ServerStartError(msg)
 
 
-# --- GPUs -----------------------------------------------------------------------------------------------------
-
-
-def gpu_requests(client: DockerClient, gpus: Gpus, *, image_tag: str) -> list[Any]:
-    """The ``device_requests`` for ``gpus``: every GPU (``docker run --gpus all``) or none.
-
-    ``auto`` asks for them when the engine has the ``nvidia`` runtime registered, or is this machine's and the
-    NVIDIA driver is loaded here; ``all`` fails, with the toolkit to install, when neither holds.
-    """
-    if gpus == "none":
-        return []
-    runtimes = sorted((client.info().get("Runtimes") or {}).keys())
-    local_engine = image.docker_host().startswith("unix://")
-    driver_here = local_engine and NVIDIA_DEVICE.exists()
-    if "nvidia" not in runtimes and not driver_here:
-        if gpus == "auto":
-            return []
-        msg = (
-            f"Cannot give the container GPUs (gpus 'all'), as the Docker engine at {image.docker_host()} has no "
-            f"`nvidia` runtime (runtimes: {', '.join(runtimes) or 'none'}) and "
-            + (
-                f"this host has no {NVIDIA_DEVICE} (no NVIDIA driver loaded)."
-                if local_engine
-                else "it is remote."
-            )
-            + f"\n{HINT} "
-            + TOOLKIT_HINT.format(image=image_tag)
-        )
-        raise ServerStartError(msg)
-    docker = image.docker_module()
-    return [docker.types.DeviceRequest(count=-1, capabilities=[["gpu"]])]
-
-
-# --- Ryuk and our own cleanup ---------------------------------------------------------------------------------
-
-
-@contextlib.contextmanager
-def reaper_or_labels(client: DockerClient) -> Iterator[bool]:
-    """Around a container start: Ryuk as configured, or off when its image is missing and nobody chose.
-
-    Yields whether Ryuk is in use. testcontainers' setting is process-wide, so it is restored afterwards:
-    other testcontainers users in this process keep their own behaviour.
-    """
-    config = testcontainers_config
-    if config.ryuk_disabled:
-        yield False
-        return
-    if RYUK_DISABLED_ENV in os.environ or _has_image(client, config.ryuk_image):
-        yield True
-        return
-    config.ryuk_disabled = True
-    try:
-        yield False
-    finally:
-        config.ryuk_disabled = False
-
-
-def _has_image(client: DockerClient, tag: str) -> bool:
-    try:
-        client.images.get(tag)
-    except image.docker_module().errors.ImageNotFound:
-        return False
-    return True
-
-
-def engine_errors() -> tuple[type[BaseException], ...]:
-    """What docker-py raises when the engine refuses, fails or is gone (requests' errors are not DockerException)."""
-    import requests  # noqa: PLC0415 - docker-py's transport
-
-    return (image.docker_module().errors.DockerException, requests.exceptions.RequestException)
-
-
-def _first_words(exc: BaseException) -> str:
-    """The innermost operating-system reason behind a connection error ("No such file or directory")."""
-    pending: list[object] = [exc]
-    while pending:
-        item = pending.pop(0)
-        if isinstance(item, OSError) and item.strerror:
-            return str(item.strerror)
-        if isinstance(item, BaseException):
-            pending += [*item.args, item.__cause__, item.__context__]
-    return type(exc).__name__
-
-
-def session_labels() -> dict[str, str]:
-    """The labels every container of this process carries."""
-    return {HARNESS_LABEL: HARNESS, SESSION_LABEL: SESSION_ID}
-
-
-def remove_leftovers(client: DockerClient) -> list[str]:
-    """Remove exited containers of earlier sessions (a killed run without Ryuk leaves them); return their ids."""
-    docker = image.docker_module()
-    filters = {"label": [f"{HARNESS_LABEL}={HARNESS}"], "status": list(LEFTOVER_STATUSES)}
-    removed = []
-    for found in client.containers.list(all=True, filters=filters):
-        if found.labels.get(SESSION_LABEL) == SESSION_ID:
-            continue
-        with contextlib.suppress(docker.errors.NotFound):
-            found.remove(force=True)
-            removed.append(str(found.id))
-    return removed
-
-
-_LIVE: weakref.WeakSet[ContainerServer] = weakref.WeakSet()
-_HOOKED = False
-
-
-def _hook_exit() -> None:
-    global _HOOKED  # noqa: PLW0603 - one atexit hook per process
-    if not _HOOKED:
-        atexit.register(_at_exit)
-        _HOOKED = True
-
-
-def _at_exit() -> None:
-    """Stop servers nobody stopped (their logs are written), then remove whatever else carries our session."""
-    import requests  # noqa: PLC0415 - docker-py's transport
-
-    docker = image.docker_module()
-    failures = (TritonPtError, OSError, docker.errors.DockerException, requests.exceptions.RequestException)
-    for server in list(_LIVE):
-        with contextlib.suppress(*failures):
-            server.stop()
-    try:
-        client = image.docker_client(timeout=30)
-    except TritonPtError:
-        return
-    try:
-        for left in client.containers.list(all=True, filters={"label": f"{SESSION_LABEL}={SESSION_ID}"}):
-            with contextlib.suppress(docker.errors.NotFound):
-                left.remove(force=True)
-    except (docker.errors.DockerException, requests.exceptions.RequestException):
-        pass
-    finally:
-        client.close()
-
-
-def remove_when_back(container_id: str, *, within: float = REAP_WITHIN_S) -> None:
-    """Remove a container as soon as the engine answers, trying every second for ``within`` seconds."""
-    deadline = time.monotonic() + within
-    while time.monotonic() < deadline:
-        try:
-            client = image.docker_client(timeout=10)
-        except TritonPtError:
-            time.sleep(1.0)
-            continue
-        try:
-            with contextlib.suppress(image.docker_module().errors.NotFound):
-                client.api.remove_container(container_id, force=True)
-        except engine_errors():
-            time.sleep(1.0)
-        else:
-            return
-        finally:
-            client.close()
-
-
-class _LogFollower(threading.Thread):
-    """``docker logs --follow`` into a file until the container stops (or the engine goes away)."""
-
-    def __init__(self, client: DockerClient, container_id: str, path: Path) -> None:
-        super().__init__(name="tritonpt-container-log", daemon=True)
-        self._client, self._id, self._path = client, container_id, path
-        self.whole = False
-        """The stream ended with the container, so the file holds its whole log (no need to ask for it again)."""
-
-    def run(self) -> None:
-        with contextlib.suppress(*engine_errors(), OSError), self._path.open("ab") as out:
-            for chunk in self._client.api.logs(self._id, stdout=True, stderr=True, stream=True, follow=True):
-                out.write(chunk)
-                out.flush()
-            self.whole = True
-
-
 # --- The container ----------------------------------------------------------------------------------------------
 
 
@@ -453,7 +257,9 @@ class ContainerServer(Server):
         self._id: str | None = None
         self._labels: dict[str, str] = {}  # the image's, read at start
         self._ended: str | None = None  # the last verdict of _exit_state, for the hint
-        self._follower: _LogFollower | None = None  # copies the container's log into log_path as it comes
+        self._follower: engine.LogFollower | None = (
+            None  # copies the container's log into log_path as it comes
+        )
         self._reaping = False  # reap_later() left a process to remove the container
 
     # --- Server ---------------------------------------------------------------------------------------------------
@@ -475,7 +281,9 @@ class ContainerServer(Server):
     def log_tail(self, lines: int = 40) -> str:
         """``docker logs --tail`` while the container exists; the file ``stop()`` wrote afterwards."""
         if self._client is not None and self._id is not None and self.state is not State.STOPPED:
-            with contextlib.suppress(*engine_errors()):  # without an engine, the copy in log_path has it
+            with contextlib.suppress(
+                *engine.engine_errors()
+            ):  # without an engine, the copy in log_path has it
                 raw: bytes = self._client.api.logs(self._id, stdout=True, stderr=True, tail=lines)
                 return raw.decode("utf-8", errors="replace").rstrip("\n")
         return super().log_tail(lines)
@@ -515,7 +323,7 @@ class ContainerServer(Server):
         except docker.errors.NotFound:
             return "was removed"
         except requests.exceptions.ConnectionError as exc:  # the socket is gone or refuses: no engine runs
-            return f"{ENGINE_GONE} ({image.docker_host()}: {_first_words(exc)})"
+            return f"{ENGINE_GONE} ({image.docker_host()}: {engine.first_words(exc)})"
         except (docker.errors.DockerException, requests.exceptions.RequestException):
             return None  # the engine did not answer this once (a timeout): no verdict
         if state.get("Status") in ("created", "running", "paused", "restarting"):
@@ -584,18 +392,18 @@ class ContainerServer(Server):
         config = info.get("Config") or {}
         self._labels = dict(config.get("Labels") or {})
         check_readable(repository, str(config.get("User") or ""))
-        devices = gpu_requests(client, self.gpus, image_tag=self.image)
+        devices = engine.gpu_requests(client, self.gpus, image_tag=self.image)
         self.gpus_requested = bool(devices)
 
         self._log_path = self._log_file(self._log_path, "tritonserver-container-")
         self._log_path.write_bytes(b"")  # no stale log from an earlier run; fails early if not writable
 
-        remove_leftovers(client)
+        engine.remove_leftovers(client)
         container = BoundContainer(self.image, bind_address=self.bind_address)
         container.with_exposed_ports(HTTP_PORT, GRPC_PORT, METRICS_PORT).with_command(self.command)
         for mount in self.mounts:
             container.with_volume_mapping(mount.source, mount.target, "ro" if mount.read_only else "rw")
-        options: dict[str, Any] = {"labels": session_labels(), "shm_size": self.shm_size}
+        options: dict[str, Any] = {"labels": engine.session_labels(), "shm_size": self.shm_size}
         if self.memory:
             options |= {"mem_limit": self.memory, "memswap_limit": self.memory}  # no swap beyond the limit
         if devices:
@@ -606,9 +414,9 @@ class ContainerServer(Server):
             .with_poll_interval(0.2)
         )
         self._container = container
-        _LIVE.add(self)
-        _hook_exit()
-        with reaper_or_labels(client) as self.reaper:
+        engine.LIVE.add(self)
+        engine.hook_exit()
+        with engine.reaper_or_labels(client) as self.reaper:
             try:
                 container.start()
             except (RuntimeError, TimeoutError):
@@ -619,7 +427,7 @@ class ContainerServer(Server):
                 raise ServerStartError(self._refused(exc)) from exc
         self._id = container.get_container_id()
         self._endpoints = self._published_endpoints()
-        self._follower = _LogFollower(client, self._id, self._log_path)
+        self._follower = engine.LogFollower(client, self._id, self._log_path)
         self._follower.start()
 
     def reap_later(self) -> None:
@@ -632,7 +440,9 @@ class ContainerServer(Server):
         if self._id is None or self._reaping:
             return
         self._reaping = True
-        code = "import sys; from tritonpt.server.container import remove_when_back; remove_when_back(sys.argv[1])"
+        code = (
+            "import sys; from tritonpt.server.engine import remove_when_back; remove_when_back(sys.argv[1])"
+        )
         subprocess.Popen(
             [sys.executable, "-c", code, self._id],
             stdin=subprocess.DEVNULL,
@@ -658,10 +468,10 @@ class ContainerServer(Server):
         detail = str(getattr(exc, "explanation", None) or exc).strip()
         msg = f"Cannot start {self.describe()}, as the Docker engine refused: {detail}."
         if self.gpus_requested and re.search(r"device driver|gpu|nvidia", detail, re.IGNORECASE):
-            return f"{msg}\n{HINT} {TOOLKIT_HINT.format(image=self.image)}"
+            return f"{msg}\n{HINT} {engine.TOOLKIT_HINT.format(image=self.image)}"
         if "ryuk" in detail.lower():
             return (
-                f"{msg}\n{HINT} testcontainers' reaper could not start; set {RYUK_DISABLED_ENV}=true (tritonpt "
+                f"{msg}\n{HINT} testcontainers' reaper could not start; set {engine.RYUK_DISABLED_ENV}=true (tritonpt "
                 f"removes its containers by label) or make {testcontainers_config.ryuk_image} available."
             )
         return msg
@@ -683,7 +493,7 @@ class ContainerServer(Server):
         ``_terminate`` does: the whole log to ``log_path`` and the container removed."""
         if self._client is not None and self._id is not None:
             docker = image.docker_module()
-            with contextlib.suppress(*engine_errors()):
+            with contextlib.suppress(*engine.engine_errors()):
                 if self._client.api.inspect_container(self._id)["State"].get("Paused"):
                     self._client.api.unpause(self._id)
                 with contextlib.suppress(docker.errors.APIError):  # it ended meanwhile
@@ -694,9 +504,9 @@ class ContainerServer(Server):
         """SIGTERM Triton (``stop_timeout`` s, then SIGKILL), write the whole log to ``log_path``, remove it."""
         if self._client is None:
             return
-        _LIVE.discard(self)
+        engine.LIVE.discard(self)
         client, container = self._client, self._container
-        errors = engine_errors()
+        errors = engine.engine_errors()
         try:
             if self._id is not None:
                 try:
