@@ -53,14 +53,7 @@ def stop_signals_interrupt() -> Iterator[None]:
     """Within the block, SIGTERM and SIGHUP raise :class:`Interrupted` and SIGINT raises ``KeyboardInterrupt``
     even if it was ignored on entry; the handlers found on entry are put back afterwards. Main thread only
     (elsewhere the block runs as it is: only the main thread receives signals in Python)."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    saved = {sig: signal.getsignal(sig) for sig in INTERRUPTS}
-    if saved[signal.SIGINT] in (signal.SIG_IGN, signal.SIG_DFL, None):
-        signal.signal(signal.SIGINT, signal.default_int_handler)
-    for sig in (signal.SIGTERM, signal.SIGHUP):
-        signal.signal(sig, _raise_interrupted)
+    saved = install_stop_signals()
     try:
         yield
     finally:
@@ -69,9 +62,17 @@ def stop_signals_interrupt() -> Iterator[None]:
                 signal.signal(sig, handler)
 
 
-def install_stop_signals() -> None:
-    """:func:`stop_signals_interrupt` for the rest of the process (a pytest run, nox), from the main thread."""
-    stop_signals_interrupt().__enter__()
+def install_stop_signals() -> dict[signal.Signals, Handler]:
+    """What :func:`stop_signals_interrupt` sets, for the rest of the process (a pytest run, nox); the handlers
+    it replaced. Nothing outside the main thread."""
+    if threading.current_thread() is not threading.main_thread():
+        return {}
+    saved = {sig: signal.getsignal(sig) for sig in INTERRUPTS}
+    if saved[signal.SIGINT] in (signal.SIG_IGN, signal.SIG_DFL, None):
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, _raise_interrupted)
+    return saved
 
 
 @contextlib.contextmanager

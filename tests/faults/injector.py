@@ -134,7 +134,9 @@ class FaultRun:
 
     # --- the front door -----------------------------------------------------------------------------------------
 
-    def start(self, command: Sequence[str], *, cwd: Path = ROOT) -> FaultRun:
+    def start(self, command: Sequence[str], *, cwd: Path = ROOT, sigint_ignored: bool = False) -> FaultRun:
+        """Start the front door in its own process group; ``sigint_ignored``: as a non-interactive shell starts a
+        background job (``command &``), with SIGINT ignored on entry."""
         self.process = subprocess.Popen(
             command,
             cwd=cwd,
@@ -145,7 +147,7 @@ class FaultRun:
             text=True,
             errors="replace",
             start_new_session=True,  # its own group, like a terminal's foreground job: Ctrl-C goes to all of it
-            preexec_fn=_default_sigint,  # noqa: PLW1509 - no threads between fork and exec here that matter
+            preexec_fn=_ignored_sigint if sigint_ignored else _default_sigint,  # noqa: PLW1509 - no threads between fork and exec here that matter
         )
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()
@@ -192,6 +194,11 @@ class FaultRun:
         """Run the fault; the time to exit counts from its end."""
         action()
         self.injected = time.monotonic()
+
+    def signal(self, sig: signal.Signals) -> None:
+        """``sig`` to the front door's own process, as ``timeout``, systemd, a CI runner or ``kill`` send it."""
+        assert self.process is not None
+        self.inject(lambda: os.kill(self.process.pid, sig))  # type: ignore[union-attr]
 
     def interrupt(self) -> None:
         """Ctrl-C as a terminal sends it: SIGINT to the front door's whole process group."""
@@ -297,6 +304,10 @@ class FaultRun:
 def _default_sigint() -> None:
     """In the child before exec: Ctrl-C acts, even when this run started with SIGINT ignored (a background job)."""
     signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+def _ignored_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 def _kill_group(pgid: int) -> None:

@@ -11,6 +11,7 @@ runs there (see :func:`_engine_stop_is_safe`); deselect it with ``-m "not stops_
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import threading
 import time
@@ -118,6 +119,45 @@ def test_a_container_that_is_killed_ends_the_run(
     )
     outcome.extra_ok = _aborted(outcome, reports, verdict) or (
         moment == "at start" and verdict in outcome.output and "no check ran" in outcome.output
+    )
+    record(outcome)
+    assert outcome.passed, outcome.explain()
+
+
+HUNG_BOUND_S = 20.0
+"""A container that stops answering: five missed probes (at most about 7.5 s), then docker kill and removal."""
+
+
+def _stop_tritonserver(container: Any) -> None:
+    """SIGSTOP to the container's tritonserver, by its host pid (``docker top``): it runs, and answers nothing."""
+    processes = container.top()["Processes"]
+    pids = [int(p[1]) for p in processes if "tritonserver" in p[-1]]
+    assert pids, processes
+    for pid in pids:
+        os.kill(pid, signal.SIGSTOP)
+
+
+def test_a_container_that_stops_answering_is_killed_and_removed(
+    fault: Callable[..., FaultRun],
+    record: Callable[[Outcome], Outcome],
+    container_lane: tuple[str, list[str]],
+    docker_engine: Any,
+) -> None:
+    run = fault(
+        "SIGSTOP of tritonserver in the container",
+        "matrix, mid-matrix (container)",
+        HUNG_BOUND_S,
+        docker=docker_engine,
+    )
+    reports = _container_run(run, container_lane)
+    run.wait_file(reports / "tritonserver.log", STARTED, STARTUP_S)
+    container = _the_container(run)
+    time.sleep(MID_MATRIX_S)
+    run.inject(lambda: _stop_tritonserver(container))
+    outcome = run.finish(expected_exit=(1,))
+    outcome.extra_ok = (
+        _aborted(outcome, reports, "stopped answering")
+        and "as the Triton server stopped answering" in outcome.output
     )
     record(outcome)
     assert outcome.passed, outcome.explain()

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import signal
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -96,10 +97,14 @@ def test_ctrl_c_of_a_cold_backend_build_leaves_no_partial_cache_entry(
 # --- invoke serve ----------------------------------------------------------------------------------------------
 
 
-def _serve(run: FaultRun) -> Path:
+def _serve(run: FaultRun, *, sigint_ignored: bool = False) -> Path:
     """`invoke serve` from the fault's folder (its reports/ go there), on the fault's repository."""
     assert run.repository is not None
-    run.start(invoke_command("serve", "--repository", str(run.repository)), cwd=run.folder)
+    run.start(
+        invoke_command("serve", "--repository", str(run.repository)),
+        cwd=run.folder,
+        sigint_ignored=sigint_ignored,
+    )
     return run.folder / "reports" / "tritonserver.log"
 
 
@@ -133,4 +138,57 @@ def test_a_server_that_dies_under_invoke_serve_ends_it_with_one_paragraph(
     verdict = "was killed by signal SIGKILL" if sig == signal.SIGKILL else "exited with code 0"
     outcome.extra_ok = "while serving (it stopped on its own)" in outcome.output and verdict in outcome.output
     record(outcome)
+    assert outcome.passed, outcome.explain()
+
+
+# What stops a front door besides a terminal's Ctrl-C: `timeout`, systemd, `docker stop` and a cancelled CI step
+# send SIGTERM, a closed terminal SIGHUP, and `kill -INT` of a background job (started with SIGINT ignored, as a
+# non-interactive shell starts `invoke serve &`) SIGINT. Each must stop the server as Ctrl-C does: 128 + signal.
+STOPS = {
+    "SIGTERM": (signal.SIGTERM, False, 143),
+    "SIGHUP": (signal.SIGHUP, False, 129),
+    "SIGINT, ignored on entry": (signal.SIGINT, True, 130),
+}
+
+
+@pytest.mark.parametrize("name", STOPS)
+def test_a_stop_signal_to_invoke_serve_stops_its_server(
+    fault: Callable[..., FaultRun], record: Callable[[Outcome], Outcome], name: str
+) -> None:
+    sig, ignored, code = STOPS[name]
+    run = fault(f"{name} of invoke serve", "serve, while serving", SERVE_BOUND_S)
+    _serve(run, sigint_ignored=ignored)
+    run.wait_output("Ctrl-C stops", STARTUP_S)
+    run.signal(sig)
+    outcome = record(run.finish(expected_exit=(code,)))
+    assert outcome.passed, outcome.explain()
+
+
+def test_a_sigkilled_invoke_serve_takes_its_server_along(
+    fault: Callable[..., FaultRun], record: Callable[[Outcome], Outcome]
+) -> None:
+    """invoke gets no chance to stop anything: the server's parent-death signal (SIGKILL) ends it."""
+    run = fault("SIGKILL of invoke serve", "serve, while serving", DEAD_BOUND_S)
+    _serve(run)
+    run.wait_output("Ctrl-C stops", STARTUP_S)
+    run.signal(signal.SIGKILL)
+    outcome = record(run.finish(expected_exit=(-signal.SIGKILL,)))
+    assert outcome.passed, outcome.explain()
+
+
+# --- the bench ---------------------------------------------------------------------------------------------------
+
+
+def test_sigterm_of_the_bench_stops_its_server_and_perf_analyzer(
+    fault: Callable[..., FaultRun], record: Callable[[Outcome], Outcome]
+) -> None:
+    """The bench (and the tune, through the same front-door code) under SIGTERM while perf_analyzer loads its
+    server: both go (perf_analyzer is fetched into the cache first if it is not there yet)."""
+    run = fault("SIGTERM of python -m tritonpt.bench", "bench, while perf_analyzer runs", SERVE_BOUND_S)
+    assert run.repository is not None
+    bench = [sys.executable, "-m", "tritonpt.bench", "--smoke", "--model", "multi_io"]
+    run.start([*bench, "--repository", str(run.repository), "--reports", str(run.folder / "bench")])
+    run.wait_output("(perf_analyzer)", STARTUP_S)
+    run.signal(signal.SIGTERM)
+    outcome = record(run.finish(expected_exit=(143,)))
     assert outcome.passed, outcome.explain()

@@ -27,6 +27,8 @@ DEAD_BOUND_S = 10.0
 """Issue 10: a dead server ends the run within 10 s."""
 CTRL_C_BOUND_S = 15.0
 """Ctrl-C: pytest's teardown stops the server (SIGTERM; Triton unloads the models and exits)."""
+HUNG_BOUND_S = 20.0
+"""Issue 14: a server that stops answering ends the run (five missed probes, at most about 7.5 s, then SIGKILL)."""
 MOMENTS = {"at start": 0.0, "mid-matrix": 0.4}
 
 
@@ -85,4 +87,55 @@ def test_ctrl_c_of_the_matrix_stops_its_server(
         time.sleep(MOMENTS["mid-matrix"])
     run.interrupt()
     outcome = record(run.finish(expected_exit=(1, 2)))
+    assert outcome.passed, outcome.explain()
+
+
+def test_a_local_server_that_stops_answering_is_killed_and_the_run_ends(
+    fault: Callable[..., FaultRun], record: Callable[[Outcome], Outcome]
+) -> None:
+    """SIGSTOP, as a deadlock looks from outside: the process runs, nothing answers. It must not outlive the run
+    (on a GPU runner it would hold the GPU and its ports for the next job), and the paragraph says what it did."""
+    run = fault("SIGSTOP of tritonserver", "matrix, mid-matrix (local)", HUNG_BOUND_S)
+    reports = _matrix_run(run)
+    run.wait_file(reports / "tritonserver.log", STARTED, START_TIMEOUT_S)
+    time.sleep(MOMENTS["mid-matrix"])
+    run.inject(lambda: _signal_server(run, signal.SIGSTOP))
+    outcome = run.finish(expected_exit=(1,))
+    outcome.extra_ok = (
+        "as the Triton server stopped answering" in outcome.output
+        and "It is killed now (SIGKILL" in outcome.output
+        and "died" not in outcome.output.split("The run was aborted", 1)[-1].splitlines()[0]
+    )
+    record(outcome)
+    assert outcome.passed, outcome.explain()
+
+
+STOP_SIGNALS = {"SIGTERM": (signal.SIGTERM, 2), "SIGHUP": (signal.SIGHUP, 2)}
+"""What `timeout`, systemd, a cancelled CI step or a closed terminal send; pytest exits 2 on the interrupt."""
+
+
+@pytest.mark.parametrize("name", STOP_SIGNALS)
+def test_a_stop_signal_to_the_matrix_stops_its_server(
+    fault: Callable[..., FaultRun], record: Callable[[Outcome], Outcome], name: str
+) -> None:
+    sig, code = STOP_SIGNALS[name]
+    run = fault(f"{name} of pytest tests/integration", "matrix, mid-matrix (local)", CTRL_C_BOUND_S)
+    reports = _matrix_run(run)
+    run.wait_file(reports / "tritonserver.log", STARTED, START_TIMEOUT_S)
+    time.sleep(MOMENTS["mid-matrix"])
+    run.signal(sig)
+    outcome = record(run.finish(expected_exit=(code,)))
+    assert outcome.passed, outcome.explain()
+
+
+def test_a_sigkilled_matrix_takes_its_server_along(
+    fault: Callable[..., FaultRun], record: Callable[[Outcome], Outcome]
+) -> None:
+    """Nothing of pytest runs after SIGKILL: the server's parent-death signal ends it (prctl PR_SET_PDEATHSIG)."""
+    run = fault("SIGKILL of pytest tests/integration", "matrix, mid-matrix (local)", DEAD_BOUND_S)
+    reports = _matrix_run(run)
+    run.wait_file(reports / "tritonserver.log", STARTED, START_TIMEOUT_S)
+    time.sleep(MOMENTS["mid-matrix"])
+    run.signal(signal.SIGKILL)
+    outcome = record(run.finish(expected_exit=(-signal.SIGKILL,)))
     assert outcome.passed, outcome.explain()

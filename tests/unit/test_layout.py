@@ -201,3 +201,40 @@ def test_the_recipes_live_in_docker_at_the_top_and_nowhere_else() -> None:
     copies = [p for p in PACKAGE.rglob("*.Dockerfile") if p.stem in image.RECIPES]
     assert copies == []
     assert '"docker" = "tritonpt/recipes"' in (ROOT / "pyproject.toml").read_text(encoding="utf-8")
+
+
+MODULE_LINES = 600
+"""No module of the package is longer: a longer one is cut along its seams into a subpackage."""
+LONG_ON_PURPOSE = {
+    "testing/standin.py": "four images that share hashing, tagging, reuse and one command line"
+}
+RULE_BOOK_LINES, RULE_LINES = 400, 80
+"""The validator's rooms: no family's module over 400 lines, no function over 80."""
+
+
+def _lines(path: Path) -> int:
+    return len(path.read_text(encoding="utf-8").splitlines())
+
+
+def test_no_module_is_longer_than_its_rooms_allow() -> None:
+    long = {
+        str(path.relative_to(PACKAGE)): _lines(path)
+        for path in PACKAGE.rglob("*.py")
+        if _lines(path) > MODULE_LINES and str(path.relative_to(PACKAGE)) not in LONG_ON_PURPOSE
+    }
+    assert not long, long
+
+
+def test_the_rule_book_has_small_rooms() -> None:
+    book = PACKAGE / "validate"
+    long = {p.name: _lines(p) for p in book.glob("*.py") if _lines(p) > RULE_BOOK_LINES}
+    assert not long, long
+    functions = {
+        f"{path.name}:{node.name}": node.end_lineno - node.lineno + 1
+        for path in book.glob("*.py")
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(node, ast.FunctionDef)
+        and node.end_lineno
+        and node.end_lineno - node.lineno + 1 > RULE_LINES
+    }
+    assert not functions, functions

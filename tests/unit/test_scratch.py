@@ -119,3 +119,37 @@ def test_a_commit_whose_second_rename_fails_puts_the_old_model_back(
         model.config.write_text("new")
     assert (repo / "m" / "config.pbtxt").read_text() == "old"
     assert sorted(p.name for p in repo.iterdir()) == ["m"]
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP])
+def test_a_stop_signal_interrupts_the_block_as_ctrl_c_does(sig: signal.Signals) -> None:
+    before = signal.getsignal(sig)
+    with pytest.raises(scratch.Interrupted) as stopped, scratch.stop_signals_interrupt():
+        os.kill(os.getpid(), sig)
+    assert isinstance(stopped.value, KeyboardInterrupt)
+    assert scratch.exit_code(stopped.value) == 128 + sig
+    assert signal.getsignal(sig) == before  # put back
+
+
+def test_a_ctrl_c_ignored_on_entry_is_heeded_inside_the_block() -> None:
+    """A background job of a non-interactive shell starts with SIGINT ignored; `kill -INT` must still stop it."""
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        with pytest.raises(KeyboardInterrupt), scratch.stop_signals_interrupt():
+            _ctrl_c()
+        assert signal.getsignal(signal.SIGINT) == signal.SIG_IGN
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def test_a_stop_signal_waits_for_a_held_step() -> None:
+    done = []
+
+    def step() -> None:
+        with scratch.stop_signals_interrupt(), scratch.ctrl_c_held():
+            os.kill(os.getpid(), signal.SIGTERM)
+            done.append("after the signal")
+
+    with pytest.raises(scratch.Interrupted):
+        step()
+    assert done == ["after the signal"]

@@ -36,7 +36,7 @@ from tritonpt import backend
 from tritonpt.backend import BuiltBackend
 from tritonpt.client import Endpoints
 from tritonpt.errors import HINT, BackendError, ServerStartError
-from tritonpt.server.base import Server, ServerKind
+from tritonpt.server.base import Server, ServerKind, State
 from tritonpt.versions import VERSIONS
 
 TRITONSERVER_ENV = "TRITONSERVER"
@@ -268,6 +268,7 @@ class LocalServer(Server):
         self.stop_timeout = stop_timeout
         self.install: TritonInstall | None = None
         self._log_path = log_path.absolute() if log_path is not None else None
+        self._temporary_log = log_path is None  # a file of our own choosing, in the temporary folder
         self._process: subprocess.Popen[bytes] | None = None
         self._finalizer: weakref.finalize[[int], LocalServer] | None = None
 
@@ -352,6 +353,7 @@ class LocalServer(Server):
         process = self._process
         if process is None:
             return
+        ours = process.poll() is None and self.state is State.READY  # we end a server that ran as it should
         try:
             if process.poll() is None:
                 process.send_signal(signal.SIGTERM)
@@ -365,6 +367,10 @@ class LocalServer(Server):
             _wait_group_gone(process.pid, GROUP_EXIT_TIMEOUT_S)
             if self._finalizer is not None:
                 self._finalizer.detach()
+            if ours and self._temporary_log and self._log_path is not None:
+                # Nobody asked for this log and it tells of no failure: it is not left in the temporary folder.
+                # A server that failed to start or ended on its own keeps it: its messages name the file.
+                self._log_path.unlink(missing_ok=True)
 
     def _kill(self) -> None:
         """SIGKILL the whole process group now (a stopped or deadlocked server ignores SIGTERM)."""
