@@ -87,15 +87,21 @@ def parse_mounts(values: Iterable[str], *, option: str, error: type[TritonPtErro
     return tuple(mounts)
 
 
-def parse_dynamic_axes(values: Sequence[str], *, error: type[TritonPtError]) -> Mapping[int, tuple[int, ...]]:
-    """``["0:1", "0:2", "1:1"]`` (INPUT_INDEX:AXIS) -> ``{0: (1, 2), 1: (1,)}``."""
-    axes: dict[int, list[int]] = {}
+def parse_dynamic_axes(
+    values: Sequence[str], *, error: type[TritonPtError]
+) -> Mapping[int | str, tuple[int, ...]]:
+    """``["0:1", "0:2", "attention_mask:1"]`` (INPUT:AXIS, the input by index or by name) ->
+    ``{0: (1, 2), "attention_mask": (1,)}``; a name is resolved against the model's inputs by the spec."""
+    axes: dict[int | str, list[int]] = {}
     for value in values:
-        index, sep, axis = value.partition(":")
-        if not sep or not index.isdigit() or not axis.isdigit():
-            msg = f"--dynamic-axis {value!r}: expected INPUT_INDEX:AXIS, e.g. 0:1 for axis 1 of the first input."
+        which, sep, axis = value.rpartition(":")
+        if not sep or not which or not axis.isdigit():
+            msg = (
+                f"--dynamic-axis {value!r}: expected INPUT:AXIS, the input by index or name, e.g. 0:1 for axis 1 "
+                "of the first input, or input_ids:1."
+            )
             raise error(msg)
-        axes.setdefault(int(index), []).append(int(axis))
+        axes.setdefault(int(which) if which.isdigit() else which, []).append(int(axis))
     return {k: tuple(sorted(set(v))) for k, v in axes.items()}
 
 

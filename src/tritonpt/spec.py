@@ -3,10 +3,16 @@
 A user's own model only needs a zero-argument callable returning ``(module, example_inputs)``;
 returning a :class:`ModelSpec` instead unlocks dynamic axes, scripting, tolerances, batching and
 instance placement. :func:`coerce` turns either form into a validated ``ModelSpec``.
+
+Example inputs are a tuple (forward()'s positional arguments) or a mapping of argument names to tensors, as a
+Hugging Face tokenizer returns them (``{"input_ids": ..., "attention_mask": ...}``): the model is then called
+with those keywords, the inputs are named after them in forward()'s order, and the arguments not given keep
+their defaults. A dynamic axis names its input by index or by name.
 """
 
 from __future__ import annotations
 
+import inspect
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
@@ -144,8 +150,11 @@ class ModelSpec:
     """A model ready to export.
 
     With ``max_batch_size > 0`` axis 0 of every example input (and output) is the batch axis and the
-    config's ``dims`` leave it out. ``dynamic_axes`` maps an input index to the axes (full-shape indices)
-    whose length may vary: they become ``-1`` in the config.
+    config's ``dims`` leave it out. ``dynamic_axes`` maps an input (its index, or its name) to the axes
+    (full-shape indices) whose length may vary: they become ``-1`` in the config.
+
+    ``example_inputs`` may be a mapping of forward()'s argument names to tensors; :func:`coerce` turns it into
+    the tuple, ``input_names`` in forward()'s order and ``keyword_inputs`` (the model is called with keywords).
     """
 
     name: str
@@ -153,6 +162,7 @@ class ModelSpec:
     example_inputs: tuple[torch.Tensor, ...]
     method: Method = "trace"
     input_names: tuple[str, ...] | None = None
+    keyword_inputs: bool = False  # forward() is called with input_names as keywords (the rest keep defaults)
     dynamic_axes: Mapping[int, tuple[int, ...]] = field(default_factory=dict)
     max_batch_size: int = 8
     dynamic_batching: bool = True
@@ -182,7 +192,7 @@ def coerce(
     name: str,
     method: Method | None = None,
     max_batch_size: int | None = None,
-    dynamic_axes: Mapping[int, tuple[int, ...]] | None = None,
+    dynamic_axes: Mapping[int | str, tuple[int, ...]] | None = None,
     instance_kind: InstanceKind | None = None,
     parameters: Mapping[str, str] | None = None,
 ) -> ModelSpec:
@@ -193,13 +203,17 @@ def coerce(
         module, inputs = value
         if isinstance(inputs, torch.Tensor):
             inputs = (inputs,)
-        if not isinstance(inputs, tuple | list) or not all(isinstance(t, torch.Tensor) for t in inputs):
+        if isinstance(inputs, Mapping) and all(isinstance(t, torch.Tensor) for t in inputs.values()):
+            spec = ModelSpec(name=name, module=module, example_inputs=inputs)  # type: ignore[arg-type]
+        elif not isinstance(inputs, tuple | list) or not all(isinstance(t, torch.Tensor) for t in inputs):
             msg = (
                 f"Model {name!r}: the factory returned {type(inputs).__name__} as example inputs; expected a "
-                "tuple of torch.Tensor, e.g. `return model, (torch.randn(1, 3, 224, 224),)`."
+                "tuple of torch.Tensor, e.g. `return model, (torch.randn(1, 3, 224, 224),)`, or a mapping of "
+                'forward()\'s argument names to tensors, e.g. `{"input_ids": ids, "attention_mask": mask}`.'
             )
             raise SpecError(msg)
-        spec = ModelSpec(name=name, module=module, example_inputs=tuple(inputs))
+        else:
+            spec = ModelSpec(name=name, module=module, example_inputs=tuple(inputs))
     else:
         msg = (
             f"Model {name!r}: the factory returned {type(value).__name__}; expected "
@@ -217,9 +231,79 @@ def coerce(
         overrides["instance_kind"] = instance_kind
     if parameters is not None:
         overrides["parameters"] = {**spec.parameters, **parameters}
-    spec = replace(spec, **overrides)  # type: ignore[arg-type]
+    spec = named_inputs(replace(spec, **overrides))  # type: ignore[arg-type]
     check(spec)
     return spec
+
+
+def _parameters(module: torch.nn.Module) -> tuple[list[str], bool]:
+    """forward()'s argument names (self excluded), and whether it takes ``**kwargs`` as well."""
+    try:
+        parameters = list(inspect.signature(module.forward).parameters.values())
+    except (TypeError, ValueError):  # a builtin or C++ forward: no signature to read
+        return [], True
+    named = [p.name for p in parameters if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
+    return named, any(p.kind is p.VAR_KEYWORD for p in parameters)
+
+
+def named_inputs(spec: ModelSpec) -> ModelSpec:
+    """Example inputs given as a mapping become a tuple in forward()'s order, named and passed as keywords; a
+    dynamic axis given by an input's name gets its index. A spec without either comes back as it is."""
+    where = f"Model {spec.name!r}"
+    given: object = spec.example_inputs
+    if isinstance(given, Mapping):
+        if not all(isinstance(k, str) for k in given) or not all(
+            isinstance(v, torch.Tensor) for v in given.values()
+        ):
+            msg = (
+                f"{where}: example_inputs is a mapping, but not of argument names to tensors ({given!r:.80})."
+            )
+            raise SpecError(msg)
+        named, takes_kwargs = _parameters(spec.module)
+        unknown = [k for k in given if k not in named]
+        if unknown and not takes_kwargs:
+            msg = (
+                f"{where}: the example inputs name {', '.join(map(repr, unknown))}, which forward() does not take "
+                f"(it takes {', '.join(named)}). {HINT} name the inputs after forward()'s arguments."
+            )
+            raise SpecError(msg)
+        order = sorted(
+            given, key=lambda k: (named.index(k) if k in named else len(named), list(given).index(k))
+        )
+        spec = replace(
+            spec,
+            example_inputs=tuple(given[k] for k in order),
+            input_names=tuple(order),
+            keyword_inputs=True,
+        )
+    axes: object = spec.dynamic_axes
+    if not isinstance(axes, Mapping) or not any(isinstance(k, str) for k in axes):
+        return spec  # by index already (check() judges the rest)
+    names = spec.resolved_input_names()
+    by_index: dict[object, object] = {}
+    for key, value in axes.items():
+        if isinstance(key, str):
+            if key not in names:
+                msg = (
+                    f"{where}: --dynamic-axis names the input {key!r}; the model's inputs are {', '.join(names)}."
+                    f" {HINT} give the input's name or its index, e.g. --dynamic-axis {names[0]}:1."
+                )
+                raise SpecError(msg)
+            key = names.index(key)  # noqa: PLW2901 - a name becomes its index
+        known = by_index.get(key, ())
+        by_index[key] = (
+            tuple(sorted({*known, *value}))
+            if isinstance(known, tuple) and isinstance(value, tuple)
+            else value
+        )
+    return replace(spec, dynamic_axes=by_index)  # type: ignore[arg-type]
+
+
+def forward_arguments(spec: ModelSpec) -> list[str]:
+    """Which of forward()'s arguments the example inputs give (the rest keep their defaults)."""
+    named, _ = _parameters(spec.module)
+    given = set(spec.input_names or ()) if spec.keyword_inputs else set(named[: len(spec.example_inputs)])
+    return [n for n in named if n not in given]
 
 
 def _check_types(spec: ModelSpec, where: str) -> None:

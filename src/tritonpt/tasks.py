@@ -33,7 +33,7 @@ from tritonpt.options import DEFAULT_REPOSITORY
         "only": "export only this built-in model (repeatable); default: the whole built-in set",
         "script": "use torch.jit.script instead of torch.jit.trace (models with data-dependent control flow)",
         "max_batch_size": "largest batch; 0 = no batch axis (default: the model's own, else 8)",
-        "dynamic_axis": "INPUT_INDEX:AXIS of a variable-length axis, e.g. 0:1 (repeatable)",
+        "dynamic_axis": "INPUT:AXIS of a variable-length axis, the input by index or name: 0:1, input_ids:1 (repeatable)",
         "instance_kind": "KIND_AUTO (default), KIND_CPU or KIND_GPU",
         "parameter": "pytorch backend parameter KEY=VALUE, e.g. INTRA_OP_THREAD_COUNT=4 (repeatable)",
         "seed": "seed for weights of built-in models and for reference inputs (default 0)",

@@ -1,8 +1,9 @@
 """Model factories that break the user-model contract of `invoke export --model MODULE:ATTR`, one way each.
 
 The contract (README, "Your own model"): ATTR is a zero-argument callable returning ``(torch.nn.Module,
-tuple_of_example_tensors)`` or a ``tritonpt.spec.ModelSpec``; forward() returns a tensor or a tuple of tensors of
-a data type the pytorch backend serves, on the CPU; the module traces (or scripts, with --script) and computes
+example inputs)`` (a tuple of tensors, or a mapping of forward()'s argument names to tensors) or a
+``tritonpt.spec.ModelSpec``; forward() returns tensors of a data type the pytorch backend serves, on the CPU,
+alone or in a tuple, list, dict, NamedTuple or dataclass whose keys do not change with the input; the module traces (or scripts, with --script) and computes
 the same outputs every time it is given the same inputs. ``good`` keeps it; every other factory here breaks one
 clause. tests/system/test_export_contract.py runs each through the front door.
 """
@@ -122,6 +123,8 @@ class Returns(nn.Module):
             return float(y.sum())
         if self.kind == "nested":
             return (y, (y, y))
+        if self.kind == "keys-by-input":  # a key only for some inputs: no fixed set of outputs
+            return {"logits": y, **({"extra": y} if x.shape[0] > 2 else {})}
         if self.kind == "meta":
             return y.to("meta")
         if self.kind == "complex64":
@@ -139,6 +142,10 @@ def outputs_float() -> tuple[nn.Module, tuple[torch.Tensor, ...]]:
 
 def outputs_nested() -> tuple[nn.Module, tuple[torch.Tensor, ...]]:
     return Returns("nested"), _example()
+
+
+def outputs_keys_by_input() -> tuple[nn.Module, tuple[torch.Tensor, ...]]:
+    return Returns("keys-by-input"), _example()
 
 
 def outputs_on_meta_device() -> tuple[nn.Module, tuple[torch.Tensor, ...]]:

@@ -141,9 +141,8 @@ CASES = [
     ("inputs-bfloat16", "contract_models:inputs_bfloat16", [], "cannot serve tensors of torch.bfloat16"),
     ("inputs-empty-axis", "contract_models:inputs_empty_axis", [], "with length 0 on axis 1"),
     ("inputs-wrong-shape", "contract_models:inputs_of_the_wrong_shape", [], "forward() failed on inputs [2, 5]"),
-    ("outputs-dict", "contract_models:outputs_dict", [], "forward() returned dict"),
     ("outputs-float", "contract_models:outputs_float", [], "forward() returned float"),
-    ("outputs-nested", "contract_models:outputs_nested", [], "forward() returned tuple"),
+    ("outputs-keys-by-input", "contract_models:outputs_keys_by_input", [], "what forward() returns changes with its inputs"),
     ("outputs-meta-device", "contract_models:outputs_on_meta_device", [], "output 0 is a strided tensor on device meta"),
     ("outputs-complex64", "contract_models:outputs_complex64", [], "output 0: Triton's pytorch backend cannot serve"),
     ("untraceable", "contract_models:untraceable", [], "torch.jit.trace failed: RuntimeError"),
@@ -220,3 +219,29 @@ def test_the_sound_model_replaces_the_previous_export(previous: Path, tmp_path: 
     assert before is not None
     assert after != before  # another seed: other weights and reference data
     assert sorted(after) == sorted(before)  # the same files: one model, no staging folder left
+
+
+@pytest.mark.parametrize(
+    ("model", "names"),
+    [
+        ("contract_models:outputs_dict", "logits__0"),
+        ("contract_models:outputs_nested", "OUTPUT__0, OUTPUT__1, OUTPUT__2"),
+    ],
+    ids=["dict", "nested-tuple"],
+)
+def test_outputs_in_a_structure_are_served_and_the_front_door_says_how(
+    tmp_path: Path, model: str, names: str
+) -> None:
+    """What issue 7 refused (a dict, a tuple inside a tuple) is now served as a flat tuple, said in one line."""
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(HERE), os.environ.get("PYTHONPATH")])),
+    }
+    command = [sys.executable, "-m", "invoke", "--search-root", str(ROOT), "export", "--model", model]
+    done = subprocess.run(
+        [*command, "--name", NAME, "--repository", str(tmp_path / "repository")],
+        cwd=tmp_path, env=env, capture_output=True, text=True, check=False, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "served as a tuple of" in done.stderr and names in done.stderr, done.stderr
+    assert "Traceback" not in done.stdout + done.stderr

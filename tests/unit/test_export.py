@@ -144,9 +144,21 @@ def test_scripting_the_same_model_succeeds(tmp_path: Path) -> None:
     assert (tmp_path / "branchy" / "1" / "model.pt").is_file()
 
 
-class DictOut(torch.nn.Module):
+class DictWithCount(torch.nn.Module):
+    """A dict with a number beside the tensor: nothing the backend can return for it."""
+
+    def forward(self, x: torch.Tensor) -> dict[str, object]:
+        return {"y": x, "count": 3}
+
+
+class KeysByBatch(torch.nn.Module):
+    """A key that is there for some inputs only: a structure that depends on the data."""
+
     def forward(self, x: torch.Tensor) -> dict[str, torch.Tensor]:
-        return {"y": x}
+        found = {"y": x}
+        if x.shape[0] > 1:
+            found["extra"] = x * 2
+        return found
 
 
 class ScalarOut(torch.nn.Module):
@@ -162,7 +174,16 @@ class NotBatched(torch.nn.Module):
 @pytest.mark.parametrize(
     ("module", "inputs", "error", "words"),
     [
-        pytest.param(DictOut(), (torch.ones(1, 3),), SpecError, "Return a tuple", id="dict-output"),
+        pytest.param(
+            DictWithCount(),
+            (torch.ones(1, 3),),
+            SpecError,
+            "count in it is of type int",
+            id="dict-with-a-number",
+        ),
+        pytest.param(
+            KeysByBatch(), (torch.ones(1, 3),), SpecError, "changes with its inputs", id="keys-by-batch"
+        ),
         pytest.param(ScalarOut(), (torch.ones(1, 3),), SpecError, "0-d scalar", id="scalar-output"),
         pytest.param(
             torch.nn.Identity(), (torch.ones(1, 3, dtype=torch.bfloat16),), SpecError, "bfloat16", id="bf16"
@@ -189,7 +210,7 @@ def test_unservable_models_are_refused_before_anything_is_written(
 def test_failed_reexport_keeps_the_previous_model(repository_copy) -> None:
     repository = repository_copy("multi_io")
     before = _digest(repository / "multi_io" / "reference.npz")
-    broken = spec.ModelSpec(name="multi_io", module=DictOut(), example_inputs=(torch.ones(1, 3),))
+    broken = spec.ModelSpec(name="multi_io", module=DictWithCount(), example_inputs=(torch.ones(1, 3),))
     with pytest.raises(SpecError):
         export.export(broken, repository=repository)
     assert _digest(repository / "multi_io" / "reference.npz") == before

@@ -1,0 +1,279 @@
+"""Stage "export": a ModelSpec becomes ``model.pt`` + ``config.pbtxt`` + eager reference data in a repository.
+
+One model's path through this package:
+
+1. build the module with torch seeded (:func:`export_factory`), run it eagerly on the example inputs, by
+   position or as keywords, and flatten what it returns (:mod:`~tritonpt.export.outputs`): a Tensor or a tuple
+   is served as it is, a dict, ``ModelOutput``, NamedTuple, dataclass or list through an Adapter that returns
+   its tensors as a tuple in a fixed order, each output named after its key (``logits__0``);
+2. run it twice more on copies of the example inputs: a forward() that answers them differently is refused
+   (:mod:`~tritonpt.export.eager`);
+3. trace (default) or script it, in its Adapter where it has one (:mod:`~tritonpt.export.torchscript`);
+4. make seeded reference cases (batch 1, the largest batch, another length on variable axes) and the eager
+   outputs for each; a result whose structure changes with the input is refused;
+5. save the TorchScript file, reload it with ``torch.jit.load`` and compare it with eager on every case;
+6. derive ``config.pbtxt`` from the real inputs and outputs (:mod:`~tritonpt.export.config`), write the
+   reference data and a warmup sample;
+7. validate the staged folder, then move it into the repository (never a half-written model folder).
+
+A built-in model whose stamp still matches is kept (:mod:`~tritonpt.export.stamp`).
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.metadata
+import platform
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from tritonpt import __version__, dtypes, reference, spec, validate, zoo
+from tritonpt.errors import HINT, SpecError, first_line
+from tritonpt.export.config import MAX_QUEUE_DELAY_US, WARMUP_COUNT, add_warmup, build_config, header
+from tritonpt.export.eager import Eager, sentence
+from tritonpt.export.stamp import STAMP, builtin_fingerprint, restamp, stamp_matches, write_stamp
+from tritonpt.export.torchscript import check_reloaded, compile_model, torchscript_format
+from tritonpt.repository import ModelDir, render_config, staged_model
+from tritonpt.spec import ModelSpec
+
+__all__ = [
+    "MAX_QUEUE_DELAY_US",
+    "STAMP",
+    "WARMUP_COUNT",
+    "ExportResult",
+    "build_config",
+    "export",
+    "export_builtin",
+    "export_factory",
+    "load_factory",
+    "restamp",
+    "torchscript_format",
+]
+
+Step = Callable[[str], None]
+
+
+def _quiet(_: str) -> None:
+    pass
+
+
+@dataclass(frozen=True, kw_only=True)
+class ExportResult:
+    """What one export wrote."""
+
+    name: str
+    model: ModelDir
+    method: str
+    cases: tuple[str, ...]
+    seconds: float
+    warnings: tuple[str, ...]
+    kept: bool = False  # unchanged since the last export: nothing was written
+    notes: tuple[str, ...] = ()  # what export did to serve the model as given (an adapted output, say)
+
+
+def load_factory(module_name: str, attr: str) -> Callable[[], object]:
+    """Import ``module_name`` (importable from the current directory) and return its callable ``attr``."""
+    target = f"{module_name}:{attr}"
+    if "" not in sys.path and str(Path.cwd()) not in sys.path:
+        sys.path.insert(0, str(Path.cwd()))
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        if exc.name and exc.name != module_name and not module_name.startswith(f"{exc.name}."):
+            msg = (
+                f"--model {target!r}: importing {module_name!r} failed: it imports {exc.name!r}, which this "
+                f"environment does not have ({first_line(exc)}). {HINT} install it here, or export from the "
+                "environment the model runs in."
+            )
+        else:
+            msg = (
+                f"--model {target!r}: cannot import {module_name!r} ({exc}). Run from the folder that holds it, "
+                "or put it on PYTHONPATH."
+            )
+        raise SpecError(msg) from exc
+    except Exception as exc:  # the user's module runs here: whatever it raises is the user's to fix
+        msg = (
+            f"--model {target!r}: importing {module_name!r} raised {type(exc).__name__}: {first_line(exc)}. "
+            f"{HINT} fix the module (`python -c 'import {module_name}'` shows the traceback), or rerun with --debug."
+        )
+        raise SpecError(msg) from exc
+    factory = getattr(module, attr, None)
+    if not callable(factory):
+        msg = (
+            f"--model {target!r}: {module_name} has no callable {attr!r}. It must be a zero-argument function "
+            "returning (torch.nn.Module, tuple_of_example_tensors) or a tritonpt.spec.ModelSpec."
+        )
+        raise SpecError(msg)
+    return factory  # type: ignore[no-any-return]
+
+
+def export_factory(
+    factory: Callable[[], object],
+    *,
+    name: str,
+    repository: Path,
+    seed: int = 0,
+    step: Step = _quiet,
+    **options: object,
+) -> ExportResult:
+    """Build a model from its factory (torch seeded), then :func:`export` it."""
+    started = time.perf_counter()
+    step(f"[{name}] building the model (seed {seed})")
+    try:
+        built = zoo.build(factory, seed)
+    except Exception as exc:  # the user's factory: whatever it raises is the user's to fix
+        msg = (
+            f"Model {name!r}: the factory raised {type(exc).__name__}: {sentence(first_line(exc))} {HINT} call it "
+            "yourself to see the traceback (or rerun with --debug); it must take no arguments and return "
+            "(torch.nn.Module, example inputs) or a tritonpt.spec.ModelSpec."
+        )
+        raise SpecError(msg) from exc
+    model_spec = spec.coerce(built, name=name, **options)  # type: ignore[arg-type]
+    result = export(model_spec, repository=repository, seed=seed, step=step)
+    return ExportResult(
+        name=result.name,
+        model=result.model,
+        method=result.method,
+        cases=result.cases,
+        seconds=time.perf_counter() - started,
+        warnings=result.warnings,
+        notes=result.notes,
+    )
+
+
+def export_builtin(
+    names: Sequence[str], *, repository: Path, seed: int = 0, force: bool = False, step: Step = _quiet
+) -> list[ExportResult]:
+    """Export models of the built-in set by name; one whose stamp says nothing changed is kept (unless ``force``)."""
+    unknown = [n for n in names if n not in zoo.BUILTIN]
+    if unknown:
+        msg = f"Unknown built-in model(s) {', '.join(unknown)}; the built-in set is {', '.join(zoo.BUILTIN)}."
+        raise SpecError(msg)
+    results = []
+    for name in names:
+        model = ModelDir(root=repository / name)
+        fingerprint = builtin_fingerprint(name, seed)
+        if not force and stamp_matches(model, fingerprint):
+            step(
+                f"[{name}] unchanged since its last export (model code, torch, seed): kept (--force re-exports)"
+            )
+            results.append(
+                ExportResult(name=name, model=model, method="", cases=(), seconds=0.0, warnings=(), kept=True)
+            )
+            continue
+        result = export_factory(zoo.BUILTIN[name], name=name, repository=repository, seed=seed, step=step)
+        write_stamp(result.model, fingerprint)
+        results.append(result)
+    return results
+
+
+def export(model_spec: ModelSpec, *, repository: Path, seed: int = 0, step: Step = _quiet) -> ExportResult:
+    """Export one model into ``repository``; see the package docstring for the steps."""
+    model_spec = spec.named_inputs(model_spec)
+    spec.check(model_spec)
+    started = time.perf_counter()
+    name = model_spec.name
+
+    step(f"[{name}] running eagerly on the example inputs")
+    eager = Eager(model_spec)
+    notes = [n for n in [eager.structure.note()] if n]
+    for note in notes:
+        step(f"[{name}] {note}")
+    eager.check_deterministic()
+
+    step(f"[{name}] {'scripting' if model_spec.method == 'script' else 'tracing'}")
+    compiled, warnings = compile_model(eager)
+
+    cases = eager.reference_cases(seed)
+    step(f"[{name}] {len(cases)} reference case(s): {', '.join(c.id for c in cases)}")
+    example_outputs = eager.outputs(model_spec.example_inputs)
+    output_dims = eager.output_dims(example_outputs, cases)
+    input_names = model_spec.resolved_input_names()
+    output_names = eager.structure.names()
+    output_types = tuple(dtypes.from_torch(t.dtype).config for t in example_outputs)
+
+    with staged_model(repository, name) as model:
+        model_file = model.model_file()
+        model_file.parent.mkdir()
+        torch.jit.save(compiled, str(model_file))
+        step(f"[{name}] reloading {model_file.name} with torch.jit.load and comparing with eager")
+        reloaded = torch.jit.load(str(model_file), map_location="cpu").eval()
+        for case in cases:
+            check_reloaded(model_spec, reloaded, case, output_names, output_types)
+        config = build_config(model_spec, input_names, output_names, output_types, output_dims)
+        add_warmup(config, model, min(cases, key=lambda c: c.batch_size))
+        text = header(model_spec, spec.forward_arguments(model_spec)) + render_config(config)
+        model.config.write_text(text, encoding="utf-8")
+        found = _reference(
+            model_spec,
+            seed=seed,
+            model_file=model_file,
+            cases=cases,
+            input_names=input_names,
+            output_names=output_names,
+            output_types=output_types,
+        )
+        reference.save(found, model)
+        step(f"[{name}] validating the staged model folder")
+        # As for the server it is exported for: a KIND_GPU model exported on a CPU machine is still sound.
+        validate.refuse_staged(model, repository / name, validate.validate_model(model, gpu_available=True))
+    step(f"[{name}] written to {repository / name} in {time.perf_counter() - started:.1f} s")
+    return ExportResult(
+        name=name,
+        model=ModelDir(root=repository / name),
+        method=model_spec.method,
+        cases=tuple(c.id for c in cases),
+        seconds=time.perf_counter() - started,
+        warnings=tuple(warnings),
+        notes=tuple(notes),
+    )
+
+
+def _reference(
+    model_spec: ModelSpec,
+    *,
+    seed: int,
+    model_file: Path,
+    cases: Sequence[reference.Case],
+    input_names: Sequence[str],
+    output_names: Sequence[str],
+    output_types: Sequence[str],
+) -> reference.Reference:
+    return reference.Reference(
+        model=model_spec.name,
+        provenance=_provenance(model_spec, seed, model_file),
+        inputs=tuple(
+            reference.TensorInfo(name=n, data_type=dtypes.from_torch(t.dtype).config)
+            for n, t in zip(input_names, model_spec.example_inputs, strict=True)
+        ),
+        outputs=tuple(
+            reference.OutputInfo(
+                name=n,
+                data_type=t,
+                cpu_tolerance=spec.tolerance_for(t, overrides=model_spec.tolerances),
+                gpu_tolerance=spec.tolerance_for(t, gpu=True, overrides=model_spec.tolerances),
+            )
+            for n, t in zip(output_names, output_types, strict=True)
+        ),
+        cases=tuple(cases),
+    )
+
+
+def _provenance(model_spec: ModelSpec, seed: int, model_file: Path) -> reference.Provenance:
+    return reference.Provenance(
+        torch_version=torch.__version__,
+        torchvision_version=importlib.metadata.version("torchvision"),
+        numpy_version=np.__version__,
+        python_version=platform.python_version(),
+        device="cpu",
+        seed=seed,
+        method=model_spec.method,
+        torchscript_format=torchscript_format(model_file),
+        exporter=f"tritonpt {__version__}",
+    )
