@@ -243,5 +243,6 @@ def test_outputs_in_a_structure_are_served_and_the_front_door_says_how(
         cwd=tmp_path, env=env, capture_output=True, text=True, check=False, timeout=300,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
-    assert "served as a tuple of" in done.stderr and names in done.stderr, done.stderr
+    assert "served as a tuple of" in done.stderr, done.stderr
+    assert names in done.stderr, done.stderr
     assert "Traceback" not in done.stdout + done.stderr
