@@ -10,6 +10,7 @@
                          docker/pytorch.Dockerfile's backend stage on a stand-in of its devel base
     nox -s faults        20+ injected faults, each timed to exit and followed by a count of leftovers
     nox -s reliability   (last) reports/reliability.md and .json from the parts the tiers wrote
+    nox -s zoo-smoke     four public architectures exported and served with parity (nox -s zoo: all of them)
     nox -s gpu           (GPU runners) build the real image, doctor, the matrix in a GPU container, strict
 
 Every session installs the exact torch pins from src/tritonpt/versions.toml. The uv backend hard-links
@@ -270,6 +271,28 @@ def soak(session: nox.Session) -> None:
 def soak_smoke(session: nox.Session) -> None:
     """A short soak (200 requests) with the same checks, so that it cannot rot."""
     _soak(session, ["--smoke", "--reports", "reports/soak-smoke"])
+
+
+def _zoo(session: nox.Session, args: list[str]) -> None:
+    _install(session, "test")
+    session.install(f"transformers=={VERSIONS.zoo.transformers}")
+    session.run("invoke", "build-backend")
+    session.run("python", "-m", "tritonpt.testing.zoo", *args)
+
+
+@nox.session(python=PYTHON, default=False)
+def zoo(session: nox.Session) -> None:
+    """Public architectures (torchvision, transformers) exported and served with parity: reports/zoo/.
+
+    Arguments after `--` go to `python -m tritonpt.testing.zoo` (--only NAME, --readme README.md).
+    """
+    _zoo(session, list(session.posargs))
+
+
+@nox.session(python=PYTHON, name="zoo-smoke")
+def zoo_smoke(session: nox.Session) -> None:
+    """Four of the zoo's architectures (a CNN, a segmentation dict, an encoder and a decoder), so it cannot rot."""
+    _zoo(session, ["--smoke", "--reports", "reports/zoo-smoke"])
 
 
 # Defined last, so that `nox` runs it after every tier that writes a part.

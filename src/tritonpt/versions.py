@@ -132,6 +132,13 @@ class Bench:
 
 
 @dataclass(frozen=True, kw_only=True)
+class Zoo:
+    """The libraries of the zoo's architectures (tritonpt.testing.zoo)."""
+
+    transformers: str
+
+
+@dataclass(frozen=True, kw_only=True)
 class Versions:
     """Every version the repository depends on."""
 
@@ -142,6 +149,7 @@ class Versions:
     embedded: Embedded
     backend: Backend
     bench: Bench
+    zoo: Zoo
     image_repository: str
 
     @property
@@ -215,6 +223,7 @@ def markdown_table(versions: Versions) -> str:
         ("tritonclient", versions.tritonclient),
         ("perf_analyzer (benchmarks)", f"from the tritonclient {versions.bench.tritonclient} wheel"),
         ("CMake (builds the pytorch backend; PyPI wheel)", versions.backend.cmake),
+        ("transformers (the zoo only)", versions.zoo.transformers),
     ]
     rows += [
         (
@@ -245,6 +254,7 @@ def load(path: Path = _TOML) -> Versions:
             tritonclient=raw["bench"]["tritonclient"],
             wheels=tuple(Wheel(**w) for w in raw["bench"]["wheels"]),
         ),
+        zoo=Zoo(**raw["zoo"]),
         image_repository=raw["images"]["repository"],
     )
 

@@ -8,9 +8,9 @@ One model's path through this package:
    its tensors as a tuple in a fixed order, each output named after its key (``logits__0``);
 2. run it twice more on copies of the example inputs: a forward() that answers them differently is refused
    (:mod:`~tritonpt.export.eager`);
-3. trace (default) or script it, in its Adapter where it has one (:mod:`~tritonpt.export.torchscript`);
-4. make seeded reference cases (batch 1, the largest batch, another length on variable axes) and the eager
+3. make seeded reference cases (batch 1, the largest batch, another length on variable axes) and the eager
    outputs for each; a result whose structure changes with the input is refused;
+4. trace (default) or script it, in its Adapter where it has one (:mod:`~tritonpt.export.torchscript`);
 5. save the TorchScript file, reload it with ``torch.jit.load`` and compare it with eager on every case;
 6. derive ``config.pbtxt`` from the real inputs and outputs (:mod:`~tritonpt.export.config`), write the
    reference data and a warmup sample;
@@ -187,11 +187,11 @@ def export(model_spec: ModelSpec, *, repository: Path, seed: int = 0, step: Step
         step(f"[{name}] {note}")
     eager.check_deterministic()
 
+    cases = eager.reference_cases(seed)  # before tracing: a structure that changes with the input ends here
+    step(f"[{name}] {len(cases)} reference case(s): {', '.join(c.id for c in cases)}")
+
     step(f"[{name}] {'scripting' if model_spec.method == 'script' else 'tracing'}")
     compiled, warnings = compile_model(eager)
-
-    cases = eager.reference_cases(seed)
-    step(f"[{name}] {len(cases)} reference case(s): {', '.join(c.id for c in cases)}")
     example_outputs = eager.outputs(model_spec.example_inputs)
     output_dims = eager.output_dims(example_outputs, cases)
     input_names = model_spec.resolved_input_names()
