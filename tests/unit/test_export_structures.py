@@ -13,7 +13,7 @@ import pytest
 import torch
 from torch import nn
 
-from tritonpt import export, reference, spec
+from tritonpt import export, options, reference, spec
 from tritonpt.errors import SpecError
 from tritonpt.export.outputs import Structure
 from tritonpt.repository import ModelDir, read_config
@@ -199,3 +199,10 @@ def test_a_cache_in_the_output_is_refused_with_the_fix() -> None:
 def test_names_keep_their_keys_within_the_backends_rule() -> None:
     structure = Structure.of("m", {"a__b": torch.ones(1), "with space": torch.ones(1), 3: torch.ones(1)})
     assert structure.names() == ("a_b__0", "with_space__1", "3__2")  # one "__" each: the backend's index
+
+
+def test_a_dynamic_axis_is_given_by_index_or_by_name() -> None:
+    parsed = options.parse_dynamic_axes(["0:1", "attention_mask:1", "0:2"], error=SpecError)
+    assert parsed == {0: (1, 2), "attention_mask": (1,)}
+    with pytest.raises(SpecError, match="expected INPUT:AXIS"):
+        options.parse_dynamic_axes(["input_ids"], error=SpecError)
