@@ -152,7 +152,9 @@ class Watchdog:
             ended, missed = self.verdict(missed)
             if ended is not None and not self._stop.is_set():
                 noticed = time.strftime("%H:%M:%S")
-                hung = ended.startswith(HUNG)
+                # A server on its way down after a signal (SIGTERM: Triton closes its ports, then unloads) does
+                # not answer either; its log says so, and it is not hung: it is ended gracefully, as it began.
+                hung = ended.startswith(HUNG) and "Signal (" not in self.server.log_tail(60)
                 paragraph = self.server.failure(
                     f"{self.server.describe()} {ended} {self.what} (noticed {noticed})",
                     hint=HUNG_HINT if hung else None,
