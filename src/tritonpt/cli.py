@@ -17,9 +17,11 @@ from rich.markup import escape
 from tritonpt.console import Progress, err, guard, out, print_problems
 from tritonpt.errors import ImageError, ServerError, SpecError, ValidationError
 from tritonpt.options import (
+    FORMAT_CHOICES,
     GPUS,
     INSTANCE_KINDS,
     Target,
+    formats_of,
     one_of,
     parse_assignments,
     parse_dynamic_axes,
@@ -44,12 +46,14 @@ def export(
     parameters: Sequence[str],
     seed: int,
     force: bool,
+    model_format: str,
     debug: bool,
 ) -> None:
     from tritonpt import export as exporting  # noqa: PLC0415 - torch loads only when a task needs it
 
     progress = Progress()
     with guard(debug=debug):
+        formats = formats_of(one_of(model_format, FORMAT_CHOICES, option="--format", error=SpecError))
         kind = (
             one_of(instance_kind, INSTANCE_KINDS, option="--instance-kind", error=SpecError)
             if instance_kind
@@ -62,23 +66,27 @@ def export(
             if only:
                 msg = "--only selects built-in models; it cannot be combined with --model."
                 raise SpecError(msg)
-            result = exporting.export_factory(
-                exporting.load_factory(*parse_factory(model, error=SpecError)),
-                name=name,
-                repository=repository,
-                seed=seed,
-                step=progress,
-                method="script" if script else None,
-                max_batch_size=max_batch_size,
-                dynamic_axes=parse_dynamic_axes(dynamic_axes, error=SpecError) if dynamic_axes else None,
-                instance_kind=kind,
-                parameters=parse_assignments(
-                    parameters, option="--parameter", example="INTRA_OP_THREAD_COUNT=4", error=SpecError
+            factory = exporting.load_factory(*parse_factory(model, error=SpecError))
+            results = [
+                exporting.export_factory(
+                    factory,
+                    name=f"{name}_pt2" if len(formats) > 1 and each == "pt2" else name,
+                    repository=repository,
+                    seed=seed,
+                    step=progress,
+                    model_format=each,
+                    method="script" if script else None,
+                    max_batch_size=max_batch_size,
+                    dynamic_axes=parse_dynamic_axes(dynamic_axes, error=SpecError) if dynamic_axes else None,
+                    instance_kind=kind,
+                    parameters=parse_assignments(
+                        parameters, option="--parameter", example="INTRA_OP_THREAD_COUNT=4", error=SpecError
+                    )
+                    if parameters
+                    else None,
                 )
-                if parameters
-                else None,
-            )
-            results = [result]
+                for each in formats
+            ]
         else:
             if name or script or dynamic_axes or max_batch_size is not None or instance_kind or parameters:
                 msg = (
@@ -89,7 +97,12 @@ def export(
             from tritonpt import zoo  # noqa: PLC0415
 
             results = exporting.export_builtin(
-                list(only) or list(zoo.BUILTIN), repository=repository, seed=seed, force=force, step=progress
+                list(only) or list(zoo.BUILTIN),
+                repository=repository,
+                seed=seed,
+                force=force,
+                step=progress,
+                model_formats=formats,
             )
         for result in results:
             for note in result.warnings:

@@ -74,6 +74,11 @@ def is_served(name: str) -> bool:
     return name in _BY_CONFIG
 
 
+def is_served_torch(dtype: torch.dtype) -> bool:
+    """Whether a torch dtype is one the pytorch backend serves."""
+    return dtype in _BY_TORCH
+
+
 def from_numpy(dtype: np.dtype[np.generic]) -> DType:
     """The row for a numpy dtype."""
     try:

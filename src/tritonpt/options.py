@@ -27,6 +27,18 @@ Target = Literal["auto", "local", "url", "container"]
 """What runs the server: auto picks url with a URL, container with an image, else local."""
 TARGETS: tuple[Target, ...] = get_args(Target)
 
+ModelFormat = Literal["torchscript", "pt2"]
+"""TorchScript (``model.pt``, platform pytorch_libtorch) or torch.export + AOTInductor (``model.pt2``, torch_aoti)."""
+MODEL_FORMATS: tuple[ModelFormat, ...] = get_args(ModelFormat)
+FormatChoice = Literal["torchscript", "pt2", "both"]
+"""What `invoke export --format` takes: one format, or both (the PT2 copy named ``<name>_pt2``)."""
+FORMAT_CHOICES: tuple[FormatChoice, ...] = get_args(FormatChoice)
+
+
+def formats_of(choice: FormatChoice) -> tuple[ModelFormat, ...]:
+    return MODEL_FORMATS if choice == "both" else (choice,)
+
+
 DEFAULT_REPOSITORY = Path("model_repository")
 """Where the front doors read and write the model repository unless told otherwise."""
 

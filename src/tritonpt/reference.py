@@ -13,7 +13,7 @@ import json
 import reprlib
 import zipfile
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass, fields
+from dataclasses import MISSING, asdict, dataclass, fields
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -44,8 +44,9 @@ class Provenance:
     device: str
     seed: int
     method: str
-    torchscript_format: int
+    torchscript_format: int  # 0 for a PT2 package
     exporter: str
+    model_format: str = "torchscript"  # or "pt2" (torch.export + AOTInductor)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -257,6 +258,8 @@ class _Reader:
         found = self.value(document, "provenance", dict, "an object", "")
         values: dict[str, Any] = {}
         for item in fields(Provenance):
+            if item.name not in found and item.default is not MISSING:
+                continue  # written before the field existed: its default
             kind = int if item.type == "int" else str
             values[item.name] = self.value(
                 found, item.name, kind, "an integer" if kind is int else "a string", "provenance"

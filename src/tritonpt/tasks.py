@@ -38,6 +38,7 @@ from tritonpt.options import DEFAULT_REPOSITORY
         "parameter": "pytorch backend parameter KEY=VALUE, e.g. INTRA_OP_THREAD_COUNT=4 (repeatable)",
         "seed": "seed for weights of built-in models and for reference inputs (default 0)",
         "force": "re-export built-in models even when nothing they depend on changed since their last export",
+        "format": "torchscript (default: model.pt, platform pytorch_libtorch), pt2 (torch.export + AOTInductor: model.pt2, platform torch_aoti), or both (the PT2 copy named NAME_pt2)",
         "debug": "show tracebacks",
     },
 )
@@ -54,6 +55,7 @@ def export(
     parameter: list[str] | None = None,
     seed: int = 0,
     force: bool = False,
+    format: str = "torchscript",
     debug: bool = False,
 ) -> None:
     """Export models to a Triton model repository with eager-PyTorch reference outputs, then validate it."""
@@ -71,6 +73,7 @@ def export(
         parameters=parameter or [],
         seed=seed,
         force=force,
+        model_format=format,
         debug=debug,
     )
 

@@ -91,10 +91,13 @@ class Source:
 
 @dataclass(frozen=True, kw_only=True)
 class Backend:
-    """The official pytorch backend's pinned sources and the CMake that builds it."""
+    """One build of the official pytorch backend: its pinned sources and the CMake that builds it."""
 
     cmake: str
     sources: tuple[Source, ...]
+    label: str = (
+        "pytorch"  # "pytorch" (the TorchScript build, r25.10) or "pt2" (r26.05, for torch_aoti models)
+    )
 
     def source(self, name: str) -> Source:
         for source in self.sources:
@@ -118,6 +121,28 @@ class Wheel:
     file: str
     url: str
     sha256: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class Pt2:
+    """The PT2 (``platform: "torch_aoti"``) build and how a server older than Triton 26.03 serves it."""
+
+    build: Backend
+    backend_name: str  # the second name it is installed under for server 2.51.0 ("pt2")
+    native_server: str  # the first server whose core takes torch_aoti itself (26.03: 2.67.0)
+    native_ngc: str
+
+    def native(self, server: str) -> bool:
+        """Whether ``server`` ("2.51.0") serves ``platform: "torch_aoti"`` under backend "pytorch" itself."""
+        return _release(server) >= _release(self.native_server)
+
+
+def _release(version: str) -> tuple[int, ...]:
+    parts = []
+    for part in version.split("."):
+        digits = "".join(c for c in part if c.isdigit())
+        parts.append(int(digits or 0))
+    return tuple(parts)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -148,6 +173,7 @@ class Versions:
     tritonclient: str
     embedded: Embedded
     backend: Backend
+    pt2: Pt2
     bench: Bench
     zoo: Zoo
     image_repository: str
@@ -232,6 +258,13 @@ def markdown_table(versions: Versions) -> str:
         )
         for source in versions.backend.sources
     ]
+    rows += [
+        (
+            f"PT2 backend source `{source.name}`",
+            f"`{source.repository}` {source.ref}, commit `{source.commit}`",
+        )
+        for source in versions.pt2.build.sources
+    ]
     lines = ["| component | version |", "|---|---|"] + [f"| {name} | {value} |" for name, value in rows]
     return "\n".join(lines) + "\n"
 
@@ -249,6 +282,16 @@ def load(path: Path = _TOML) -> Versions:
         backend=Backend(
             cmake=raw["backend"]["cmake"],
             sources=tuple(Source(**s) for s in raw["backend"]["sources"]),
+        ),
+        pt2=Pt2(
+            build=Backend(
+                cmake=raw["backend"]["cmake"],
+                sources=tuple(Source(**s) for s in raw["pt2"]["sources"]),
+                label="pt2",
+            ),
+            backend_name=raw["pt2"]["backend_name"],
+            native_server=raw["pt2"]["native_server"],
+            native_ngc=raw["pt2"]["native_ngc"],
         ),
         bench=Bench(
             tritonclient=raw["bench"]["tritonclient"],

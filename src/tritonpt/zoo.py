@@ -151,6 +151,13 @@ BUILTIN: dict[str, Callable[[], ModelSpec]] = {
 }
 
 
+NOT_PT2: dict[str, str] = {
+    "scripted_gate": "its forward() branches and loops in Python on each row's values, which torch.export turns "
+    "into one graph only through torch.cond (TorchScript's --script keeps it as it is)",
+}
+"""Built-in models without a PT2 copy, and why."""
+
+
 def build(factory: Callable[[], object], seed: int) -> object:
     """Call a model factory with torch seeded, so random weights and example inputs are reproducible."""
     with torch.random.fork_rng():

@@ -18,7 +18,9 @@ The same code builds the backend inside docker/pytorch.Dockerfile (``python3 -m 
 package imports only the standard library and :mod:`tritonpt.versions` / :mod:`tritonpt.errors`; it finds torch
 without importing it. Its modules, in the order they import each other: ``layout`` (choices, files, the CMake
 definition), ``toolchain`` (torch, compilers, CMake, nvcc), ``cache`` (what was built, its key, finding it),
-``sources`` (the pinned tarballs), ``build``, and ``__main__`` (the command line).
+``pins`` and ``sources`` (the pinned tarballs), ``build``, ``serving`` (one backend folder for the TorchScript
+and the PT2 builds), and ``__main__`` (the command line). Two builds share all of it: the TorchScript one
+(versions.toml [backend], r25.10) and the PT2 one ([pt2], r26.05), each passed as ``pins``.
 """
 
 from tritonpt.backend.build import configure_command, ensure
@@ -36,6 +38,7 @@ from tritonpt.backend.layout import (
     cache_root,
     package_folder,
 )
+from tritonpt.backend.serving import PT2_LIBRARY, PT2_NAME, backend_directory
 from tritonpt.backend.sources import fetch_sources, sources_folder, verify
 from tritonpt.backend.toolchain import Toolchain, Torch, resolve_variant
 
@@ -45,6 +48,8 @@ __all__ = [
     "DEFINITION",
     "LIBRARY",
     "MANIFEST",
+    "PT2_LIBRARY",
+    "PT2_NAME",
     "SOURCES_ENV",
     "BuiltBackend",
     "Choice",
@@ -53,6 +58,7 @@ __all__ = [
     "Toolchain",
     "Torch",
     "Variant",
+    "backend_directory",
     "build_key",
     "cache_root",
     "configure_command",

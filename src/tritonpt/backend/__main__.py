@@ -45,8 +45,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     options = parser.parse_args(argv)
     if options.pin_trees is not None:
         try:
-            for name, tree in pins.write_manifests(options.pin_trees, VERSIONS.backend.sources).items():
-                print(f'{name}: tree = "{tree}"')
+            for build in (VERSIONS.backend, VERSIONS.pt2.build):
+                for name, tree in pins.write_manifests(options.pin_trees, build.sources).items():
+                    print(f'{build.label} {name}: tree = "{tree}"')
         except BackendError as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 1

@@ -31,7 +31,7 @@ from tritonpt.backend.layout import (
 from tritonpt.backend.sources import _unpack, fetch_sources, sources_folder
 from tritonpt.backend.toolchain import Toolchain, Torch, check_cxx17, resolve_variant
 from tritonpt.errors import BackendError
-from tritonpt.versions import VERSIONS
+from tritonpt.versions import VERSIONS, Backend
 
 # --- The build ----------------------------------------------------------------------------------------------
 
@@ -110,20 +110,32 @@ def ensure(
     force: bool = False,
     step: Step = _quiet,
     jobs: int | None = None,
+    pins: Backend = VERSIONS.backend,
 ) -> BuiltBackend:
-    """The backend for this environment's torch: from the cache when it holds the same inputs, else built."""
+    """The backend for this environment's torch: from the cache when it holds the same inputs, else built.
+
+    ``pins``: which build, the TorchScript one (``VERSIONS.backend``, r25.10) or the PT2 one (``VERSIONS.pt2.build``).
+    """
     torch = Torch.locate()
     chosen = resolve_variant(variant, torch)
     toolchain = Toolchain.find(chosen)
     root = cache or cache_root()
-    key = build_key(torch, toolchain, chosen)
+    key = build_key(torch, toolchain, chosen, pins)
     entry = root / "backends" / key
     if not force and (entry / MANIFEST).is_file():
         with contextlib.suppress(BackendError):
             return BuiltBackend.read(entry)
-    tarballs = fetch_sources(sources_folder(sources), cache=root, step=step)
+    tarballs = fetch_sources(sources_folder(sources), cache=root, step=step, backend=pins)
     return _build(
-        key, entry, tarballs, torch=torch, toolchain=toolchain, variant=chosen, step=step, jobs=jobs
+        key,
+        entry,
+        tarballs,
+        torch=torch,
+        toolchain=toolchain,
+        variant=chosen,
+        step=step,
+        jobs=jobs,
+        pins=pins,
     )
 
 
@@ -137,13 +149,14 @@ def _build(
     variant: Variant,
     step: Step,
     jobs: int | None,
+    pins: Backend,
 ) -> BuiltBackend:
     started = time.perf_counter()
     entry.parent.mkdir(parents=True, exist_ok=True)
     check_cxx17(toolchain.cxx)  # only a build needs it; a cache hit asks the compiler its version alone
     log = _Log(entry.parent.parent / "logs" / f"{key}.log")
     with contextlib.closing(log), _staging(entry.parent, key) as staging:
-        source_dirs = _unpack(tarballs, staging / "src", step)
+        source_dirs = _unpack(tarballs, staging / "src", step, backend=pins)
         prefix, build_dir = staging / "rapidjson", staging / "build"
         step("configuring and installing RapidJSON (headers) into the build folder")
         rapidjson = [
@@ -160,7 +173,7 @@ def _build(
         _checked(
             log, [str(toolchain.cmake), "--install", str(staging / "rapidjson-build")], "install RapidJSON"
         )
-        source = VERSIONS.backend.pytorch_backend
+        source = pins.pytorch_backend
         step(
             f"configuring pytorch_backend {source.ref} ({source.commit[:7]}), {variant} variant, against torch "
             f"{torch.version} in {torch.root}"
@@ -203,7 +216,7 @@ def _build(
             variant=variant,
             ref=source.ref,
             commit=source.commit,
-            commits={s.name: s.commit for s in VERSIONS.backend.sources},
+            commits={s.name: s.commit for s in pins.sources},
             torch_version=torch.version,
             torch_git_version=torch.git_version,
             torch_cuda=torch.cuda,

@@ -125,7 +125,11 @@ def build_key(
 
 
 def find(
-    variant: Variant | None = None, *, torch: Torch | None = None, cache: Path | None = None
+    variant: Variant | None = None,
+    *,
+    torch: Torch | None = None,
+    cache: Path | None = None,
+    pins: Backend = VERSIONS.backend,
 ) -> BuiltBackend | None:
     """The cached build that :func:`tritonpt.backend.ensure` would use for this torch and today's pins, or None.
 
@@ -150,7 +154,7 @@ def find(
             continue
         with contextlib.suppress(BackendError):
             built = BuiltBackend.read(entry)
-            if built.matches(torch):
+            if built.matches(torch, backend=pins):
                 found.append(built)
     wanted: tuple[Variant, ...] = (
         (variant,) if variant else (("gpu", "cpu") if NVIDIA_DEVICE.exists() else ("cpu",))
@@ -159,7 +163,7 @@ def find(
         fitting = [b for b in found if b.variant == kind]
         if not fitting:
             continue
-        key = _key_here(torch, kind)
+        key = _key_here(torch, kind, pins)
         keyed = [b for b in fitting if b.key == key]
         if keyed:
             return keyed[0]
@@ -167,9 +171,9 @@ def find(
     return None
 
 
-def _key_here(torch: Torch, variant: Variant) -> str | None:
+def _key_here(torch: Torch, variant: Variant, pins: Backend) -> str | None:
     """The key ``ensure()`` would build under in this environment; None where it has no compiler or CMake."""
     try:
-        return build_key(torch, Toolchain.find(variant), variant)
+        return build_key(torch, Toolchain.find(variant), variant, pins)
     except BackendError:
         return None

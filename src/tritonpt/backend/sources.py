@@ -121,11 +121,13 @@ def _download(source: Source, target: Path) -> None:
     )
 
 
-def _unpack(tarballs: Mapping[str, Path], into: Path, step: Step) -> dict[str, Path]:
+def _unpack(
+    tarballs: Mapping[str, Path], into: Path, step: Step, *, backend: Backend = VERSIONS.backend
+) -> dict[str, Path]:
     step(f"unpacking {len(tarballs)} sources")
     into.mkdir(parents=True)
     folders: dict[str, Path] = {}
-    for source in VERSIONS.backend.sources:
+    for source in backend.sources:
         with tarfile.open(tarballs[source.name]) as archive:
             _extract(archive, into, tarballs[source.name])
         folder = into / source.top_folder

@@ -27,7 +27,7 @@ import platform
 import sys
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -35,19 +35,32 @@ import torch
 
 from tritonpt import __version__, dtypes, reference, spec, validate, zoo
 from tritonpt.errors import HINT, SpecError, first_line
+from tritonpt.export import pt2 as pt2_export
 from tritonpt.export.config import MAX_QUEUE_DELAY_US, WARMUP_COUNT, add_warmup, build_config, header
 from tritonpt.export.eager import Eager, sentence
 from tritonpt.export.stamp import STAMP, builtin_fingerprint, restamp, stamp_matches, write_stamp
 from tritonpt.export.torchscript import check_reloaded, compile_model, torchscript_format
-from tritonpt.repository import ModelDir, render_config, staged_model
+from tritonpt.options import MODEL_FORMATS, ModelFormat
+from tritonpt.repository import (
+    MODEL_FILE,
+    PLATFORM,
+    PT2_FILE,
+    PT2_PLATFORM,
+    VERSION,
+    ModelDir,
+    render_config,
+    staged_model,
+)
 from tritonpt.spec import ModelSpec
 
 __all__ = [
     "MAX_QUEUE_DELAY_US",
+    "MODEL_FORMATS",
     "STAMP",
     "WARMUP_COUNT",
     "ExportResult",
     "build_config",
+    "builtin_names",
     "export",
     "export_builtin",
     "export_factory",
@@ -120,6 +133,7 @@ def export_factory(
     repository: Path,
     seed: int = 0,
     step: Step = _quiet,
+    model_format: ModelFormat = "torchscript",
     **options: object,
 ) -> ExportResult:
     """Build a model from its factory (torch seeded), then :func:`export` it."""
@@ -135,78 +149,131 @@ def export_factory(
         )
         raise SpecError(msg) from exc
     model_spec = spec.coerce(built, name=name, **options)  # type: ignore[arg-type]
-    result = export(model_spec, repository=repository, seed=seed, step=step)
-    return ExportResult(
-        name=result.name,
-        model=result.model,
-        method=result.method,
-        cases=result.cases,
-        seconds=time.perf_counter() - started,
-        warnings=result.warnings,
-        notes=result.notes,
-    )
+    result = export(model_spec, repository=repository, seed=seed, step=step, model_format=model_format)
+    return replace(result, seconds=time.perf_counter() - started)
+
+
+def builtin_names(model_format: ModelFormat) -> dict[str, str]:
+    """The built-in set's folder names for one format, to the model each is made from (``resnet18_pt2``:
+    ``resnet18``); models torch.export cannot take (zoo.NOT_PT2) have no PT2 copy."""
+    if model_format == "torchscript":
+        return {name: name for name in zoo.BUILTIN}
+    return {f"{name}{pt2_export.SUFFIX}": name for name in zoo.BUILTIN if name not in zoo.NOT_PT2}
 
 
 def export_builtin(
-    names: Sequence[str], *, repository: Path, seed: int = 0, force: bool = False, step: Step = _quiet
+    names: Sequence[str],
+    *,
+    repository: Path,
+    seed: int = 0,
+    force: bool = False,
+    step: Step = _quiet,
+    model_formats: Sequence[ModelFormat] = ("torchscript",),
 ) -> list[ExportResult]:
-    """Export models of the built-in set by name; one whose stamp says nothing changed is kept (unless ``force``)."""
+    """Export models of the built-in set by name, in each format (a PT2 copy is ``<name>_pt2``); one whose
+    stamp says nothing changed is kept (unless ``force``)."""
     unknown = [n for n in names if n not in zoo.BUILTIN]
     if unknown:
         msg = f"Unknown built-in model(s) {', '.join(unknown)}; the built-in set is {', '.join(zoo.BUILTIN)}."
         raise SpecError(msg)
     results = []
-    for name in names:
-        model = ModelDir(root=repository / name)
-        fingerprint = builtin_fingerprint(name, seed)
-        if not force and stamp_matches(model, fingerprint):
-            step(
-                f"[{name}] unchanged since its last export (model code, torch, seed): kept (--force re-exports)"
+    for model_format in model_formats:
+        for folder, name in builtin_names(model_format).items():
+            if name not in names:
+                continue
+            model = ModelDir(root=repository / folder)
+            fingerprint = builtin_fingerprint(f"{folder}:{model_format}", seed)
+            if not force and stamp_matches(model, fingerprint):
+                step(
+                    f"[{folder}] unchanged since its last export (model code, torch, seed): kept (--force re-exports)"
+                )
+                results.append(
+                    ExportResult(
+                        name=folder, model=model, method="", cases=(), seconds=0.0, warnings=(), kept=True
+                    )
+                )
+                continue
+            result = export_factory(
+                zoo.BUILTIN[name],
+                name=folder,
+                repository=repository,
+                seed=seed,
+                step=step,
+                model_format=model_format,
             )
-            results.append(
-                ExportResult(name=name, model=model, method="", cases=(), seconds=0.0, warnings=(), kept=True)
-            )
-            continue
-        result = export_factory(zoo.BUILTIN[name], name=name, repository=repository, seed=seed, step=step)
-        write_stamp(result.model, fingerprint)
-        results.append(result)
+            write_stamp(result.model, fingerprint)
+            results.append(result)
+        if model_format == "pt2":
+            for name in sorted(set(names) & set(zoo.NOT_PT2)):
+                step(f"[{name}] no PT2 copy: {zoo.NOT_PT2[name]}")
     return results
 
 
-def export(model_spec: ModelSpec, *, repository: Path, seed: int = 0, step: Step = _quiet) -> ExportResult:
-    """Export one model into ``repository``; see the package docstring for the steps."""
+def export(
+    model_spec: ModelSpec,
+    *,
+    repository: Path,
+    seed: int = 0,
+    step: Step = _quiet,
+    model_format: ModelFormat = "torchscript",
+) -> ExportResult:
+    """Export one model into ``repository`` as TorchScript or as a PT2 package; see the package docstring."""
     model_spec = spec.named_inputs(model_spec)
     spec.check(model_spec)
     started = time.perf_counter()
     name = model_spec.name
+    pt2 = model_format == "pt2"
+    if pt2:
+        pt2_export.requirements()
 
     step(f"[{name}] running eagerly on the example inputs")
     eager = Eager(model_spec)
-    notes = [n for n in [eager.structure.note()] if n]
-    for note in notes:
-        step(f"[{name}] {note}")
+    notes = [n for n in [eager.structure.note()] if n and not pt2]
     eager.check_deterministic()
-
     cases = eager.reference_cases(seed)  # before tracing: a structure that changes with the input ends here
     step(f"[{name}] {len(cases)} reference case(s): {', '.join(c.id for c in cases)}")
-
-    step(f"[{name}] {'scripting' if model_spec.method == 'script' else 'tracing'}")
-    compiled, warnings = compile_model(eager)
     example_outputs = eager.outputs(model_spec.example_inputs)
     output_dims = eager.output_dims(example_outputs, cases)
-    input_names = model_spec.resolved_input_names()
-    output_names = eager.structure.names()
     output_types = tuple(dtypes.from_torch(t.dtype).config for t in example_outputs)
+    if pt2:
+        input_names, output_names = (
+            pt2_export.input_names(model_spec),
+            pt2_export.output_names(eager.structure),
+        )
+        notes += pt2_export.notes(model_spec, eager.structure)
+        model_spec = replace(model_spec, dynamic_batching=False, parameters={})
+    else:
+        input_names, output_names = model_spec.resolved_input_names(), eager.structure.names()
+        step(f"[{name}] {'scripting' if model_spec.method == 'script' else 'tracing'}")
+        compiled, warnings = compile_model(eager)
+    for note in notes:
+        step(f"[{name}] {note}")
 
     with staged_model(repository, name) as model:
-        model_file = model.model_file()
+        model_file = model.root / VERSION / (PT2_FILE if pt2 else MODEL_FILE)
         model_file.parent.mkdir()
-        torch.jit.save(compiled, str(model_file))
-        step(f"[{name}] reloading {model_file.name} with torch.jit.load and comparing with eager")
-        reloaded = torch.jit.load(str(model_file), map_location="cpu").eval()
-        for case in cases:
-            check_reloaded(model_spec, reloaded, case, output_names, output_types)
-        config = build_config(model_spec, input_names, output_names, output_types, output_dims)
+        if pt2:
+            device = pt2_export.compile_package(eager, cases, model_file, step)
+            step(f"[{name}] loading {model_file.name} with aoti_load_package and comparing with eager")
+            pt2_export.check_package(model_spec, model_file, cases, output_names, output_types, device)
+            warnings: list[str] = []
+        else:
+            device = "cpu"
+            torch.jit.save(compiled, str(model_file))
+            step(f"[{name}] reloading {model_file.name} with torch.jit.load and comparing with eager")
+            reloaded = torch.jit.load(str(model_file), map_location="cpu").eval()
+            for case in cases:
+                check_reloaded(model_spec, reloaded, case, output_names, output_types)
+        config = build_config(
+            model_spec,
+            input_names,
+            output_names,
+            output_types,
+            output_dims,
+            platform=PT2_PLATFORM if pt2 else PLATFORM,
+        )
+        if pt2:
+            config.default_model_filename = PT2_FILE  # core r26.03 fills in model.pt otherwise
         add_warmup(config, model, min(cases, key=lambda c: c.batch_size))
         text = header(model_spec, spec.forward_arguments(model_spec)) + render_config(config)
         model.config.write_text(text, encoding="utf-8")
@@ -218,6 +285,8 @@ def export(model_spec: ModelSpec, *, repository: Path, seed: int = 0, step: Step
             input_names=input_names,
             output_names=output_names,
             output_types=output_types,
+            model_format=model_format,
+            device=device,
         )
         reference.save(found, model)
         step(f"[{name}] validating the staged model folder")
@@ -227,7 +296,7 @@ def export(model_spec: ModelSpec, *, repository: Path, seed: int = 0, step: Step
     return ExportResult(
         name=name,
         model=ModelDir(root=repository / name),
-        method=model_spec.method,
+        method="aoti" if pt2 else model_spec.method,
         cases=tuple(c.id for c in cases),
         seconds=time.perf_counter() - started,
         warnings=tuple(warnings),
@@ -244,10 +313,23 @@ def _reference(
     input_names: Sequence[str],
     output_names: Sequence[str],
     output_types: Sequence[str],
+    model_format: ModelFormat,
+    device: str,
 ) -> reference.Reference:
     return reference.Reference(
         model=model_spec.name,
-        provenance=_provenance(model_spec, seed, model_file),
+        provenance=reference.Provenance(
+            torch_version=torch.__version__,
+            torchvision_version=importlib.metadata.version("torchvision"),
+            numpy_version=np.__version__,
+            python_version=platform.python_version(),
+            device=device,
+            seed=seed,
+            method="aoti" if model_format == "pt2" else model_spec.method,
+            torchscript_format=torchscript_format(model_file) if model_format == "torchscript" else 0,
+            exporter=f"tritonpt {__version__}",
+            model_format=model_format,
+        ),
         inputs=tuple(
             reference.TensorInfo(name=n, data_type=dtypes.from_torch(t.dtype).config)
             for n, t in zip(input_names, model_spec.example_inputs, strict=True)
@@ -262,18 +344,4 @@ def _reference(
             for n, t in zip(output_names, output_types, strict=True)
         ),
         cases=tuple(cases),
-    )
-
-
-def _provenance(model_spec: ModelSpec, seed: int, model_file: Path) -> reference.Provenance:
-    return reference.Provenance(
-        torch_version=torch.__version__,
-        torchvision_version=importlib.metadata.version("torchvision"),
-        numpy_version=np.__version__,
-        python_version=platform.python_version(),
-        device="cpu",
-        seed=seed,
-        method=model_spec.method,
-        torchscript_format=torchscript_format(model_file),
-        exporter=f"tritonpt {__version__}",
     )

@@ -9,6 +9,7 @@ the real server):
     config       C  the config against Triton's core and the backend's rules
     warmup       W  model_warmup samples
     torchscript  M  the TorchScript file, loaded with real torch and run on config-shaped and reference inputs
+    pt2          A  the PT2 package (platform torch_aoti): its call spec, its scheduling, a checked run
     feeds        D  the reference data parity sends (and M012, a config too large to run on)
     process      P  rules across the models one server loads
 
@@ -23,9 +24,9 @@ from pathlib import Path
 import torch
 
 from tritonpt.errors import Problem, ValidationError
-from tritonpt.repository import ModelDir, models
+from tritonpt.repository import PT2_PLATFORM, ModelDir, models
 from tritonpt.validate import config as config_rules
-from tritonpt.validate import feeds, folders, text, torchscript, warmup
+from tritonpt.validate import feeds, folders, pt2, text, torchscript, warmup
 from tritonpt.validate.process import process_wide_problems
 from tritonpt.validate.rules import RULES, Findings, Rule
 
@@ -56,11 +57,18 @@ def validate_model(model: ModelDir, *, gpu_available: bool | None = None) -> lis
     if gpu_available is None:
         gpu_available = torch.cuda.is_available()
     config_rules.check(model, config, findings, gpu_available=gpu_available)
+    is_pt2 = config.platform == PT2_PLATFORM
+    if is_pt2:
+        pt2.check_config(model, config, findings)
     warmup.check(model, config, findings)
     if findings.failed:
         return list(findings)
     for model_file in folders.model_files(model, config, findings):
-        torchscript.check(model, config, model_file, findings)
+        if is_pt2:
+            pt2.check(model, config, model_file, findings)
+            feeds.reference_feeds(model, config, findings)
+        else:
+            torchscript.check(model, config, model_file, findings)
     feeds.missing(model, findings)
     return list(findings)
 

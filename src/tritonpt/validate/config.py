@@ -48,7 +48,8 @@ def check(model: ModelDir, config: ModelConfig, findings: Findings, *, gpu_avail
     _batching(model.config, config, findings)
     _tensors(model.config, config, findings)
     _serving_fields(model, config, findings)
-    _parameters(model.config, config, findings)
+    if config.platform != PT2_PLATFORM:  # the PT2 path never reads them (validate.pt2, A007)
+        _parameters(model.config, config, findings)
     for group in config.instance_group:
         if group.kind == ModelInstanceGroup.KIND_GPU and not gpu_available:
             findings.add(

@@ -1,0 +1,342 @@
+"""Family A: a PT2 package (``platform: "torch_aoti"``, ``model.pt2``) against its config, as pytorch_backend
+r26.05's PT2 path (src/pt2/) loads and runs it.
+
+    the archive     a zip holding ``<name>/data/aotinductor/model/*.wrapper.so``; its call spec (torch.export's
+                    in_spec and out_spec, pytree JSON) is read from the wrapper's C++ source in the archive, with
+                    the backend's grammar: inputs ``ARGS[i]...`` / ``KWARGS[key]``, outputs ``RESULT`` /
+                    ``RESULT[i]`` / ``RESULT[key]``, or the exact ordinal ``INPUT__i`` / ``OUTPUT__i``
+    the config      what the backend does not serve right: dynamic_batching, sequence_batching; parameters,
+                    which it never applies
+    the model run   loaded in this process with AOTInductor's own input checks on (``AOTI_RUNTIME_CHECK_INPUTS``,
+                    which the backend's server leaves off): config-shaped inputs of the config's types, at batch 2
+                    where the config batches, so that a wrong data type (which crashes the server) or a static batch
+                    axis (which serves rows after the first wrong) is found here
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import tempfile
+import zipfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from tritonclient.grpc.model_config_pb2 import ModelConfig
+
+from tritonpt import dtypes
+from tritonpt.errors import first_line
+from tritonpt.repository import ModelDir
+from tritonpt.validate import feeds
+from tritonpt.validate.rules import Findings, config_type, dims_match, rule
+
+NOT_A_PACKAGE = rule("A001", "model.pt2 that is not an AOTInductor package")
+SPEC_TYPES = rule(
+    "A002", "a call spec with types the backend's parser does not take (a ModelOutput, an OrderedDict)"
+)
+INPUT_COUNT = rule("A003", "fewer or more inputs than the package's call spec")
+UNKNOWN_NAME = rule("A004", "an input or output name the call spec does not have")
+DYNAMIC_BATCHING = rule("A005", "dynamic_batching on a PT2 model")
+SEQUENCE_BATCHING = rule("A006", "sequence_batching on a PT2 model")
+PARAMETERS = rule("A007", "backend parameters on a PT2 model")
+INPUT_TYPES = rule("A008", "an input data type other than the package's")
+STATIC_BATCH = rule("A009", "max_batch_size above 0 with a batch axis exported static")
+FAILS = rule("A010", "dims the package does not accept")
+OUTPUT_TYPE = rule("A011", "an output data type other than the package's")
+OUTPUT_DIMS = rule("A012", "output dims other than the package's")
+
+CHECK_INPUTS = "AOTI_RUNTIME_CHECK_INPUTS"
+_SPEC = re.compile(r'(in|out)_spec_ = R"\((.*?)\)";', re.DOTALL)
+_BUILTINS = {"builtins.tuple", "builtins.list", "builtins.dict"}
+
+
+def check_config(model: ModelDir, config: ModelConfig, findings: Findings) -> None:
+    """What the PT2 path does with a config's scheduling and parameters (read in r26.05, held against it)."""
+    path = model.config
+    if config.HasField("dynamic_batching"):
+        findings.add(
+            DYNAMIC_BATCHING,
+            "error",
+            path,
+            "dynamic_batching",
+            "pytorch_backend r26.05's PT2 path reads a merged batch's outputs without splitting them "
+            "(first_dim_batching false): every request gets the whole batch back, mostly garbage, and no error.",
+            "remove dynamic_batching (send batches from the client), or serve the TorchScript export.",
+        )
+    if config.HasField("sequence_batching"):
+        findings.add(
+            SEQUENCE_BATCHING,
+            "error",
+            path,
+            "sequence_batching",
+            "the PT2 path refuses it at load (`Sequence batching is not supported yet.`).",
+            "remove sequence_batching, or serve the TorchScript export.",
+        )
+    if config.parameters:
+        findings.add(
+            PARAMETERS,
+            "warning",
+            path,
+            "parameters",
+            f"{', '.join(sorted(config.parameters))}: the PT2 path parses its parameters only when the config has "
+            "none, and Triton's core always hands it a parameters map, so it never applies them (it keeps inference "
+            "mode on and its thread defaults).",
+            "leave them out: they change nothing here.",
+        )
+
+
+def call_spec(model_file: Path) -> tuple[list[str], list[str]]:
+    """The package's input and output names by the backend's grammar; ``ValueError`` with what is wrong."""
+    try:
+        with zipfile.ZipFile(model_file) as archive:
+            sources = [
+                n for n in archive.namelist() if "/data/aotinductor/" in n and n.endswith(".wrapper.cpp")
+            ]
+            libraries = [n for n in archive.namelist() if "/data/aotinductor/" in n and n.endswith(".so")]
+            if not libraries:
+                msg = "it holds no <name>/data/aotinductor/model/*.so, which the backend loads"
+                raise ValueError(msg)
+            text = archive.read(sources[0]).decode("utf-8", errors="replace") if sources else ""
+    except (OSError, zipfile.BadZipFile) as exc:
+        msg = f"it is not a zip archive ({first_line(exc)})"
+        raise ValueError(msg) from exc
+    specs: dict[str, str] = {m.group(1): m.group(2) for m in _SPEC.finditer(text)}
+    if "in" not in specs or "out" not in specs:
+        msg = "its wrapper source has no in_spec_/out_spec_ (compiled without it, or not by aoti_compile_and_package)"
+        raise ValueError(msg)
+    inputs = json.loads(specs["in"])[1]
+    if inputs.get("type") != "builtins.tuple" or len(inputs.get("children_spec", [])) != 2:
+        msg = "its in_spec is not (args, kwargs)"
+        raise ValueError(msg)
+    args, kwargs = inputs["children_spec"]
+    names = [f"ARGS{p}" for p in _leaves(args)]
+    names += [f"KWARGS[{key}]" for key in json.loads(kwargs.get("context") or "[]")]
+    outputs = json.loads(specs["out"])[1]
+    result = ["RESULT"] if _leaf(outputs) else [f"RESULT{p}" for p in _leaves(outputs)]
+    return names, result
+
+
+def _leaf(node: dict[str, Any]) -> bool:
+    return node.get("type") is None
+
+
+def _leaves(node: dict[str, Any], path: str = "") -> list[str]:
+    if _leaf(node):
+        return [path]
+    kind = node.get("type")
+    if kind not in _BUILTINS:
+        msg = f"its call spec holds {kind}, which the backend's parser does not take (only tuple, list, dict)"
+        raise ValueError(msg)
+    children = node.get("children_spec", [])
+    keys = json.loads(node.get("context") or "null") if kind == "builtins.dict" else None
+    found = []
+    for index, child in enumerate(children):
+        found += _leaves(child, f"{path}[{keys[index] if keys else index}]")
+    return found
+
+
+def _positions(declared: list[str], names: list[str], ordinal: str) -> list[int | None]:
+    return [names.index(n) if n in names else _ordinal(n, ordinal) for n in declared]
+
+
+def _ordinal(name: str, prefix: str) -> int | None:
+    number = name.removeprefix(prefix)
+    return (
+        int(number) if name.startswith(prefix) and number.isdigit() and str(int(number)) == number else None
+    )
+
+
+def check(model: ModelDir, config: ModelConfig, model_file: Path, findings: Findings) -> None:
+    """The package against the config: its call spec, then a run with AOTInductor's input checks on."""
+    path = model.config
+    try:
+        inputs, outputs = call_spec(model_file)
+    except ValueError as exc:
+        found = SPEC_TYPES if "parser" in str(exc) else NOT_A_PACKAGE
+        findings.add(
+            found,
+            "error",
+            model_file,
+            "model file",
+            f"{exc}; the PT2 path fails to load it.",
+            "export it with torch.export and torch._inductor.aoti_compile_and_package (`invoke export --format pt2`, "
+            "which returns plain dicts and tuples).",
+        )
+        return
+    if len(config.input) != len(inputs):
+        findings.add(
+            INPUT_COUNT,
+            "error",
+            path,
+            "input",
+            f"{len(config.input)} input(s) declared, the package takes {len(inputs)} ({', '.join(inputs)}); the PT2 "
+            f"path refuses to load it (`configuration expects {len(config.input)} inputs, but model expects "
+            f"{len(inputs)} inputs`).",
+            "declare one input per name of the call spec.",
+        )
+        return
+    feed_order = _positions([t.name for t in config.input], inputs, "INPUT__")
+    out_order = _positions([t.name for t in config.output], outputs, "OUTPUT__")
+    unknown = [
+        t.name
+        for t, p in zip((*config.input, *config.output), (*feed_order, *out_order), strict=True)
+        if p is None
+    ]
+    if unknown:
+        findings.add(
+            UNKNOWN_NAME,
+            "error",
+            path,
+            "input/output names",
+            f"{', '.join(unknown)} are not in the package's call spec (inputs {', '.join(inputs)}; outputs "
+            f"{', '.join(outputs)}, or INPUT__i / OUTPUT__i exactly); the PT2 path refuses to load it.",
+            "name them as the call spec does, or by INPUT__i / OUTPUT__i.",
+        )
+        return
+    _run(
+        model,
+        config,
+        model_file,
+        [p or 0 for p in feed_order],
+        out_order=[p or 0 for p in out_order],
+        findings=findings,
+    )
+
+
+def _run(
+    model: ModelDir,
+    config: ModelConfig,
+    model_file: Path,
+    feed_order: list[int],
+    *,
+    out_order: list[int],
+    findings: Findings,
+) -> None:
+    with _checked_inputs():
+        try:
+            loaded = torch._inductor.aoti_load_package(str(model_file))
+        except Exception as exc:  # the loader's own refusal
+            findings.add(
+                NOT_A_PACKAGE,
+                "error",
+                model_file,
+                "model file",
+                f"it does not load ({first_line(exc)}).",
+                "re-export it.",
+            )
+            return
+        synthesized = feeds.synthesize(config, model.config, findings)
+        if synthesized is None:
+            return
+        ordered: list[Any] = [None] * len(feed_order)
+        for array, position in zip(synthesized, feed_order, strict=True):
+            ordered[position] = torch.from_numpy(np.array(array))
+        said, result = _call(loaded, ordered)
+    if result is None:
+        _refused(model.config, config, said, findings)
+        return
+    produced = (
+        [result]
+        if isinstance(result, torch.Tensor)
+        else list(result.values())
+        if isinstance(result, dict)
+        else list(result)
+    )
+    batch = config.max_batch_size > 0
+    for tensor, position in zip(config.output, out_order, strict=True):
+        value = produced[position]
+        actual = (
+            dtypes.from_torch(value.dtype).config if dtypes.is_served_torch(value.dtype) else str(value.dtype)
+        )
+        if actual != config_type(tensor):
+            findings.add(
+                OUTPUT_TYPE,
+                "error",
+                model.config,
+                f"output {tensor.name!r} data_type",
+                f"{config_type(tensor)} is declared, the package returns {actual}; the PT2 path's error for it frees "
+                "its message before it reads it, and server 2.51.0 was seen to crash (SIGSEGV) on it.",
+                f"declare {actual}.",
+            )
+        shape = tuple(value.shape[1:]) if batch else tuple(value.shape)
+        if not dims_match(tensor.dims, shape):
+            findings.add(
+                OUTPUT_DIMS,
+                "error",
+                model.config,
+                f"output {tensor.name!r} dims",
+                f"{list(tensor.dims)} is declared, the package returns shape {list(shape)}; Triton serves the "
+                "package's shape, not the declared one.",
+                f"declare dims {list(shape)}.",
+            )
+
+
+def _call(loaded: Any, ordered: list[torch.Tensor]) -> tuple[str, Any]:  # noqa: ANN401 - AOTICompiledModel
+    """Run the package on positional inputs (the call spec's order), keeping what AOTInductor prints on fd 2."""
+    with tempfile.TemporaryFile() as capture:
+        saved = os.dup(2)
+        os.dup2(capture.fileno(), 2)
+        try:
+            with torch.no_grad():
+                return "", loaded(*ordered)
+        except Exception as exc:  # the package's own check failed: its reason went to stderr
+            os.dup2(saved, 2)
+            capture.seek(0)
+            printed = capture.read().decode("utf-8", errors="replace")
+            lines = [line.strip() for line in printed.splitlines() if "unmatched" in line or "Error" in line]
+            return (lines[0] if lines else first_line(exc)), None
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+
+
+def _refused(path: Path, config: ModelConfig, said: str, findings: Findings) -> None:
+    if "unmatched dtype" in said:
+        findings.add(
+            INPUT_TYPES,
+            "error",
+            path,
+            "input data_type",
+            f"the package refuses config-typed inputs ({said.removeprefix('Error: ')}); the PT2 path does not check "
+            "input types (`CANNOT VALIDATE INPUTS BY DTYPE`), and server 2.51.0 failed or crashed serving it.",
+            "declare the data types the model was exported with (`invoke export --format pt2` writes them).",
+        )
+    elif "unmatched dim value at 0" in said and config.max_batch_size > 0:
+        findings.add(
+            STATIC_BATCH,
+            "error",
+            path,
+            "max_batch_size",
+            f"the package's batch axis is static ({said.removeprefix('Error: ')}): served with max_batch_size "
+            f"{config.max_batch_size}, a request of 2 or more rows comes back with row 0 right and the rest wrong, "
+            "and no error.",
+            "export with a dynamic batch axis (torch.export.Dim; `invoke export --format pt2` does), or set "
+            "max_batch_size 0 with the full shape in dims.",
+        )
+    else:
+        findings.add(
+            FAILS,
+            "error",
+            path,
+            "input dims",
+            f"the package fails on inputs shaped as the config declares ({said.removeprefix('Error: ')}).",
+            "make dims match the exported program (-1 only on axes exported as dynamic).",
+        )
+
+
+@contextlib.contextmanager
+def _checked_inputs() -> Iterator[None]:
+    previous = os.environ.get(CHECK_INPUTS)
+    os.environ[CHECK_INPUTS] = "1"
+    try:
+        yield
+    finally:
+        if previous is None:
+            os.environ.pop(CHECK_INPUTS, None)
+        else:
+            os.environ[CHECK_INPUTS] = previous
