@@ -256,7 +256,6 @@ def export(
             device = pt2_export.compile_package(eager, cases, model_file, step)
             step(f"[{name}] loading {model_file.name} with aoti_load_package and comparing with eager")
             pt2_export.check_package(model_spec, model_file, cases, output_names, output_types, device)
-            warnings: list[str] = []
         else:
             device = "cpu"
             torch.jit.save(compiled, str(model_file))
