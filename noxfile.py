@@ -83,6 +83,16 @@ def _matrix(session: nox.Session, reports: str, *args: str) -> None:
         _pytest(session, *command)
 
 
+def _repository_option(args: list[str]) -> list[str]:
+    """``--repository DIR`` as given after `--` (either spelling), for `invoke build-backend` to look at."""
+    for index, arg in enumerate(args):
+        if arg.startswith("--repository="):
+            return ["--repository", arg.split("=", 1)[1]]
+        if arg == "--repository" and index + 1 < len(args):
+            return ["--repository", args[index + 1]]
+    return []
+
+
 def _docker_answers() -> bool:
     if shutil.which("docker") is None:
         return False
@@ -116,13 +126,13 @@ def unit(session: nox.Session) -> None:
 def system(session: nox.Session) -> None:
     """System tests: real tritonservers, the front doors run as a person runs them, a real failing build."""
     _install(session, "test")
-    session.run("invoke", "build-backend")
+    session.run("invoke", "build-backend", "--pt2")
     _pytest(session, "tests/system", *session.posargs)
 
 
 @nox.session(python=PYTHON)
 def integration(session: nox.Session) -> None:
-    """Export the built-in models, build the official pytorch backend, start Triton with it, run the matrix.
+    """Export the built-in models (TorchScript and PT2), build the official pytorch backend, serve them, run the matrix.
 
     The backend is built from the pinned sources ($TRITONPT_SOURCES, else GitHub) or reused from the cache.
     Arguments after `--` go to pytest, e.g. `nox -s integration -- --target url --url http://host:8000 -k parity`.
@@ -131,8 +141,9 @@ def integration(session: nox.Session) -> None:
     """
     _install(session, "test")
     if not any(arg.startswith("--repository") for arg in session.posargs):
-        session.run("invoke", "export")
-    session.run("invoke", "build-backend")
+        session.run("invoke", "export", "--format", "both")  # TorchScript and PT2 (NAME_pt2) copies
+    # and the PT2 build where the repository holds torch_aoti models
+    session.run("invoke", "build-backend", *_repository_option(list(session.posargs)))
     _matrix(session, "reports", *session.posargs)
 
 
@@ -143,7 +154,7 @@ def differential(session: nox.Session) -> None:
     Writes reports/differential.md: each mutation, what Triton did with it, what `invoke validate` said.
     """
     _install(session, "test")
-    session.run("invoke", "build-backend")
+    session.run("invoke", "build-backend", "--pt2")  # the PT2 mutations are served by the r26.05 build
     _pytest(session, "tests/differential", "--junitxml=reports/differential-junit.xml", *session.posargs)
 
 

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from tritonpt import backend, export
+from tritonpt.versions import VERSIONS
 
 from .helpers import SMALL_MODELS
 
@@ -39,3 +40,18 @@ def repository_copy(exported_small: Path, tmp_path: Path) -> Callable[..., Path]
 def pytorch_backend() -> backend.BuiltBackend:
     """The official libtriton_pytorch.so for this torch: from the cache, else built ($TRITONPT_SOURCES or GitHub)."""
     return backend.ensure()
+
+
+@pytest.fixture(scope="session")
+def pt2_backend() -> backend.BuiltBackend:
+    """The PT2 build (pytorch_backend r26.05) for this torch: from the cache, else built (a few minutes cold)."""
+    return backend.ensure(pins=VERSIONS.pt2.build)
+
+
+@pytest.fixture(scope="session")
+def exported_pt2(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """multi_io and token_encoder as PT2 packages (multi_io_pt2, token_encoder_pt2), compiled once per session
+    (AOTInductor: tens of seconds each); copy before changing it."""
+    repository = tmp_path_factory.mktemp("exported-pt2") / "repository"
+    export.export_builtin(["multi_io", "token_encoder"], repository=repository, model_formats=("pt2",))
+    return repository

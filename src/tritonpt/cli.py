@@ -143,16 +143,32 @@ def build_image(
         out.print(f"label  {key}={value}")
 
 
-def build_backend(*, sources: str | None, variant: str, force: bool, debug: bool) -> None:
+def build_backend(
+    *, sources: str | None, variant: str, force: bool, pt2: bool, repository: Path, debug: bool
+) -> None:
     from tritonpt import backend  # noqa: PLC0415
+    from tritonpt.repository import pt2_models  # noqa: PLC0415
+    from tritonpt.versions import VERSIONS  # noqa: PLC0415
 
     progress = Progress()
     with guard(debug=debug):
         choice = one_of(variant, backend.CHOICES, option="--variant", error=SpecError)
-        built = backend.ensure(sources=sources, variant=choice, force=force, step=progress)
-    if built.cached:
-        progress(f"cached: {built.describe()} (built in {built.seconds:.1f} s)")
-    out.print(f"backend  {built.library}\nkey      {built.key}")
+        builds = [VERSIONS.backend]
+        held = pt2_models(repository)
+        if pt2 or held:
+            if held and not pt2:
+                progress(
+                    f"{repository} holds torch_aoti (PT2) models ({', '.join(m.name for m in held)}): the PT2 build too"
+                )
+            builds.append(VERSIONS.pt2.build)
+        made = [
+            backend.ensure(sources=sources, variant=choice, force=force, step=progress, pins=b)
+            for b in builds
+        ]
+    for label, built in zip((b.label for b in builds), made, strict=True):
+        if built.cached:
+            progress(f"cached: {built.describe()} (built in {built.seconds:.1f} s)")
+        out.print(f"{label:<8} {built.library}\nkey      {built.key}")
 
 
 def serve(
@@ -166,15 +182,20 @@ def serve(
     debug: bool,
 ) -> None:
     from tritonpt import backend, server  # noqa: PLC0415
-    from tritonpt.repository import models  # noqa: PLC0415
+    from tritonpt.repository import models, pt2_models  # noqa: PLC0415
+    from tritonpt.versions import VERSIONS  # noqa: PLC0415
 
     progress = Progress()
     with guard(debug=debug):
         _validate(repository)
-        built = None
+        built, pt2 = None, None
         if target == "local" and not server.TritonInstall.locate(tritonserver).official_pytorch:
             built = backend.find() or backend.ensure(step=progress)
             progress(f"pytorch backend: {built.describe()}")
+            if pt2_models(repository):
+                pins = VERSIONS.pt2.build
+                pt2 = backend.find(pins=pins) or backend.ensure(step=progress, pins=pins)
+                progress(f"PT2 backend (as {backend.PT2_NAME}): {pt2.describe()}")
         where = one_of(target, SERVE_TARGETS, option="--target", error=SpecError)
         gpu_choice = one_of(gpus, GPUS, option="--gpus", error=SpecError)
         extra = parse_mounts(mounts, option="--mount", error=SpecError)
@@ -186,6 +207,7 @@ def serve(
             mounts=extra,
             tritonserver=tritonserver,
             pytorch_backend=built,
+            pt2_backend=pt2,
             log_path=Path("reports/tritonserver.log"),
         )
         with instance:

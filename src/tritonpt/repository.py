@@ -33,11 +33,13 @@ __all__ = [
     "models",
     "one_model",
     "parse_config",
+    "pt2_models",
     "read_config",
     "render_config",
     "staged_model",
     "version_number",
     "versions_to_load",
+    "write_served_copy",
     "zero_padded",
 ]
 
@@ -228,3 +230,38 @@ def one_model(model: ModelDir, config: ModelConfig) -> Iterator[Path]:
                 (root / name).symlink_to((model.root / name).absolute(), target_is_directory=True)
         (root / CONFIG).write_text(render_config(config), encoding="utf-8")
         yield folder
+
+
+def pt2_models(repository: Path) -> list[ModelDir]:
+    """The models of a repository whose config names ``platform: "torch_aoti"`` (a config that does not parse
+    is not one: validation reports it)."""
+    found = []
+    for model in models(repository):
+        with contextlib.suppress(OSError, text_format.ParseError):
+            if read_config(model.config).platform == PT2_PLATFORM:
+                found.append(model)
+    return found
+
+
+def write_served_copy(repository: Path, into: Path, *, pt2_backend: str) -> list[str]:
+    """Fill the empty folder ``into`` with a copy of ``repository`` that a server older than Triton 26.03 serves:
+    every model folder's entries linked (never copied), every torch_aoti config written again naming the
+    backend ``pt2_backend`` (server 2.51.0's core refuses backend "pytorch" with that platform and takes any
+    platform for a backend name it does not know). The repository itself is not touched; returns the models
+    whose config was rewritten."""
+    rewritten = []
+    pt2 = {m.name for m in pt2_models(repository)}
+    for model in models(repository):
+        root = into / model.name
+        root.mkdir()
+        for entry in model.root.iterdir():
+            if entry.name != CONFIG:
+                (root / entry.name).symlink_to(entry.absolute(), target_is_directory=entry.is_dir())
+        if model.name in pt2:
+            config = read_config(model.config)
+            config.backend = pt2_backend
+            (root / CONFIG).write_text(render_config(config), encoding="utf-8")
+            rewritten.append(model.name)
+        else:
+            (root / CONFIG).write_bytes(model.config.read_bytes())
+    return rewritten

@@ -119,16 +119,31 @@ def build_image(
         "sources": "folder of the pinned source tarballs (default $TRITONPT_SOURCES; else downloaded from GitHub)",
         "variant": "cpu (default), gpu (needs a CUDA toolkit and a CUDA torch), or auto",
         "force": "build even when the cache holds a build of the same inputs",
+        "pt2": "build the PT2 (torch_aoti) backend too; done anyway when the repository holds torch_aoti models",
+        "repository": f"model repository folder whose models decide whether the PT2 build is needed (default {DEFAULT_REPOSITORY})",
         "debug": "show tracebacks",
     }
 )
 def build_backend(
-    c: Context, sources: str = "", variant: str = "cpu", force: bool = False, debug: bool = False
+    c: Context,
+    sources: str = "",
+    variant: str = "cpu",
+    force: bool = False,
+    pt2: bool = False,
+    repository: str = str(DEFAULT_REPOSITORY),
+    debug: bool = False,
 ) -> None:
-    """Build the official Triton pytorch backend (libtriton_pytorch.so) against this environment's torch, or reuse the cached build."""
+    """Build the official Triton pytorch backend (libtriton_pytorch.so, and its PT2 build for torch_aoti models) against this environment's torch, or reuse the cached builds."""
     from tritonpt import cli  # noqa: PLC0415
 
-    cli.build_backend(sources=sources or None, variant=variant, force=force, debug=debug)
+    cli.build_backend(
+        sources=sources or None,
+        variant=variant,
+        force=force,
+        pt2=pt2,
+        repository=Path(repository),
+        debug=debug,
+    )
 
 
 @task(

@@ -28,12 +28,14 @@ import torch
 from tritonclient.utils import InferenceServerException
 
 from tritonpt import client, reference, repository, scratch, server
+from tritonpt.backend import PT2_NAME
 from tritonpt.errors import TritonPtError
 from tritonpt.options import parse_mounts
 from tritonpt.report import Report
 from tritonpt.server.base import Server
 from tritonpt.server.watchdog import Ending, Watchdog, end_now
 from tritonpt.validate import validate_repository
+from tritonpt.versions import VERSIONS
 
 from .matrix import Model
 
@@ -141,6 +143,9 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     elif "batched_model" in names:
         chosen = [m for m in models if m.dynamic_batching]
         metafunc.parametrize("batched_model", chosen, ids=[m.name for m in chosen])
+    elif "pt2_model" in names:
+        chosen = [m for m in models if m.model_format == "pt2" and m.batching]
+        metafunc.parametrize("pt2_model", chosen, ids=[m.name for m in chosen])
     elif "model" in names:
         metafunc.parametrize("model", models, ids=[m.name for m in models])
     if "protocol" in names:
@@ -208,6 +213,14 @@ def triton(pytestconfig: pytest.Config, report: Report) -> Iterator[Server]:
         report.environment["pytorch backend"] = (
             origin.describe() if origin is not None else "the server's own (origin not known to this runner)"
         )
+        pt2 = instance.pt2_origin()
+        if pt2 is not None:
+            report.environment["pt2 backend"] = (
+                f"{pt2.describe()}, installed as backends/{PT2_NAME}/ for torch_aoti models: server "
+                f"{metadata.get('version', '?')} predates Triton {VERSIONS.pt2.native_ngc}, whose core refuses backend "
+                "pytorch with platform torch_aoti, so the server is given a copy of the repository whose torch_aoti "
+                f"configs name backend {PT2_NAME} (the repository's own configs are as NVIDIA documents them)"
+            )
         matrix_started = time.perf_counter()
         with Watchdog(
             instance,

@@ -10,6 +10,7 @@ from tritonclient.grpc.model_config_pb2 import ModelConfig
 from tritonclient.utils import InferenceServerException
 
 from tritonpt import checks, client, reference
+from tritonpt.repository import PT2_PLATFORM
 from tritonpt.server.base import Server
 
 # What a bad request must answer: the client's fault, never a server error (HTTP 500 / gRPC INTERNAL).
@@ -41,10 +42,17 @@ class Model:
     def dynamic_batching(self) -> bool:
         return self.batching and self.config.HasField("dynamic_batching")
 
+    @property
+    def model_format(self) -> str:
+        """``pt2`` for a torch_aoti package, else ``torchscript``."""
+        return "pt2" if self.config.platform == PT2_PLATFORM else "torchscript"
 
-def probe_model(models: Sequence[Model]) -> Model:
-    """The model bad requests are sent to: the first that batches, else the first."""
-    return next((m for m in models if m.batching), models[0])
+
+def probe_model(models: Sequence[Model], model_format: str = "torchscript") -> Model | None:
+    """The model of a format bad requests are sent to: the first that batches, else the first; None when the
+    repository holds none of that format."""
+    chosen = [m for m in models if m.model_format == model_format]
+    return next((m for m in chosen if m.batching), chosen[0] if chosen else None)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -7,8 +7,11 @@ from google.protobuf import text_format
 from tritonclient.grpc.model_config_pb2 import ModelConfig, ModelInstanceGroup
 
 from tritonpt import checks
+from tritonpt.backend import PT2_LIBRARY, PT2_NAME
 from tritonpt.report import Report
+from tritonpt.repository import PLATFORM, PT2_PLATFORM
 from tritonpt.server.base import Server
+from tritonpt.versions import VERSIONS
 
 from .matrix import Model
 
@@ -22,14 +25,17 @@ def test_served_by_the_pytorch_backend(
     triton: Server, model: Model, report: Report, strict_backend: bool
 ) -> None:
     config = triton.model_config(model.name)
-    assert config.backend == "pytorch"
+    # torch_aoti on a server before Triton 26.03: the PT2 build under its second name (backend.PT2_NAME)
+    assert config.backend == (
+        "pytorch" if model.model_format == "torchscript" or triton.pt2_origin() is None else PT2_NAME
+    )
     runtime = triton.model_runtime(model.name)
     report.runtimes[model.name] = runtime.library
     report.devices[model.name] = "gpu" if checks.served_on_gpu(config) else "cpu"
     if strict_backend:
         assert runtime.official, (
             f"{model.name} is served by {runtime.library} (runtime {runtime.runtime!r}), not the official "
-            "libtriton_pytorch.so. Run `invoke doctor --image ...` for an image; --no-strict-backend records "
+            "libtriton_pytorch.so (or its PT2 build). Run `invoke doctor --image ...` for an image; --no-strict-backend records "
             "without requiring it."
         )
 
@@ -50,8 +56,23 @@ def _interface(config: ModelConfig) -> str:
 
 def test_platform_and_interface_agree_with_the_committed_config(triton: Server, model: Model) -> None:
     served = triton.model_config(model.name)
-    assert served.platform == "pytorch_libtorch"
+    assert served.platform == (PT2_PLATFORM if model.model_format == "pt2" else PLATFORM)
     assert _interface(served) == _interface(model.config)
+
+
+def test_a_pt2_model_is_served_by_the_pt2_build(triton: Server, model: Model, report: Report) -> None:
+    """The report names the build that serves torch_aoti models (pytorch_backend r26.05, under the second name
+    on server 2.51.0); TorchScript ones keep the r25.10 build, in the same server."""
+    if model.model_format != "pt2":
+        pytest.skip(f"{model.name} is TorchScript (test_served_by_the_pytorch_backend holds it)")
+    origin = triton.pt2_origin()
+    if origin is None:
+        pytest.skip(
+            "this server serves torch_aoti itself (Triton 26.03 or later), or its runner cannot tell the build"
+        )
+    assert origin.ref == VERSIONS.pt2.build.pytorch_backend.ref
+    assert triton.model_runtime(model.name).library == PT2_LIBRARY
+    assert "pt2 backend" in report.environment
 
 
 def test_instance_groups_resolve_to_gpu(triton: Server, model: Model, gpus_expected: bool) -> None:

@@ -14,10 +14,15 @@ from .matrix import CLIENT_ERROR, NOT_FOUND, Model, aftermath, probe_model
 _OTHER_DTYPE = {np.dtype(np.float32): np.float64, np.dtype(np.int64): np.float32}
 
 
-@pytest.fixture(scope="module")
-def probe(models: list[Model]) -> Model:
-    """The model the faults are sent to: the first that batches, else the first."""
-    return probe_model(models)
+@pytest.fixture(scope="module", params=["torchscript", "pt2"])
+def probe(models: list[Model], request: pytest.FixtureRequest) -> Model:
+    """The model of each format the faults are sent to: the first that batches, else the first."""
+    found = probe_model(models, request.param)
+    if found is None:
+        pytest.skip(
+            f"the repository holds no {request.param} model; `invoke export --format both` exports both"
+        )
+    return found
 
 
 @pytest.mark.parametrize("fault", ["wrong-shape", "wrong-dtype", "unknown-input", "unknown-model"])

@@ -82,3 +82,22 @@ def test_parity_under_dynamic_batching(triton: Server, batched_model: Model) -> 
     assert executions < requests, (
         f"{requests} concurrent requests ran as {executions} executions: the dynamic batcher combined none"
     )
+
+
+def test_pt2_parity_at_every_batch_size(triton: Server, pt2_model: Model, protocol: client.Protocol) -> None:
+    """Each batch size from 1 to max_batch_size, rows of the largest reference case: pytorch_backend r26.05's PT2
+    path serves rows after the first wrong when the batch axis was exported static (docs/upstream/), so every
+    size is sent, not only the reference cases' 1 and largest."""
+    model = pt2_model
+    largest = max(model.reference.cases, key=lambda c: (c.batch_size, -len(c.id)))
+    failures = []
+    for size in range(1, model.config.max_batch_size + 1):
+        rows = slice(0, min(size, largest.batch_size))
+        inputs = {n: a[rows] for n, a in zip(model.input_names, largest.inputs, strict=True)}
+        got = client.infer(triton.endpoints, protocol, model.name, inputs, model.output_names)
+        expected = tuple(a[rows] for a in largest.outputs)
+        failures += [
+            f"batch {size}: {line}"
+            for line in checks.mismatches(_compare_outputs(triton, model, got, expected))
+        ]
+    assert not failures, f"{model.name} over {protocol}:\n" + "\n".join(failures)

@@ -235,6 +235,7 @@ def export(
     example_outputs = eager.outputs(model_spec.example_inputs)
     output_dims = eager.output_dims(example_outputs, cases)
     output_types = tuple(dtypes.from_torch(t.dtype).config for t in example_outputs)
+    warnings: list[str] = []  # the tracer's
     if pt2:
         input_names, output_names = (
             pt2_export.input_names(model_spec),

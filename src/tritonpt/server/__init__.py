@@ -54,6 +54,7 @@ def create(
     gpus: Gpus = "auto",
     mounts: Sequence[Mount] = (),
     pytorch_backend: BuiltBackend | None = None,
+    pt2_backend: BuiltBackend | None = None,
     memory: str | None = None,
 ) -> Server:
     """The server a target names, not started yet.
@@ -77,6 +78,7 @@ def create(
             tritonserver=tritonserver,
             log_path=log_path,
             pytorch_backend=pytorch_backend,
+            pt2_backend=pt2_backend,
         )
     try:
         module = importlib.import_module(CONTAINER_MODULE)

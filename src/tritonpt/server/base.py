@@ -34,7 +34,7 @@ from tritonclient.grpc.model_config_pb2 import ModelConfig
 from tritonclient.utils import InferenceServerException
 
 from tritonpt import client
-from tritonpt.backend import LIBRARY, Origin
+from tritonpt.backend import LIBRARY, PT2_LIBRARY, PT2_NAME, Origin
 from tritonpt.client import POLL_INTERVAL_S, Endpoints, ModelState, pick_states
 from tritonpt.errors import HINT, ModelLoadError, ServerError, ServerStartError
 
@@ -79,8 +79,9 @@ class ModelRuntime:
 
     @property
     def official(self) -> bool:
-        """Served by the official pytorch backend, ``libtriton_pytorch.so``."""
-        return self.backend == "pytorch" and self.library == LIBRARY
+        """Served by the official pytorch backend: ``libtriton_pytorch.so``, or its PT2 build installed under the
+        second name (``libtriton_pt2.so``, for torch_aoti on a server before Triton 26.03)."""
+        return (self.backend, self.library) in {("pytorch", LIBRARY), (PT2_NAME, PT2_LIBRARY)}
 
 
 HEAP_CORRUPTED = (
@@ -318,6 +319,11 @@ class Server(abc.ABC):
 
     def backend_origin(self) -> Origin | None:
         """Where the server's libtriton_pytorch.so came from, when this runner knows (None: it cannot tell)."""
+        return None
+
+    def pt2_origin(self) -> Origin | None:
+        """Where the PT2 build serving torch_aoti models came from, when this runner installed one (server 2.51.0:
+        under the second backend name); None otherwise (no PT2 models, or a server that serves them itself)."""
         return None
 
     def describe(self) -> str:

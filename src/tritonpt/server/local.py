@@ -24,6 +24,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import tempfile
 import threading
 import time
 import weakref
@@ -32,10 +33,11 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import ClassVar, Literal
 
-from tritonpt import backend
+from tritonpt import backend, scratch
 from tritonpt.backend import BuiltBackend
 from tritonpt.client import Endpoints
 from tritonpt.errors import HINT, BackendError, ServerStartError
+from tritonpt.repository import pt2_models, write_served_copy
 from tritonpt.server.base import Server, ServerKind, State
 from tritonpt.versions import VERSIONS
 
@@ -150,6 +152,28 @@ def pytorch_backend_for(install: TritonInstall, built: BuiltBackend | None = Non
     return found
 
 
+def pt2_backend_for(install: TritonInstall, built: BuiltBackend | None = None) -> BuiltBackend:
+    """The PT2 build to serve torch_aoti models with on a server older than Triton 26.03 (the given one, else
+    the cache's); ``ServerStartError`` saying how to get one."""
+    if built is not None:
+        return built
+    pins = VERSIONS.pt2.build
+    try:
+        found = backend.find(pins=pins)
+    except BackendError as exc:
+        raise ServerStartError(str(exc)) from exc
+    if found is None:
+        source = pins.pytorch_backend
+        msg = (
+            f"Cannot serve torch_aoti (PT2) models with {install.binary} (server {install.version}), as no PT2 build "
+            f"of the pytorch backend (pytorch_backend {source.ref}) is in {backend.cache_root() / 'backends'}.\n"
+            f"{HINT} `invoke build-backend` builds it when the repository holds torch_aoti models (--pt2 builds it "
+            "anyway); `nox -s integration` does this itself."
+        )
+        raise ServerStartError(msg)
+    return found
+
+
 def server_library_folder(install: TritonInstall) -> Path | None:
     """A folder holding ``libtritonserver.so`` -> the wheel's ``libtritonserver-<hash>.so`` (None if not needed)."""
     if install.libraries is None or (install.libraries / SERVER_LIBRARY).exists():
@@ -255,11 +279,14 @@ class LocalServer(Server):
         tritonserver: Path | str | None = None,
         log_path: Path | None = None,
         pytorch_backend: BuiltBackend | None = None,
+        pt2_backend: BuiltBackend | None = None,
         start_timeout: float = 240.0,
         stop_timeout: float = 45.0,
         cpus: Sequence[int] = (),
     ) -> None:
         super().__init__(start_timeout=start_timeout)
+        self.pt2_backend = pt2_backend  # the PT2 build, when the repository holds torch_aoti models
+        self.served_copy: Path | None = None  # the repository as a pre-26.03 server is given it (torch_aoti)
         self.requested = flags
         self.cpus = tuple(cpus)  # pin the server to these cores (taskset); () = wherever the kernel puts it
         self.flags = flags  # the effective flags (ports, backend directory) once started
@@ -328,6 +355,8 @@ class LocalServer(Server):
             self.pytorch_backend = pytorch_backend_for(self.install, self.pytorch_backend)
             if self.pytorch_backend is not None:
                 flags = replace(flags, backend_directory=self.pytorch_backend.directory)
+        if pt2_models(repository) and not VERSIONS.pt2.native(self.install.version):
+            flags = self._serve_pt2_through_a_second_name(flags)
         wanted = (flags.http_port, flags.grpc_port, flags.metrics_port)
         picked = iter(free_ports(wanted.count(0), flags.address))
         http, grpc, metrics = (port or next(picked) for port in wanted)
@@ -348,6 +377,28 @@ class LocalServer(Server):
             )
         self._finalizer = weakref.finalize(self, _kill_group, self._process.pid)
 
+    def _serve_pt2_through_a_second_name(self, flags: TritonFlags) -> TritonFlags:
+        """torch_aoti models on a server before Triton 26.03: the PT2 build beside the TorchScript one in the
+        backend directory (as ``pt2``), and a copy of the repository whose torch_aoti configs name that backend."""
+        assert self.install is not None  # noqa: S101 - set by _launch before this
+        if self.pytorch_backend is None:  # an install whose own backends serve TorchScript (NGC) but not PT2
+            msg = (
+                f"Cannot serve torch_aoti (PT2) models with {self.install.binary} (server {self.install.version}): "
+                f"its own pytorch backend predates the PT2 path, which Triton {VERSIONS.pt2.native_ngc} (server "
+                f"{VERSIONS.pt2.native_server}) brought.\n{HINT} serve them with a server from Triton "
+                f"{VERSIONS.pt2.native_ngc} on, or with the embedded server (leave --tritonserver out)."
+            )
+            raise ServerStartError(msg)
+        self.pt2_backend = pt2_backend_for(self.install, self.pt2_backend)
+        directory = backend.backend_directory(self.pytorch_backend, self.pt2_backend)
+        with scratch.ctrl_c_held():
+            self.served_copy = Path(tempfile.mkdtemp(prefix="tritonpt-served-"))
+        write_served_copy(flags.model_repository, self.served_copy, pt2_backend=backend.PT2_NAME)
+        return replace(flags, backend_directory=directory, model_repository=self.served_copy)
+
+    def pt2_origin(self) -> backend.Origin | None:
+        return self.pt2_backend.origin if self.pt2_backend is not None and self.served_copy else None
+
     def _terminate(self) -> None:
         """SIGTERM the server, wait ``stop_timeout`` seconds, then SIGKILL its whole process group."""
         process = self._process
@@ -367,6 +418,9 @@ class LocalServer(Server):
             _wait_group_gone(process.pid, GROUP_EXIT_TIMEOUT_S)
             if self._finalizer is not None:
                 self._finalizer.detach()
+            if self.served_copy is not None:
+                scratch.remove(self.served_copy)
+                self.served_copy = None
             if ours and self._temporary_log and self._log_path is not None:
                 # Nobody asked for this log and it tells of no failure: it is not left in the temporary folder.
                 # A server that failed to start or ended on its own keeps it: its messages name the file.
@@ -382,6 +436,9 @@ class LocalServer(Server):
         _wait_group_gone(process.pid, GROUP_EXIT_TIMEOUT_S)
         if self._finalizer is not None:
             self._finalizer.detach()
+        if self.served_copy is not None:
+            scratch.remove(self.served_copy)
+            self.served_copy = None
 
     def _environment(self) -> dict[str, str]:
         """The child's environment: the wheel's libraries and, for a built backend, this torch's libraries."""
@@ -392,6 +449,8 @@ class LocalServer(Server):
             folders += [str(p) for p in (shim, self.install.libraries) if p is not None]
         if self.pytorch_backend is not None:
             folders += [str(backend.Torch.locate().lib_dir), *self.pytorch_backend.library_dirs]
+        if self.pt2_backend is not None:
+            folders += [d for d in self.pt2_backend.library_dirs if d not in folders]
         if folders:
             env["LD_LIBRARY_PATH"] = os.pathsep.join([*folders, *filter(None, [env.get("LD_LIBRARY_PATH")])])
         return env
