@@ -77,7 +77,7 @@ def test_invoke_export_of_a_users_model(tmp_path: Path) -> None:
         ),
         pytest.param(
             ["--model", "my_models:build", "--name", "x", "--dynamic-axis", "0"],
-            "INPUT_INDEX:AXIS",
+            "INPUT:AXIS",
             id="axis-syntax",
         ),
     ],

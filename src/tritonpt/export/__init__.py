@@ -263,7 +263,7 @@ def export(
             step(f"[{name}] reloading {model_file.name} with torch.jit.load and comparing with eager")
             reloaded = torch.jit.load(str(model_file), map_location="cpu").eval()
             for case in cases:
-                check_reloaded(model_spec, reloaded, case, output_names, output_types)
+                check_reloaded(model_spec, reloaded, case, output_names, output_types, warnings)
         config = build_config(
             model_spec,
             input_names,

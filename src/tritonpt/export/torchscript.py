@@ -72,13 +72,15 @@ def compile_model(eager: Eager) -> tuple[torch.jit.ScriptModule, list[str]]:
     return traced, sorted(notes)
 
 
-def check_reloaded(
+def check_reloaded(  # noqa: PLR0917 - the columns of one reference case, as export holds them
     model_spec: ModelSpec,
     reloaded: torch.jit.ScriptModule,
     case: reference.Case,
     output_names: Sequence[str],
     output_types: Sequence[str],
+    warned: Sequence[str] = (),
 ) -> None:
+    """The reloaded TorchScript against eager on one case; a disagreement names what the tracer ``warned`` of."""
     inputs = [torch.from_numpy(a.copy()) for a in case.inputs]
     try:
         with torch.inference_mode():
@@ -103,9 +105,10 @@ def check_reloaded(
         if not result_of.ok:
             failures.append(result_of.describe())
     if failures:
+        said = f"\nThe tracer warned: {'; '.join(warned)}" if warned else ""
         msg = (
             f"Model {model_spec.name!r}: the reloaded TorchScript disagrees with eager PyTorch on case "
-            f"{case.id!r}:\n  " + "\n  ".join(failures) + f"\n{_trace_hint(model_spec)}"
+            f"{case.id!r}:\n  " + "\n  ".join(failures) + f"{said}\n{_trace_hint(model_spec)}"
         )
         raise ExportError(msg)
 

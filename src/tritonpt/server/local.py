@@ -217,7 +217,9 @@ class TritonFlags:
     (the pytorch_backend README: no auto-complete).
 
     On SIGTERM Triton 2.51 first waits for open HTTP connections (a client that keeps its keep-alive
-    connection open holds the stop), then unloads the models, all within ``exit_timeout_secs``.
+    connection open holds the stop), then unloads the models, all within ``exit_timeout_secs``: 10 s here, not
+    Triton's 30, because a run interrupted mid-request leaves such a connection (seen: a SIGTERM of the matrix
+    took 34 s to end), and nothing this harness serves takes seconds to unload.
     """
 
     model_repository: Path
@@ -232,7 +234,7 @@ class TritonFlags:
     exit_on_error: bool = False
     disable_auto_complete_config: bool = True
     log_verbose: int = 0
-    exit_timeout_secs: int = 30  # on SIGTERM: first for open HTTP connections, then for model unloads
+    exit_timeout_secs: int = 10  # on SIGTERM: first for open HTTP connections, then for model unloads
     extra: tuple[str, ...] = field(default=())  # more flags, rendered as given
 
     def render(self) -> list[str]:
