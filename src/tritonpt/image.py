@@ -90,6 +90,9 @@ LABEL_BACKEND_TORCH = f"{LABEL_PREFIX}backend-torch"
 LABEL_BACKEND_REF = f"{LABEL_PREFIX}backend-ref"
 LABEL_BACKEND_COMMIT = f"{LABEL_PREFIX}backend-commit"
 LABEL_BACKEND_VARIANT = f"{LABEL_PREFIX}backend-variant"
+LABEL_PT2_BACKEND = f"{LABEL_PREFIX}pt2-backend"
+"""The PT2 build installed under the second backend name (backends/pt2/), as ``<ref> <commit>``: images whose
+server predates Triton 26.03 serve torch_aoti models through it (CI's stand-in carries it)."""
 # What our own containers carry, so that they can be found and removed.
 LABEL_HARNESS = f"{LABEL_PREFIX}harness"
 LABEL_SESSION = f"{LABEL_PREFIX}session"

@@ -416,3 +416,30 @@ def test_the_format_check_reads_only_the_versions_the_policy_loads(
     result = {r.name: r for r in doctor.check_models(repository, DEFAULT)}["model multi_io format"]
     assert result.status is Status.FAIL
     assert "0/model.pt is missing" in result.finding
+
+
+def _pt2_repository(tmp_path: Path) -> Path:
+    """One torch_aoti model folder (the server check reads only its config)."""
+    model = tmp_path / "repository" / "classifier_pt2"
+    (model / "1").mkdir(parents=True)
+    (model / "config.pbtxt").write_text('name: "classifier_pt2"\nplatform: "torch_aoti"\n', encoding="utf-8")
+    return tmp_path / "repository"
+
+
+@pytest.mark.parametrize(
+    ("backend", "status", "words"),
+    [
+        (replace(DEFAULT, image=False), Status.SKIP, "embedded server"),
+        (DEFAULT, Status.FAIL, "torch_aoti needs Triton 26.03"),
+        (replace(DEFAULT, pt2="r26.05 55bbe27"), Status.OK, "carries the PT2 build"),
+        (replace(DEFAULT, server="2.67.0", ngc="26.03"), Status.OK, "serves it itself"),
+    ],
+    ids=["no-image", "ngc-25.10", "stand-in-with-pt2", "ngc-26.03"],
+)
+def test_a_pt2_model_needs_a_server_that_takes_torch_aoti(
+    tmp_path: Path, backend: Backend, status: Status, words: str
+) -> None:
+    results = doctor.check_models(_pt2_repository(tmp_path), backend)
+    server = next(r for r in results if r.name == "model classifier_pt2 server")
+    assert server.status == status, server
+    assert words in server.finding

@@ -21,6 +21,7 @@ from tritonpt.doctor.results import (
     LABEL_CUDA,
     LABEL_MIN_DRIVER,
     LABEL_NGC,
+    LABEL_PT2_BACKEND,
     LABEL_SERVER,
     NVIDIA_SERVER_LABEL,
     PYTORCH_BACKEND,
@@ -269,5 +270,6 @@ def backend_of(tag: str, info: Mapping[str, Any], versions: Versions = VERSIONS)
         cuda=labels.get(LABEL_CUDA) or fallback.cuda,
         source=source,
         release=release,
+        pt2=labels.get(LABEL_PT2_BACKEND, ""),
     )
     return backend, release is not None or LABEL_BACKEND_TORCH in labels

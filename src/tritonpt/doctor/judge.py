@@ -206,6 +206,46 @@ def _backend_of_model(config_path: Path) -> str | None:
     return str(config.platform)
 
 
+def _platform_of(config_path: Path) -> str:
+    try:
+        return str(repository.read_config(config_path).platform)
+    except Exception:  # any parse problem: `invoke validate` reports it
+        return ""
+
+
+def _check_pt2_server(model: repository.ModelDir, backend: Backend, versions: Versions) -> Result:
+    """A torch_aoti model needs Triton 26.03 or later, or the PT2 build installed under the second name."""
+    name = f"model {model.name} server"
+    pt2 = versions.pt2
+    if not backend.image:
+        return Result.skip(
+            name,
+            f"no --image: `invoke serve` and the matrix serve this torch_aoti model on the embedded server "
+            f"{versions.embedded.server}, through the PT2 build installed as backends/{pt2.backend_name}/",
+            fix="Pass --image TAG to check the image that will serve it.",
+        )
+    if backend.server and pt2.native(backend.server):
+        return Result.ok(
+            name,
+            f"torch_aoti: server {backend.server} (Triton {backend.ngc or '?'}) serves it itself ({backend.source})",
+        )
+    if backend.pt2:
+        return Result.ok(
+            name,
+            f"torch_aoti: server {backend.server or '?'} predates Triton {pt2.native_ngc}, and the image carries the "
+            f"PT2 build ({backend.pt2}) as backends/{pt2.backend_name}/: the harness serves it as on the embedded "
+            "server (a copy of the repository whose torch_aoti configs name that backend)",
+        )
+    return Result.fail(
+        name,
+        f"torch_aoti needs Triton {pt2.native_ngc} (server {pt2.native_server}) or later, and the image runs server "
+        f"{backend.server or 'unknown'} ({backend.source}); its core refuses the platform (`unexpected platform "
+        "type` or `unexpected 'platform' and 'backend' pair`)",
+        f"Serve PT2 models from an image of Triton {pt2.native_ngc} or later, export this model as TorchScript "
+        "(`invoke export --format torchscript`), or serve it on the embedded server (`invoke serve`).",
+    )
+
+
 def check_models(root: Path, backend: Backend, versions: Versions = VERSIONS) -> list[Result]:
     """For each model: the TorchScript file format and the exporting torch, against the backend's libtorch."""
     if not root.is_dir():
@@ -227,6 +267,12 @@ def check_models(root: Path, backend: Backend, versions: Versions = VERSIONS) ->
         ]
     results: list[Result] = []
     for model in found:
+        if _platform_of(model.config) == repository.PT2_PLATFORM:
+            results += [
+                _check_pt2_server(model, backend, versions),
+                _check_model_torch(model, backend, versions),
+            ]
+            continue
         kind = _backend_of_model(model.config)
         if kind is not None and kind != "pytorch":
             results.append(
@@ -313,17 +359,28 @@ def _check_model_torch(model: repository.ModelDir, backend: Backend, versions: V
             "Write versions as MAJOR.MINOR.PATCH (e.g. 2.9.1) in reference.json and in the image's "
             f"{LABEL_BACKEND_TORCH} label.",
         )
+    pt2 = _platform_of(model.config) == repository.PT2_PLATFORM
     if have[:2] > serve[:2]:
         return Result.fail(
             name,
             f"exported with torch {exported} (newer minor than the backend's libtorch {backend.torch}, "
-            f"{backend.source}): loading fails with errors like `Unknown type name 'NoneType'` or "
-            "`Unknown builtin op`",
+            f"{backend.source}): "
+            + (
+                "AOTInductor promises no forward compatibility: a package may call C shim functions the older "
+                "libtorch lacks"
+                if pt2
+                else "loading fails with errors like `Unknown type name 'NoneType'` or `Unknown builtin op`"
+            ),
             f"Re-export with torch {_dotted(serve[:2])}.x (this repository pins torch {versions.pytorch.torch}: "
             f"`invoke export`), or serve with a Triton release whose pytorch backend bundles torch "
             f">= {_dotted(have[:2])}.",
         )
     relation = "same minor" if have[:2] == serve[:2] else "an older minor, which newer libtorch reads"
+    if pt2 and have[:2] != serve[:2]:
+        relation = (
+            "an older minor: AOTInductor packages call only libtorch's stable C shim, which keeps old "
+            "functions, so newer libtorch is designed to load them (not promised: AOTInductor is a prototype)"
+        )
     return Result.ok(
         name,
         f"exported with torch {exported}; the backend's libtorch is {backend.torch} ({relation}; "

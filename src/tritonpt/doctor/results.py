@@ -21,6 +21,7 @@ SCANNED = (SERVER_BINARY, SERVER_LIBRARIES, BACKENDS)
 """What the glibc check reads: every ELF file in (or at) these paths of the image."""
 
 LABEL_BACKEND_TORCH = images.LABEL_BACKEND_TORCH
+LABEL_PT2_BACKEND = images.LABEL_PT2_BACKEND
 LABEL_MIN_DRIVER = images.LABEL_MIN_DRIVER
 LABEL_NGC = images.LABEL_NGC
 LABEL_CUDA = images.LABEL_CUDA
@@ -140,6 +141,10 @@ class Backend:
     """Where the values came from, for the findings: ``labels of TAG`` or ``versions.toml release 25.10``."""
     release: TritonRelease | None
     """The versions.toml entry of this release, when it is one we know."""
+    pt2: str = ""
+    """The PT2 build the image carries under the second backend name (its ``io.tritonpt.pt2-backend`` label)."""
+    image: bool = True
+    """False when no image was given: the checks are against versions.toml's default release."""
 
     @classmethod
     def from_release(cls, release: TritonRelease, *, source: str = "") -> Backend:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -197,7 +197,7 @@ def run(
     results = list(facts.results)
     results += _check_gpu(facts, image, host)
 
-    backend = Backend.from_release(versions.triton)
+    backend = replace(Backend.from_release(versions.triton), image=image is not None)
     image_rows: list[Result] = []
     if image is None:
         skip = "no --image given"
