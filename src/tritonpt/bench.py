@@ -131,9 +131,10 @@ class Pinning:
 def eager(
     model: ModelDir, case: Case, *, seconds: float, config: ModelConfig, cores: tuple[int, ...] = ()
 ) -> Measurement:
-    """The TorchScript file in this process at the case's eager batch, for about ``seconds``, with the thread
-    count and optimized execution the config gives the backend (on ``cores`` only, when given)."""
-    module = torch.jit.load(str(model.model_file()), map_location="cpu").eval()
+    """The model file in this process at the case's eager batch, for about ``seconds``: the TorchScript file with
+    the thread count and optimized execution the config gives the backend, or a PT2 package through
+    ``aoti_load_package`` (AOTInductor eager); on ``cores`` only, when given."""
+    module = _in_process(model, config)
     inputs = _feed(model, case.eager_batch)
     latencies: list[float] = []
     run = spec.BackendRun.of(config)
@@ -142,7 +143,7 @@ def eager(
         os.sched_setaffinity(0, cores)
     torch.set_num_threads(run.intra_op_threads or len(cores) or before[0])
     try:
-        with torch.inference_mode(), torch.jit.optimized_execution(run.optimized):  # type: ignore[attr-defined]
+        with torch.inference_mode(), torch.jit.optimized_execution(run.optimized):  # type: ignore[attr-defined]  # no-op for a package
             for _ in range(3):  # the profiling executor's first runs
                 module(*inputs)
             began = time.perf_counter()
@@ -166,6 +167,21 @@ def eager(
         p90_ms=quantiles[89],
         p99_ms=quantiles[98],
     )
+
+
+def _in_process(model: ModelDir, config: ModelConfig) -> Callable[..., object]:
+    """The served file, loaded here as its backend loads it: ``torch.jit.load``, or ``aoti_load_package`` called
+    by position (``ARGS[i]``) or with keywords (``KWARGS[name]``)."""
+    path = model.root / repository.VERSION / repository.default_model_file(config)
+    if config.platform != repository.PT2_PLATFORM:
+        module: Callable[..., object] = torch.jit.load(str(path), map_location="cpu").eval()
+        return module
+    loaded = torch._inductor.aoti_load_package(str(path))
+    names = [t.name for t in config.input]
+    if all(n.startswith("KWARGS[") for n in names):
+        keys = [n.removeprefix("KWARGS[").removesuffix("]") for n in names]
+        return lambda *tensors: loaded(**dict(zip(keys, tensors, strict=True)))
+    return loaded
 
 
 def count_windows(requests: int, batch: int) -> list[str]:
