@@ -243,12 +243,15 @@ def pt2_models(repository: Path) -> list[ModelDir]:
     return found
 
 
-def write_served_copy(repository: Path, into: Path, *, pt2_backend: str) -> list[str]:
+def write_served_copy(
+    repository: Path, into: Path, *, pt2_backend: str, link_base: Path | None = None
+) -> list[str]:
     """Fill the empty folder ``into`` with a copy of ``repository`` that a server older than Triton 26.03 serves:
     every model folder's entries linked (never copied), every torch_aoti config written again naming the
     backend ``pt2_backend`` (server 2.51.0's core refuses backend "pytorch" with that platform and takes any
     platform for a backend name it does not know). The repository itself is not touched; returns the models
-    whose config was rewritten."""
+    whose config was rewritten. ``link_base``: where the links point instead of ``repository`` (a container that
+    mounts the repository at another path)."""
     rewritten = []
     pt2 = {m.name for m in pt2_models(repository)}
     for model in models(repository):
@@ -256,7 +259,8 @@ def write_served_copy(repository: Path, into: Path, *, pt2_backend: str) -> list
         root.mkdir()
         for entry in model.root.iterdir():
             if entry.name != CONFIG:
-                (root / entry.name).symlink_to(entry.absolute(), target_is_directory=entry.is_dir())
+                target = link_base / model.name / entry.name if link_base is not None else entry.absolute()
+                (root / entry.name).symlink_to(target, target_is_directory=entry.is_dir())
         if model.name in pt2:
             config = read_config(model.config)
             config.backend = pt2_backend

@@ -143,9 +143,12 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     elif "batched_model" in names:
         chosen = [m for m in models if m.dynamic_batching]
         metafunc.parametrize("batched_model", chosen, ids=[m.name for m in chosen])
-    elif "pt2_model" in names:
+    elif "pt2_model" in names:  # a PT2 model that batches
         chosen = [m for m in models if m.model_format == "pt2" and m.batching]
         metafunc.parametrize("pt2_model", chosen, ids=[m.name for m in chosen])
+    elif "pt2_any" in names:  # every PT2 model
+        chosen = [m for m in models if m.model_format == "pt2"]
+        metafunc.parametrize("pt2_any", chosen, ids=[m.name for m in chosen])
     elif "model" in names:
         metafunc.parametrize("model", models, ids=[m.name for m in models])
     if "protocol" in names:

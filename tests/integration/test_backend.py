@@ -60,11 +60,10 @@ def test_platform_and_interface_agree_with_the_committed_config(triton: Server, 
     assert _interface(served) == _interface(model.config)
 
 
-def test_a_pt2_model_is_served_by_the_pt2_build(triton: Server, model: Model, report: Report) -> None:
+def test_a_pt2_model_is_served_by_the_pt2_build(triton: Server, pt2_any: Model, report: Report) -> None:
     """The report names the build that serves torch_aoti models (pytorch_backend r26.05, under the second name
     on server 2.51.0); TorchScript ones keep the r25.10 build, in the same server."""
-    if model.model_format != "pt2":
-        pytest.skip(f"{model.name} is TorchScript (test_served_by_the_pytorch_backend holds it)")
+    model = pt2_any
     origin = triton.pt2_origin()
     if origin is None:
         pytest.skip(

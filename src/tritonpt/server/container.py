@@ -30,6 +30,7 @@ import signal
 import stat
 import subprocess
 import sys
+import tempfile
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -39,18 +40,22 @@ from testcontainers.core.config import testcontainers_config
 from testcontainers.core.container import DockerContainer
 from testcontainers.core.wait_strategies import LogMessageWaitStrategy
 
-from tritonpt import image
-from tritonpt.backend import Origin
+from tritonpt import image, scratch
+from tritonpt.backend import PT2_NAME, Origin
 from tritonpt.client import GRPC_PORT, HTTP_PORT, METRICS_PORT, Endpoints
 from tritonpt.errors import HINT, ServerError, ServerStartError
 from tritonpt.image import DockerClient
 from tritonpt.options import GPUS, Gpus, Mount
+from tritonpt.repository import pt2_models, write_served_copy
 from tritonpt.server import engine
 from tritonpt.server.base import Server, ServerKind, State
 from tritonpt.server.local import TritonFlags
+from tritonpt.versions import VERSIONS
 
 CONTAINER_MODELS = image.MODELS_MOUNT
 """Where the model repository is mounted (read-only), as the recipes expect."""
+PT2_SOURCE_MOUNT = "/models-source"
+"""Where the repository itself goes when /models holds the copy a pre-26.03 server serves torch_aoti models from."""
 
 STARTED_LINES = {
     "grpc": "Started GRPCInferenceService",
@@ -261,6 +266,8 @@ class ContainerServer(Server):
             None  # copies the container's log into log_path as it comes
         )
         self._reaping = False  # reap_later() left a process to remove the container
+        self.served_copy: Path | None = None  # the repository as a pre-26.03 server is given it (torch_aoti)
+        self._effective_mounts: tuple[Mount, ...] = self.mounts  # what this start mounts
 
     # --- Server ---------------------------------------------------------------------------------------------------
 
@@ -392,6 +399,8 @@ class ContainerServer(Server):
         config = info.get("Config") or {}
         self._labels = dict(config.get("Labels") or {})
         check_readable(repository, str(config.get("User") or ""))
+        self._effective_mounts = self.mounts
+        self._mounts_for_pt2(repository)
         devices = engine.gpu_requests(client, self.gpus, image_tag=self.image)
         self.gpus_requested = bool(devices)
 
@@ -401,7 +410,7 @@ class ContainerServer(Server):
         engine.remove_leftovers(client)
         container = BoundContainer(self.image, bind_address=self.bind_address)
         container.with_exposed_ports(HTTP_PORT, GRPC_PORT, METRICS_PORT).with_command(self.command)
-        for mount in self.mounts:
+        for mount in self._effective_mounts:
             container.with_volume_mapping(mount.source, mount.target, "ro" if mount.read_only else "rw")
         options: dict[str, Any] = {"labels": engine.session_labels(), "shm_size": self.shm_size}
         if self.memory:
@@ -429,6 +438,46 @@ class ContainerServer(Server):
         self._endpoints = self._published_endpoints()
         self._follower = engine.LogFollower(client, self._id, self._log_path)
         self._follower.start()
+
+    def _mounts_for_pt2(self, repository: Path) -> None:
+        """torch_aoti models in an image whose server predates Triton 26.03: as the embedded server gets them
+        (LocalServer), through the PT2 build the image carries as backends/pt2/ and a copy of the repository whose
+        torch_aoti configs name that backend; the copy (at /models) links into the repository (at
+        /models-source), so nothing is copied."""
+        server = self._labels.get(image.LABEL_SERVER, "")
+        if not pt2_models(repository) or (server and VERSIONS.pt2.native(server)):
+            return
+        if not self._labels.get(image.LABEL_PT2_BACKEND):
+            msg = (
+                f"Cannot serve the torch_aoti (PT2) models of {repository} with {self.image}, as its server "
+                f"{server or '(version not labelled)'} predates Triton {VERSIONS.pt2.native_ngc} and it carries no "
+                f"PT2 build (no {image.LABEL_PT2_BACKEND} label).\n{HINT} serve them from an image of Triton "
+                f"{VERSIONS.pt2.native_ngc} or later, or on the embedded server (target local)."
+            )
+            raise ServerStartError(msg)
+        with scratch.ctrl_c_held():
+            self.served_copy = Path(tempfile.mkdtemp(prefix="tritonpt-served-"))
+        write_served_copy(
+            repository, self.served_copy, pt2_backend=PT2_NAME, link_base=Path(PT2_SOURCE_MOUNT)
+        )
+        for path in [self.served_copy, *self.served_copy.rglob("*")]:
+            if not path.is_symlink():
+                path.chmod(0o755 if path.is_dir() else 0o644)  # the image's user (uid 1000) reads it
+        self._effective_mounts = (
+            Mount(source=self.served_copy, target=CONTAINER_MODELS),
+            Mount(source=repository.absolute(), target=PT2_SOURCE_MOUNT),
+            *self.mounts[1:],
+        )
+
+    def pt2_origin(self) -> Origin | None:
+        """The PT2 build the image carries under the second name, when this container serves through it."""
+        label = self._labels.get(image.LABEL_PT2_BACKEND, "")
+        if self.served_copy is None or not label:
+            return None
+        ref, _, commit = label.partition(" ")
+        return Origin(
+            ref=ref, commit=commit, torch=self._labels.get(image.LABEL_BACKEND_TORCH, ""), variant="cpu"
+        )
 
     def reap_later(self) -> None:
         """Leave a small process that removes this container once the engine answers again.
@@ -528,3 +577,6 @@ class ContainerServer(Server):
                         container.stop(force=True, delete_volume=True)  # removes it, closes its client
             finally:
                 client.close()
+                if self.served_copy is not None:
+                    scratch.remove(self.served_copy)
+                    self.served_copy = None

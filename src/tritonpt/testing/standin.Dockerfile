@@ -11,6 +11,8 @@
 #   EMBEDDED_NGC             versions.toml [embedded] ngc (24.10): the NGC release the wheel's server was taken from
 #   SITE_PACKAGES            where the host's site-packages is mounted at run time (tritonpt.testing.standin.run_settings)
 #   BACKEND_REF / _COMMIT / _TORCH   what the official libtriton_pytorch.so in pytorch/ was built from and against
+#   PT2_BACKEND              "<ref> <commit>" of the PT2 build in pt2/libtriton_pt2.so (pytorch_backend r26.05,
+#                            for torch_aoti models under the second backend name, as the embedded server serves them)
 #
 # What it mirrors from the NGC image (server build.py, dockerfile_prepare_container_linux): tritonserver in
 # /opt/tritonserver/bin on PATH, backends/pytorch/libtriton_pytorch.so, user triton-server with uid/gid 1000,
@@ -31,6 +33,7 @@ ARG SITE_PACKAGES
 ARG BACKEND_REF
 ARG BACKEND_COMMIT
 ARG BACKEND_TORCH
+ARG PT2_BACKEND
 
 SHELL ["/bin/bash", "-o", "pipefail", "-c"]
 
@@ -47,6 +50,7 @@ RUN useradd --uid 1000 --user-group --no-create-home triton-server
 # binary's RPATH ${ORIGIN}/../lib) and the local cache; then the official pytorch backend.
 COPY tritonserver/ /opt/tritonserver/
 COPY pytorch/ /opt/tritonserver/backends/pytorch/
+COPY pt2/ /opt/tritonserver/backends/pt2/
 COPY standin-entrypoint.sh /opt/nvidia/nvidia_entrypoint.sh
 
 # The backend links libtritonserver.so; the wheel names it libtritonserver-<hash>.so.
@@ -62,7 +66,8 @@ LABEL com.nvidia.tritonserver.version="${EMBEDDED_SERVER_VERSION}" \
       io.tritonpt.standin.ngc="${EMBEDDED_NGC}" \
       io.tritonpt.standin.backend-ref="${BACKEND_REF}" \
       io.tritonpt.standin.backend-commit="${BACKEND_COMMIT}" \
-      io.tritonpt.standin.backend-torch="${BACKEND_TORCH}"
+      io.tritonpt.standin.backend-torch="${BACKEND_TORCH}" \
+      io.tritonpt.pt2-backend="${PT2_BACKEND}"
 
 WORKDIR /opt/tritonserver
 ENTRYPOINT ["/opt/nvidia/nvidia_entrypoint.sh"]

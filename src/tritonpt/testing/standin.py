@@ -331,7 +331,9 @@ def _place(source: Path, target: Path) -> None:
         shutil.copy2(source, target)
 
 
-def stage_triton_context(dest: Path, *, pytorch_backend: BuiltBackend) -> dict[str, str]:
+def stage_triton_context(
+    dest: Path, *, pytorch_backend: BuiltBackend, pt2_backend: BuiltBackend | None = None
+) -> dict[str, str]:
     """Lay out the stand-in's build context in ``dest``; return ``{relative path: sha256}`` of every file.
 
     The context holds only what the image gets: the recipe, the entrypoint, ``tritonserver/`` (bin, lib,
@@ -350,6 +352,10 @@ def stage_triton_context(dest: Path, *, pytorch_backend: BuiltBackend) -> dict[s
             _place(path, dest / "tritonserver" / "lib" / path.name)
     _place(pytorch_backend.library, dest / "pytorch" / backend.LIBRARY)
     _place(pytorch_backend.directory / backend.MANIFEST, dest / "pytorch" / backend.MANIFEST)
+    (dest / backend.PT2_NAME).mkdir()  # the PT2 build under the second name, as the embedded server gets it
+    if pt2_backend is not None:
+        _place(pt2_backend.library, dest / backend.PT2_NAME / backend.PT2_LIBRARY)
+        _place(pt2_backend.directory / backend.MANIFEST, dest / backend.PT2_NAME / backend.MANIFEST)
     digests: dict[str, str] = {}
     for path in sorted(dest.rglob("*")):
         if path.is_file():
@@ -358,9 +364,10 @@ def stage_triton_context(dest: Path, *, pytorch_backend: BuiltBackend) -> dict[s
     return digests
 
 
-def triton_build_args(base: str, built: BuiltBackend) -> dict[str, str]:
-    """The values of testing/standin.Dockerfile's ARGs (versions.toml ``[embedded]`` and the built backend)."""
+def triton_build_args(base: str, built: BuiltBackend, pt2: BuiltBackend | None = None) -> dict[str, str]:
+    """The values of testing/standin.Dockerfile's ARGs (versions.toml ``[embedded]`` and the built backends)."""
     return {
+        "PT2_BACKEND": f"{pt2.ref} {pt2.commit}" if pt2 is not None else "",
         "STANDIN_BASE": base,
         "PYTRITON_VERSION": VERSIONS.embedded.pytriton,
         "EMBEDDED_SERVER_VERSION": VERSIONS.embedded.server,
@@ -377,17 +384,19 @@ def build_triton(
     *,
     base: str,
     pytorch_backend: BuiltBackend,
+    pt2_backend: BuiltBackend | None = None,
     workdir: Path | None = None,
     force: bool = False,
     no_cache: bool = False,
     on_line: image.OnLine | None = None,
 ) -> StandinImage:
-    """The Triton stand-in, FROM ``base``, holding ``pytorch_backend``; skipped when the same inputs exist."""
+    """The Triton stand-in, FROM ``base``, holding ``pytorch_backend`` (and ``pt2_backend`` as backends/pt2/);
+    skipped when the same inputs exist."""
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="tritonpt-standin-ctx-", dir=workdir) as tmp:
         context = Path(tmp)
-        digests = stage_triton_context(context, pytorch_backend=pytorch_backend)
-        args = triton_build_args(base, pytorch_backend)
+        digests = stage_triton_context(context, pytorch_backend=pytorch_backend, pt2_backend=pt2_backend)
+        args = triton_build_args(base, pytorch_backend, pt2_backend)
         tag = f"{REPOSITORY}:triton-{VERSIONS.embedded.server}-{_digest({'files': digests, 'args': args})}"
         if not force and _existing(client, tag) is not None:
             return _result(client, "triton", tag, cached=True, seconds=0.0)
@@ -435,13 +444,22 @@ def build_all(
 ) -> list[StandinImage]:
     """Base, Triton stand-in and (with ``recipe``) docker/ngc.Dockerfile on top, each skipped when cached.
 
-    The pytorch backend is :func:`tritonpt.backend.ensure`'s CPU build for this torch (built if not cached).
+    The pytorch backend is :func:`tritonpt.backend.ensure`'s CPU build for this torch (built if not cached), and
+    so is the PT2 build it carries as backends/pt2/ (for torch_aoti models, as the embedded server serves them).
     """
     client = client or image.docker_client()
-    pytorch_backend = backend.ensure(sources=sources, step=on_line or (lambda _: None))
+    step = on_line or (lambda _: None)
+    pytorch_backend = backend.ensure(sources=sources, step=step)
+    pt2_backend = backend.ensure(sources=sources, step=step, pins=VERSIONS.pt2.build)
     base = build_base(client, mirror=mirror, workdir=workdir, force=force, on_line=on_line)
     triton = build_triton(
-        client, base=base.tag, pytorch_backend=pytorch_backend, workdir=workdir, force=force, on_line=on_line
+        client,
+        base=base.tag,
+        pytorch_backend=pytorch_backend,
+        pt2_backend=pt2_backend,
+        workdir=workdir,
+        force=force,
+        on_line=on_line,
     )
     built = [base, triton]
     if recipe:
