@@ -204,6 +204,7 @@ def check(model: ModelDir, config: ModelConfig, model_file: Path, findings: Find
         model_file,
         [p or 0 for p in feed_order],
         out_order=[p or 0 for p in out_order],
+        names=inputs,
         findings=findings,
     )
 
@@ -215,6 +216,7 @@ def _run(
     feed_order: list[int],
     *,
     out_order: list[int],
+    names: list[str],
     findings: Findings,
 ) -> None:
     with _checked_inputs():
@@ -236,7 +238,7 @@ def _run(
         ordered: list[Any] = [None] * len(feed_order)
         for array, position in zip(synthesized, feed_order, strict=True):
             ordered[position] = torch.from_numpy(np.array(array))
-        said, result = _call(loaded, ordered)
+        said, result = _call(loaded, ordered, names)
     if result is None:
         _refused(model.config, config, said, findings)
         return
@@ -276,14 +278,21 @@ def _run(
             )
 
 
-def _call(loaded: Any, ordered: list[torch.Tensor]) -> tuple[str, Any]:  # noqa: ANN401 - AOTICompiledModel
-    """Run the package on positional inputs (the call spec's order), keeping what AOTInductor prints on fd 2."""
+def _call(loaded: Any, ordered: list[torch.Tensor], names: list[str]) -> tuple[str, Any]:  # noqa: ANN401 - AOTICompiledModel
+    """Run the package on its inputs in the call spec's order (``ARGS`` by position, ``KWARGS[key]`` by keyword),
+    keeping what AOTInductor prints about a refused input (on fd 2)."""
+    args = [t for t, n in zip(ordered, names, strict=True) if n.startswith("ARGS")]
+    kwargs = {
+        n.removeprefix("KWARGS[").removesuffix("]"): t
+        for t, n in zip(ordered, names, strict=True)
+        if n.startswith("KWARGS[")
+    }
     with tempfile.TemporaryFile() as capture:
         saved = os.dup(2)
         os.dup2(capture.fileno(), 2)
         try:
             with torch.no_grad():
-                return "", loaded(*ordered)
+                return "", loaded(*args, **kwargs)
         except Exception as exc:  # the package's own check failed: its reason went to stderr
             os.dup2(saved, 2)
             capture.seek(0)

@@ -1,0 +1,150 @@
+"""`invoke export --format pt2` and the validator's PT2 family, on real packages (AOTInductor compiles each:
+tens of seconds, which is why this is the system tier and not the unit tier)."""
+
+from __future__ import annotations
+
+import shutil
+from collections import OrderedDict
+from pathlib import Path
+
+import pytest
+import torch
+from tritonclient.grpc.model_config_pb2 import DataType
+
+from tritonpt import export, reference, spec
+from tritonpt.errors import ExportError
+from tritonpt.export import pt2
+from tritonpt.repository import ModelDir, read_config, render_config
+from tritonpt.validate import pt2 as pt2_rules
+from tritonpt.validate import validate_model
+
+pytestmark = pytest.mark.slow
+
+
+def _copy(exported_pt2: Path, tmp_path: Path, name: str = "multi_io_pt2") -> ModelDir:
+    shutil.copytree(exported_pt2 / name, tmp_path / "repository" / name)
+    return ModelDir(root=tmp_path / "repository" / name)
+
+
+def _rules(model: ModelDir) -> dict[str, str]:
+    return {p.rule: p.severity for p in validate_model(model, gpu_available=False)}
+
+
+def test_the_pt2_config_is_as_nvidia_documents_it_and_what_the_backend_serves(exported_pt2: Path) -> None:
+    config = read_config(exported_pt2 / "multi_io_pt2" / "config.pbtxt")
+    assert config.platform == "torch_aoti"
+    assert not config.backend  # the repository's own config: Triton 26.03+ takes it as it is
+    assert config.default_model_filename == "model.pt2"  # core r26.03 would look for model.pt
+    assert [t.name for t in config.input] == ["ARGS[0]", "ARGS[1]"]
+    assert [t.name for t in config.output] == ["RESULT[0]", "RESULT[1]"]
+    assert not config.HasField("dynamic_batching")
+    assert not config.parameters
+    provenance = reference.load(ModelDir(root=exported_pt2 / "multi_io_pt2")).provenance
+    assert (provenance.model_format, provenance.method, provenance.device) == ("pt2", "aoti", "cpu")
+    assert _rules(ModelDir(root=exported_pt2 / "multi_io_pt2")) == {}
+
+
+@pytest.mark.parametrize(
+    ("edit", "rule", "severity"),
+    [
+        ("dynamic_batching", "A005", "error"),
+        ("sequence_batching", "A006", "error"),
+        ("parameters", "A007", "warning"),
+        ("input_fp64", "A008", "error"),
+        ("input_dims", "A010", "error"),
+        ("output_fp16", "A011", "error"),
+        ("output_dims", "A012", "error"),
+        ("drop_input", "A003", "error"),
+        ("rename_output", "A004", "error"),
+        ("not_a_zip", "A001", "error"),
+    ],
+)
+def test_each_pt2_rule_on_a_copy_broken_one_way(
+    exported_pt2: Path, tmp_path: Path, edit: str, rule: str, severity: str
+) -> None:
+    model = _copy(exported_pt2, tmp_path)
+    config = read_config(model.config)
+    config.ClearField("model_warmup")
+    if edit == "dynamic_batching":
+        config.dynamic_batching.SetInParent()
+    elif edit == "sequence_batching":
+        config.sequence_batching.SetInParent()
+    elif edit == "parameters":
+        config.parameters["INFERENCE_MODE"].string_value = "false"
+    elif edit == "input_fp64":
+        config.input[0].data_type = DataType.TYPE_FP64
+    elif edit == "input_dims":
+        del config.input[0].dims[:]
+        config.input[0].dims.append(17)
+    elif edit == "output_fp16":
+        config.output[0].data_type = DataType.TYPE_FP16
+    elif edit == "output_dims":
+        config.output[0].dims[0] = 9
+    elif edit == "drop_input":
+        del config.input[1]
+    elif edit == "rename_output":
+        config.output[0].name = "RESULT[mixed]"
+    else:
+        (model.root / "1" / "model.pt2").write_bytes(b"not a zip")
+    model.config.write_text(render_config(config), encoding="utf-8")
+    assert _rules(model).get(rule) == severity, validate_model(model, gpu_available=False)
+
+
+class Halve(torch.nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x * 0.5
+
+
+def test_a_static_batch_axis_with_max_batch_size_is_an_error(exported_pt2: Path, tmp_path: Path) -> None:
+    model = _copy(exported_pt2, tmp_path)
+    program = torch.export.export(Halve(), (torch.ones(1, 16),))
+    (model.root / "1" / "model.pt2").unlink()
+    torch._inductor.aoti_compile_and_package(program, package_path=str(model.root / "1" / "model.pt2"))
+    config = read_config(model.config)
+    config.ClearField("model_warmup")
+    del config.input[1]
+    del config.output[1:]
+    config.output[0].name, config.output[0].dims[0] = "RESULT", 16
+    model.config.write_text(render_config(config), encoding="utf-8")
+    assert _rules(model).get("A009") == "error"
+
+
+class Keyed(torch.nn.Module):
+    """Keyword inputs and an OrderedDict out, as a tokenizer and a library give them."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.embed = torch.nn.Embedding(40, 4)
+
+    def forward(
+        self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None
+    ) -> OrderedDict[str, torch.Tensor]:
+        hidden = self.embed(input_ids) * attention_mask.unsqueeze(-1)
+        return OrderedDict(hidden=hidden, pooled=hidden.mean(dim=1), past=None)
+
+
+def test_keyword_inputs_and_a_keyed_output_get_the_backends_forward_based_names(tmp_path: Path) -> None:
+    ids = torch.randint(0, 40, (2, 5))
+    model_spec = spec.coerce(
+        (Keyed(), {"input_ids": ids, "attention_mask": torch.ones_like(ids)}),
+        name="keyed",
+        dynamic_axes={"input_ids": (1,), "attention_mask": (1,)},
+    )
+    result = export.export(model_spec, repository=tmp_path / "repository", model_format="pt2")
+    config = read_config(result.model.config)
+    assert [t.name for t in config.input] == ["KWARGS[input_ids]", "KWARGS[attention_mask]"]
+    assert [t.name for t in config.output] == ["RESULT[hidden]", "RESULT[pooled]"]
+    assert [list(t.dims) for t in config.input] == [[-1], [-1]]
+    assert any("left out" in n and "past" in n for n in result.notes)
+    assert pt2_rules.call_spec(result.model.root / "1" / "model.pt2") == (
+        ["KWARGS[input_ids]", "KWARGS[attention_mask]"],
+        ["RESULT[hidden]", "RESULT[pooled]"],
+    )
+
+
+def test_without_a_compiler_the_refusal_is_one_paragraph(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(pt2.shutil, "which", lambda _: None)
+    with pytest.raises(
+        ExportError, match=r"without a C\+\+ compiler .*TorchScript \(--format torchscript\) needs neither"
+    ):
+        pt2.requirements()
