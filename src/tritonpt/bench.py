@@ -270,9 +270,17 @@ def served(
         p90_ms=float(row["p90 latency"]) / 1000,
         p99_ms=float(row["p99 latency"]) / 1000,
         queue_us=float(row["Server Queue"]),
-        compute_input_us=float(row["Server Compute Input"]),
-        compute_infer_us=float(row["Server Compute Infer"]),
-        compute_output_us=float(row["Server Compute Output"]),
+        # The PT2 path reports its compute timestamps in the wrong order (docs/upstream/pt2-statistics.md):
+        # its split of a request is no figure, so none is shown.
+        **(
+            {}
+            if config.platform == repository.PT2_PLATFORM
+            else {
+                "compute_input_us": float(row["Server Compute Input"]),
+                "compute_infer_us": float(row["Server Compute Infer"]),
+                "compute_output_us": float(row["Server Compute Output"]),
+            }
+        ),
         stable=stable,
     )
 
@@ -518,7 +526,7 @@ def run(
                             cores=pin.client if pin else (),
                         )
                     )
-        origin = server.backend_origin()
+        origin, pt2 = server.backend_origin(), server.pt2_origin()
         version = server.install.version if server.install else "unknown"
     cold = []
     for model in chosen:
@@ -541,6 +549,7 @@ def run(
         "perf_analyzer": f"tritonclient {VERSIONS.bench.tritonclient}",
         "server": f"tritonserver {version}",
         "pytorch backend": origin.describe() if origin else "the server's own",
+        **({"pt2 backend": f"{pt2.describe()}, as backends/pt2/"} if pt2 else {}),
     }
     return BenchReport(environment=environment, measurements=tuple(measured), first_requests=tuple(cold))
 
