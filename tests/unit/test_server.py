@@ -49,7 +49,7 @@ def test_flags_render_the_tritonserver_command_line(tmp_path: Path) -> None:
         "--strict-readiness=true",
         "--exit-on-error=false",
         "--log-verbose=0",
-        "--exit-timeout-secs=30",
+        "--exit-timeout-secs=10",
         "--disable-auto-complete-config",
     ]
     polled = TritonFlags(

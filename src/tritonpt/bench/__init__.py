@@ -18,28 +18,24 @@ tritonclient wheel pinned in versions.toml [bench], fetched into the cache on fi
 
 from __future__ import annotations
 
-import argparse
 import csv
-import json
 import os
 import statistics
 import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import torch
 from tritonclient.grpc.model_config_pb2 import ModelConfig
 
-from tritonpt import client, perf_analyzer, reference, repository, scratch, spec
+from tritonpt import client, perf_analyzer, reference, repository, spec
 from tritonpt.client import PROTOCOLS, Endpoints
 from tritonpt.errors import TritonPtError
 from tritonpt.repository import ModelDir
-from tritonpt.versions import VERSIONS
 
 SIDES = ("eager", *PROTOCOLS)
 
@@ -354,115 +350,6 @@ def first_requests(model: ModelDir, config: ModelConfig, *, warmup: bool, server
     )
 
 
-# --- The run and its report ---------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, kw_only=True)
-class BenchReport:
-    environment: dict[str, str]
-    measurements: tuple[Measurement, ...]
-    first_requests: tuple[FirstRequest, ...] = ()
-
-    def ratio(self, model: str, case: str, side: str) -> float | None:
-        """served / eager throughput for one model and case."""
-        by = {(m.model, m.case, m.side): m for m in self.measurements}
-        base, other = by.get((model, case, "eager")), by.get((model, case, side))
-        return other.throughput / base.throughput if base and other and base.throughput else None
-
-    def to_json(self) -> str:
-        rows = [
-            {**asdict(m), "ratio_to_eager": self.ratio(m.model, m.case, m.side) if m.side != "eager" else 1.0}
-            for m in self.measurements
-        ]
-        first = [{**asdict(f), "cold_over_warm": f.cold_over_warm} for f in self.first_requests]
-        return json.dumps(
-            {"environment": self.environment, "measurements": rows, "first_requests": first}, indent=2
-        )
-
-    def to_markdown(self) -> str:
-        lines = ["# Served vs eager", "", "| | |", "|---|---|"]
-        lines += [f"| {k} | {v} |" for k, v in self.environment.items()]
-        lines += [
-            "",
-            "| model | case | side | inferences/s | served / eager | p50 ms | p90 ms | p99 ms | queue µs | compute in / infer / out µs |",
-            "|---|---|---|---|---|---|---|---|---|---|",
-        ]
-        for m in self.measurements:
-            ratio = self.ratio(m.model, m.case, m.side) if m.side != "eager" else None
-            split = (
-                f"{m.compute_input_us:.0f} / {m.compute_infer_us:.0f} / {m.compute_output_us:.0f}"
-                if m.compute_infer_us is not None
-                else ""
-            )
-            lines.append(
-                f"| {m.model} | {m.case} | {m.side} | {m.throughput:.1f}{'' if m.stable else ' (unsteady)'} | {f'{ratio:.2f}' if ratio else ''} | "
-                f"{m.p50_ms:.2f} | {m.p90_ms:.2f} | {m.p99_ms:.2f} | "
-                f"{'' if m.queue_us is None else f'{m.queue_us:.0f}'} | {split} |"
-            )
-        if self.first_requests:
-            lines += [
-                "",
-                "## The first request after a load",
-                "",
-                "Batch-1 requests from one connected gRPC client, medians over fresh servers.",
-                "",
-                "| model | model_warmup | servers | start to ready s | first ms | second ms | warm ms | first / warm |",
-                "|---|---|---|---|---|---|---|---|",
-            ]
-            lines += [
-                f"| {f.model} | {'yes' if f.warmup else 'no'} | {f.servers} | {f.load_s:.2f} | {f.first_ms:.1f} | "
-                f"{f.second_ms:.1f} | {f.warm_ms:.1f} | {f.cold_over_warm:.1f} |"
-                for f in self.first_requests
-            ]
-        return "\n".join(lines) + "\n"
-
-    def plot(self, path: Path) -> None:
-        """Throughput against concurrency (batch-1 requests) and the latency percentiles, per model."""
-        import matplotlib  # noqa: PLC0415 - only the bench draws
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt  # noqa: PLC0415
-
-        models = sorted({m.model for m in self.measurements})
-        figure, axes = plt.subplots(len(models), 2, figsize=(11, 3.2 * len(models)), squeeze=False)
-        for row, model in enumerate(models):
-            mine = [m for m in self.measurements if m.model == model]
-            left, right = axes[row]
-            for side in SIDES:
-                points = sorted(
-                    (m.concurrency, m.throughput) for m in mine if m.side == side and m.batch == 1
-                )
-                if side != "eager" and points:
-                    left.plot(*zip(*points, strict=True), marker="o", label=side)
-            for m in mine:
-                if m.side == "eager":
-                    left.axhline(m.throughput, linestyle=":", color="grey")
-            left.set(
-                title=f"{model}: batch-1 requests (dotted: eager)",
-                xlabel="concurrency",
-                ylabel="inferences/s",
-            )
-            left.set_yscale("log")
-            left.legend(fontsize="small")
-            labels = [f"{m.case}\n{m.side}" for m in mine]
-            for offset, (name, key) in enumerate((("p50", "p50_ms"), ("p90", "p90_ms"), ("p99", "p99_ms"))):
-                right.bar(
-                    [i + offset * 0.27 for i in range(len(mine))],
-                    [getattr(m, key) for m in mine],
-                    width=0.27,
-                    label=name,
-                )
-            right.set_xticks(range(len(mine)), labels, fontsize="x-small")
-            right.set(title=f"{model}: latency", ylabel="ms")
-            right.legend(fontsize="small")
-        figure.tight_layout()
-        figure.savefig(path, dpi=110)
-        plt.close(figure)
-
-    def write(self, folder: Path) -> list[Path]:
-        return write_reports(folder, "bench", self.to_json(), self.to_markdown(), self.plot)
-
-
 def write_reports(
     folder: Path, stem: str, json_text: str, markdown: str, plot: Callable[[Path], None]
 ) -> list[Path]:
@@ -473,142 +360,3 @@ def write_reports(
     written[1].write_text(markdown, encoding="utf-8")
     plot(written[2])
     return written
-
-
-def run(
-    repository_dir: Path,
-    *,
-    names: Sequence[str] = (),
-    eager_seconds: float = 3.0,
-    requests: int = 200,
-    servers: int = 3,
-    pin: Pinning | None = None,
-    step: Callable[[str], None] = lambda _: None,
-) -> BenchReport:
-    """Measure every case of every chosen model: eager first, then one server for the served sides."""
-    from tritonpt.server import LocalServer, TritonFlags  # noqa: PLC0415
-
-    chosen = [m for m in repository.models(repository_dir) if not names or m.name in names]
-    missing = sorted(set(names) - {m.name for m in chosen})
-    if missing or not chosen:
-        msg = f"Cannot benchmark {', '.join(missing) or 'anything'}: {repository_dir} holds {', '.join(m.name for m in repository.models(repository_dir)) or 'no models'}."
-        raise BenchError(msg)
-    tool = perf_analyzer.locate(step)  # fetched on first use; fails before anything is measured
-    configs = {m.name: repository.read_config(m.config) for m in chosen}
-    measured: list[Measurement] = []
-    for model in chosen:
-        for case in cases_for(configs[model.name]):
-            step(f"[{model.name}] {case.id}: eager at batch {case.eager_batch}")
-            measured.append(
-                eager(
-                    model,
-                    case,
-                    seconds=eager_seconds,
-                    config=configs[model.name],
-                    cores=pin.server if pin else (),
-                )
-            )
-    with LocalServer(TritonFlags(model_repository=repository_dir), cpus=pin.server if pin else ()) as server:
-        server.wait_models_ready([m.name for m in chosen])
-        for model in chosen:
-            for case in cases_for(configs[model.name]):
-                for protocol in PROTOCOLS:
-                    step(f"[{model.name}] {case.id}: {protocol} (perf_analyzer)")
-                    measured.append(
-                        served(
-                            server.endpoints,
-                            protocol,
-                            model,
-                            configs[model.name],
-                            case,
-                            windows=count_windows(requests, case.batch),
-                            tool=tool,
-                            cores=pin.client if pin else (),
-                        )
-                    )
-        origin, pt2 = server.backend_origin(), server.pt2_origin()
-        version = server.install.version if server.install else "unknown"
-    cold = []
-    for model in chosen:
-        for warmup in (False, True) if configs[model.name].model_warmup else (False,):
-            step(f"[{model.name}] first request after a load, {'with' if warmup else 'without'} model_warmup")
-            cold.append(first_requests(model, configs[model.name], warmup=warmup, servers=servers))
-    environment = {
-        "torch": torch.__version__,
-        "eager": "the config's INTRA_OP_THREAD_COUNT (else "
-        + (
-            f"one thread per pinned core, {len(pin.server)}"
-            if pin
-            else f"torch's default, {torch.get_num_threads()}"
-        )
-        + ") and its optimized execution, as the backend runs it",
-        "cores": str(os.cpu_count()),
-        "pinning": f"server and eager on cores {list(pin.server)}, perf_analyzer on {list(pin.client)}"
-        if pin
-        else "none (server, perf_analyzer and eager share every core)",
-        "perf_analyzer": f"tritonclient {VERSIONS.bench.tritonclient}",
-        "server": f"tritonserver {version}",
-        "pytorch backend": origin.describe() if origin else "the server's own",
-        **({"pt2 backend": f"{pt2.describe()}, as backends/pt2/"} if pt2 else {}),
-    }
-    return BenchReport(environment=environment, measurements=tuple(measured), first_requests=tuple(cold))
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m tritonpt.bench``: served vs eager, with ratios; or install perf_analyzer from its wheel."""
-    parser = argparse.ArgumentParser(prog="python -m tritonpt.bench", description=__doc__.splitlines()[0])
-    parser.add_argument("--repository", type=Path, default=repository.DEFAULT_REPOSITORY)
-    parser.add_argument("--model", action="append", default=[], help="benchmark only this model (repeatable)")
-    parser.add_argument("--reports", type=Path, default=Path("reports/bench"))
-    parser.add_argument(
-        "--smoke", action="store_true", help="short windows: checks that the bench runs, not how fast"
-    )
-    parser.add_argument(
-        "--pin",
-        metavar="SERVER:CLIENT",
-        help="pin the server (and eager) and perf_analyzer to separate cores with taskset, e.g. 1:0",
-    )
-    parser.add_argument(
-        "--install-perf-analyzer",
-        type=Path,
-        metavar="WHEEL",
-        help="install perf_analyzer from this wheel (the pinned tritonclient's) and stop; otherwise it is fetched on first use",
-    )
-    options = parser.parse_args(argv)
-
-    def say(line: str) -> None:
-        print(line, file=sys.stderr, flush=True)
-
-    try:
-        with scratch.stop_signals_interrupt():
-            return _main(options, say)
-    except KeyboardInterrupt as interrupt:
-        say("bench: interrupted; the server was stopped and no report was written")
-        return scratch.exit_code(interrupt)
-
-
-def _main(options: argparse.Namespace, say: Callable[[str], None]) -> int:
-    try:
-        if options.install_perf_analyzer:
-            say(f"perf_analyzer installed at {perf_analyzer.install(options.install_perf_analyzer)}")
-            return 0
-        report = run(
-            options.repository,
-            names=options.model,
-            eager_seconds=0.5 if options.smoke else 3.0,
-            requests=20 if options.smoke else 200,
-            servers=1 if options.smoke else 3,
-            pin=Pinning.parse(options.pin) if options.pin else None,
-            step=say,
-        )
-        written = report.write(options.reports)
-    except TritonPtError as exc:
-        say(f"error: {exc}")
-        return 1
-    print(report.to_markdown())
-    say("written: " + ", ".join(str(p) for p in written))
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

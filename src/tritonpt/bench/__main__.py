@@ -1,0 +1,170 @@
+"""``python -m tritonpt.bench``: one run of the bench (every case of every chosen model, eager first, then one
+server for the served sides) and its reports."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import torch
+
+from tritonpt import perf_analyzer, repository, scratch
+from tritonpt.bench import (
+    BenchError,
+    Measurement,
+    Pinning,
+    cases_for,
+    count_windows,
+    eager,
+    first_requests,
+    served,
+)
+from tritonpt.bench.report import BenchReport
+from tritonpt.client import PROTOCOLS
+from tritonpt.errors import TritonPtError
+from tritonpt.versions import VERSIONS
+
+
+def run(
+    repository_dir: Path,
+    *,
+    names: Sequence[str] = (),
+    eager_seconds: float = 3.0,
+    requests: int = 200,
+    servers: int = 3,
+    pin: Pinning | None = None,
+    step: Callable[[str], None] = lambda _: None,
+) -> BenchReport:
+    """Measure every case of every chosen model: eager first, then one server for the served sides."""
+    from tritonpt.server import LocalServer, TritonFlags  # noqa: PLC0415
+
+    chosen = [m for m in repository.models(repository_dir) if not names or m.name in names]
+    missing = sorted(set(names) - {m.name for m in chosen})
+    if missing or not chosen:
+        msg = f"Cannot benchmark {', '.join(missing) or 'anything'}: {repository_dir} holds {', '.join(m.name for m in repository.models(repository_dir)) or 'no models'}."
+        raise BenchError(msg)
+    tool = perf_analyzer.locate(step)  # fetched on first use; fails before anything is measured
+    configs = {m.name: repository.read_config(m.config) for m in chosen}
+    measured: list[Measurement] = []
+    for model in chosen:
+        for case in cases_for(configs[model.name]):
+            step(f"[{model.name}] {case.id}: eager at batch {case.eager_batch}")
+            measured.append(
+                eager(
+                    model,
+                    case,
+                    seconds=eager_seconds,
+                    config=configs[model.name],
+                    cores=pin.server if pin else (),
+                )
+            )
+    with LocalServer(TritonFlags(model_repository=repository_dir), cpus=pin.server if pin else ()) as server:
+        server.wait_models_ready([m.name for m in chosen])
+        for model in chosen:
+            for case in cases_for(configs[model.name]):
+                for protocol in PROTOCOLS:
+                    step(f"[{model.name}] {case.id}: {protocol} (perf_analyzer)")
+                    measured.append(
+                        served(
+                            server.endpoints,
+                            protocol,
+                            model,
+                            configs[model.name],
+                            case,
+                            windows=count_windows(requests, case.batch),
+                            tool=tool,
+                            cores=pin.client if pin else (),
+                        )
+                    )
+        origin, pt2 = server.backend_origin(), server.pt2_origin()
+        version = server.install.version if server.install else "unknown"
+    cold = []
+    for model in chosen:
+        for warmup in (False, True) if configs[model.name].model_warmup else (False,):
+            step(f"[{model.name}] first request after a load, {'with' if warmup else 'without'} model_warmup")
+            cold.append(first_requests(model, configs[model.name], warmup=warmup, servers=servers))
+    environment = {
+        "torch": torch.__version__,
+        "eager": "the config's INTRA_OP_THREAD_COUNT (else "
+        + (
+            f"one thread per pinned core, {len(pin.server)}"
+            if pin
+            else f"torch's default, {torch.get_num_threads()}"
+        )
+        + ") and its optimized execution, as the backend runs it",
+        "cores": str(os.cpu_count()),
+        "pinning": f"server and eager on cores {list(pin.server)}, perf_analyzer on {list(pin.client)}"
+        if pin
+        else "none (server, perf_analyzer and eager share every core)",
+        "perf_analyzer": f"tritonclient {VERSIONS.bench.tritonclient}",
+        "server": f"tritonserver {version}",
+        "pytorch backend": origin.describe() if origin else "the server's own",
+        **({"pt2 backend": f"{pt2.describe()}, as backends/pt2/"} if pt2 else {}),
+    }
+    return BenchReport(environment=environment, measurements=tuple(measured), first_requests=tuple(cold))
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m tritonpt.bench``: served vs eager, with ratios; or install perf_analyzer from its wheel."""
+    parser = argparse.ArgumentParser(
+        prog="python -m tritonpt.bench",
+        description="What serving costs against eager PyTorch, measured side by side with NVIDIA's perf_analyzer.",
+    )
+    parser.add_argument("--repository", type=Path, default=repository.DEFAULT_REPOSITORY)
+    parser.add_argument("--model", action="append", default=[], help="benchmark only this model (repeatable)")
+    parser.add_argument("--reports", type=Path, default=Path("reports/bench"))
+    parser.add_argument(
+        "--smoke", action="store_true", help="short windows: checks that the bench runs, not how fast"
+    )
+    parser.add_argument(
+        "--pin",
+        metavar="SERVER:CLIENT",
+        help="pin the server (and eager) and perf_analyzer to separate cores with taskset, e.g. 1:0",
+    )
+    parser.add_argument(
+        "--install-perf-analyzer",
+        type=Path,
+        metavar="WHEEL",
+        help="install perf_analyzer from this wheel (the pinned tritonclient's) and stop; otherwise it is fetched on first use",
+    )
+    options = parser.parse_args(argv)
+
+    def say(line: str) -> None:
+        print(line, file=sys.stderr, flush=True)
+
+    try:
+        with scratch.stop_signals_interrupt():
+            return _main(options, say)
+    except KeyboardInterrupt as interrupt:
+        say("bench: interrupted; the server was stopped and no report was written")
+        return scratch.exit_code(interrupt)
+
+
+def _main(options: argparse.Namespace, say: Callable[[str], None]) -> int:
+    try:
+        if options.install_perf_analyzer:
+            say(f"perf_analyzer installed at {perf_analyzer.install(options.install_perf_analyzer)}")
+            return 0
+        report = run(
+            options.repository,
+            names=options.model,
+            eager_seconds=0.5 if options.smoke else 3.0,
+            requests=20 if options.smoke else 200,
+            servers=1 if options.smoke else 3,
+            pin=Pinning.parse(options.pin) if options.pin else None,
+            step=say,
+        )
+        written = report.write(options.reports)
+    except TritonPtError as exc:
+        say(f"error: {exc}")
+        return 1
+    print(report.to_markdown())
+    say("written: " + ", ".join(str(p) for p in written))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

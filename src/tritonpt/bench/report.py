@@ -1,0 +1,115 @@
+"""The bench's report: the measurements and first requests of one run, as JSON, Markdown and a plot."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from tritonpt.bench import SIDES, FirstRequest, Measurement, write_reports
+
+
+@dataclass(frozen=True, kw_only=True)
+class BenchReport:
+    environment: dict[str, str]
+    measurements: tuple[Measurement, ...]
+    first_requests: tuple[FirstRequest, ...] = ()
+
+    def ratio(self, model: str, case: str, side: str) -> float | None:
+        """served / eager throughput for one model and case."""
+        by = {(m.model, m.case, m.side): m for m in self.measurements}
+        base, other = by.get((model, case, "eager")), by.get((model, case, side))
+        return other.throughput / base.throughput if base and other and base.throughput else None
+
+    def to_json(self) -> str:
+        rows = [
+            {**asdict(m), "ratio_to_eager": self.ratio(m.model, m.case, m.side) if m.side != "eager" else 1.0}
+            for m in self.measurements
+        ]
+        first = [{**asdict(f), "cold_over_warm": f.cold_over_warm} for f in self.first_requests]
+        return json.dumps(
+            {"environment": self.environment, "measurements": rows, "first_requests": first}, indent=2
+        )
+
+    def to_markdown(self) -> str:
+        lines = ["# Served vs eager", "", "| | |", "|---|---|"]
+        lines += [f"| {k} | {v} |" for k, v in self.environment.items()]
+        lines += [
+            "",
+            "| model | case | side | inferences/s | served / eager | p50 ms | p90 ms | p99 ms | queue µs | compute in / infer / out µs |",
+            "|---|---|---|---|---|---|---|---|---|---|",
+        ]
+        for m in self.measurements:
+            ratio = self.ratio(m.model, m.case, m.side) if m.side != "eager" else None
+            split = (
+                f"{m.compute_input_us:.0f} / {m.compute_infer_us:.0f} / {m.compute_output_us:.0f}"
+                if m.compute_infer_us is not None
+                else ""
+            )
+            lines.append(
+                f"| {m.model} | {m.case} | {m.side} | {m.throughput:.1f}{'' if m.stable else ' (unsteady)'} | {f'{ratio:.2f}' if ratio else ''} | "
+                f"{m.p50_ms:.2f} | {m.p90_ms:.2f} | {m.p99_ms:.2f} | "
+                f"{'' if m.queue_us is None else f'{m.queue_us:.0f}'} | {split} |"
+            )
+        if self.first_requests:
+            lines += [
+                "",
+                "## The first request after a load",
+                "",
+                "Batch-1 requests from one connected gRPC client, medians over fresh servers.",
+                "",
+                "| model | model_warmup | servers | start to ready s | first ms | second ms | warm ms | first / warm |",
+                "|---|---|---|---|---|---|---|---|",
+            ]
+            lines += [
+                f"| {f.model} | {'yes' if f.warmup else 'no'} | {f.servers} | {f.load_s:.2f} | {f.first_ms:.1f} | "
+                f"{f.second_ms:.1f} | {f.warm_ms:.1f} | {f.cold_over_warm:.1f} |"
+                for f in self.first_requests
+            ]
+        return "\n".join(lines) + "\n"
+
+    def plot(self, path: Path) -> None:
+        """Throughput against concurrency (batch-1 requests) and the latency percentiles, per model."""
+        import matplotlib  # noqa: PLC0415 - only the bench draws
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt  # noqa: PLC0415
+
+        models = sorted({m.model for m in self.measurements})
+        figure, axes = plt.subplots(len(models), 2, figsize=(11, 3.2 * len(models)), squeeze=False)
+        for row, model in enumerate(models):
+            mine = [m for m in self.measurements if m.model == model]
+            left, right = axes[row]
+            for side in SIDES:
+                points = sorted(
+                    (m.concurrency, m.throughput) for m in mine if m.side == side and m.batch == 1
+                )
+                if side != "eager" and points:
+                    left.plot(*zip(*points, strict=True), marker="o", label=side)
+            for m in mine:
+                if m.side == "eager":
+                    left.axhline(m.throughput, linestyle=":", color="grey")
+            left.set(
+                title=f"{model}: batch-1 requests (dotted: eager)",
+                xlabel="concurrency",
+                ylabel="inferences/s",
+            )
+            left.set_yscale("log")
+            left.legend(fontsize="small")
+            labels = [f"{m.case}\n{m.side}" for m in mine]
+            for offset, (name, key) in enumerate((("p50", "p50_ms"), ("p90", "p90_ms"), ("p99", "p99_ms"))):
+                right.bar(
+                    [i + offset * 0.27 for i in range(len(mine))],
+                    [getattr(m, key) for m in mine],
+                    width=0.27,
+                    label=name,
+                )
+            right.set_xticks(range(len(mine)), labels, fontsize="x-small")
+            right.set(title=f"{model}: latency", ylabel="ms")
+            right.legend(fontsize="small")
+        figure.tight_layout()
+        figure.savefig(path, dpi=110)
+        plt.close(figure)
+
+    def write(self, folder: Path) -> list[Path]:
+        return write_reports(folder, "bench", self.to_json(), self.to_markdown(), self.plot)
