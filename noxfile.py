@@ -11,6 +11,7 @@
     nox -s faults        20+ injected faults, each timed to exit and followed by a count of leftovers
     nox -s reliability   (last) reports/reliability.md and .json from the parts the tiers wrote
     nox -s zoo-smoke     four public architectures exported and served with parity (nox -s zoo: all of them)
+    nox -s triton-qa     NVIDIA's own qa/L0_libtorch_* and qa/L0_torch_aoti tests against our builds
     nox -s gpu           (GPU runners) build the real image, doctor, the matrix in a GPU container, strict
 
 Every session installs the exact torch pins from src/tritonpt/versions.toml. The uv backend hard-links
@@ -304,6 +305,24 @@ def zoo(session: nox.Session) -> None:
 def zoo_smoke(session: nox.Session) -> None:
     """Four of the zoo's architectures (a CNN, a segmentation dict, an encoder and a decoder), so it cannot rot."""
     _zoo(session, ["--smoke", "--reports", "reports/zoo-smoke"])
+
+
+@nox.session(python=PYTHON, name="triton-qa")
+def triton_qa(session: nox.Session) -> None:
+    """NVIDIA's own QA tests of the pytorch backend against our builds: qa/L0_libtorch_* (r25.10) on the r25.10
+    build, qa/L0_torch_aoti (r26.05) on the PT2 build; reports/triton-qa.md and .json.
+
+    Arguments after `--` go to `python -m tritonpt.testing.qa` (--suite r25.10, --reports DIR).
+    """
+    _install(session, "test")
+    session.run(
+        "python",
+        "-m",
+        "tritonpt.testing.qa",
+        *session.posargs,
+        interrupt_timeout=30.0,
+        terminate_timeout=10.0,
+    )
 
 
 # Defined last, so that `nox` runs it after every tier that writes a part.

@@ -121,5 +121,9 @@ class ImageError(TritonPtError):
     """An image could not be built or inspected."""
 
 
+class QaError(TritonPtError):
+    """Triton's own QA tests could not be prepared (their pinned files, a substitution, a model generator)."""
+
+
 class DockerUnavailable(TritonPtError):  # noqa: N818 - reads as a state, like httpx.ConnectError
     """No Docker engine answers."""

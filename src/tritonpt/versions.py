@@ -11,6 +11,7 @@ from __future__ import annotations
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 _TOML = Path(__file__).with_name("versions.toml")
 
@@ -73,6 +74,7 @@ class Source:
     commit: str
     sha256: str  # of our mirror's tarball: a fast path only (another compression of the same files differs)
     tree: str  # of the unpacked files (tritonpt.backend.pins): the pin that holds wherever the tarball came from
+    paths: tuple[str, ...] = ()  # the part of the commit pinned and used (globs allowed); () = all
 
     @property
     def tarball(self) -> str:
@@ -164,6 +166,15 @@ class Zoo:
 
 
 @dataclass(frozen=True, kw_only=True)
+class QaSuite:
+    """Triton's own QA tests of the pytorch backend at one server commit (tritonpt.testing.qa runs them)."""
+
+    source: Source  # a path subset of the server repository: LICENSE, qa/common and the tests
+    repo_version: str  # what each test.sh takes as its argument ("25.10"): it only names the data folder
+    backend: str  # the build they test: "pytorch" (versions.toml [backend]) or "pt2" ([pt2])
+
+
+@dataclass(frozen=True, kw_only=True)
 class Versions:
     """Every version the repository depends on."""
 
@@ -176,6 +187,7 @@ class Versions:
     pt2: Pt2
     bench: Bench
     zoo: Zoo
+    qa: tuple[QaSuite, ...]
     image_repository: str
 
     @property
@@ -269,6 +281,10 @@ def markdown_table(versions: Versions) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _source(raw: dict[str, Any]) -> Source:
+    return Source(**{**raw, "paths": tuple(raw.get("paths", ()))})
+
+
 def load(path: Path = _TOML) -> Versions:
     """Read ``versions.toml`` into typed data."""
     raw = tomllib.loads(path.read_text(encoding="utf-8"))
@@ -281,12 +297,12 @@ def load(path: Path = _TOML) -> Versions:
         embedded=Embedded(**raw["embedded"]),
         backend=Backend(
             cmake=raw["backend"]["cmake"],
-            sources=tuple(Source(**s) for s in raw["backend"]["sources"]),
+            sources=tuple(_source(s) for s in raw["backend"]["sources"]),
         ),
         pt2=Pt2(
             build=Backend(
                 cmake=raw["backend"]["cmake"],
-                sources=tuple(Source(**s) for s in raw["pt2"]["sources"]),
+                sources=tuple(_source(s) for s in raw["pt2"]["sources"]),
                 label="pt2",
             ),
             backend_name=raw["pt2"]["backend_name"],
@@ -298,6 +314,10 @@ def load(path: Path = _TOML) -> Versions:
             wheels=tuple(Wheel(**w) for w in raw["bench"]["wheels"]),
         ),
         zoo=Zoo(**raw["zoo"]),
+        qa=tuple(
+            QaSuite(source=_source(q["source"]), repo_version=q["repo_version"], backend=q["backend"])
+            for q in raw["qa"]
+        ),
         image_repository=raw["images"]["repository"],
     )
 

@@ -65,7 +65,7 @@ def test_faults_and_soak_are_merged_and_the_rest_named_not_run(tmp_path: Path) -
     _part(tmp_path, "soak", SOAK)
     result = reliability.merge(tmp_path)
     assert result.parts_run == ["faults", "soak"]
-    assert result.parts_not_run == ["fuzz", "export-contract", "bad-requests", "lockdown"]
+    assert result.parts_not_run == ["fuzz", "export-contract", "bad-requests", "lockdown", "triton-qa"]
     assert result.tracebacks == {"faults": 1, "soak": 0}
     assert result.leftovers == {**CLEAN, "containers": 1, "temp_dirs": 2}
     goals = {g.what: g for g in result.goals}
@@ -110,7 +110,7 @@ def test_the_report_files_hold_the_tables(tmp_path: Path) -> None:
     assert "| fuzz cases tried / crashes | 800 / 0 | 0 crashes | yes |" in markdown
     assert "- `soak`: no reports/reliability/parts/soak.json" in markdown
     data = json.loads((tmp_path / "reliability.json").read_text(encoding="utf-8"))
-    assert data["parts_not_run"] == ["soak", "export-contract", "bad-requests", "lockdown"]
+    assert data["parts_not_run"] == ["soak", "export-contract", "bad-requests", "lockdown", "triton-qa"]
     assert data["faults"][0]["fault"] == "SIGTERM of dockerd"
     assert data["fuzz"]["cases"]["layouts"] == 100
 

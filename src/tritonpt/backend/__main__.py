@@ -48,6 +48,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             for build in (VERSIONS.backend, VERSIONS.pt2.build):
                 for name, tree in pins.write_manifests(options.pin_trees, build.sources).items():
                     print(f'{build.label} {name}: tree = "{tree}"')
+            for suite in VERSIONS.qa:  # Triton's own QA tests (tritonpt.testing.qa)
+                for name, tree in pins.write_manifests(options.pin_trees, (suite.source,)).items():
+                    print(f'qa {suite.source.ref} {name}: tree = "{tree}"')
         except BackendError as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 1

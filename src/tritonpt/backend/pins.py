@@ -9,6 +9,10 @@ What a commit holds does not change, so the pin that matters is over the unpacke
                modes as git records them: executable or not)
     tree       the sha256 of the manifest's text, pinned in versions.toml [backend] as ``tree``
 
+A source may pin a subset of its commit (``paths``: Triton's QA tests are ``qa/common`` and ``qa/L0_libtorch_*`` of
+the server repository): the manifest then holds the files below those paths only, so that our mirror's archive of
+the subset and GitHub's archive of the whole commit give the same tree.
+
 The manifest itself is kept beside this module (``trees/<name>-<commit>.txt``, checked against ``tree`` before
 it is believed), so that a tarball whose files differ is refused with the files named, not only a digest.
 ``python -m tritonpt.backend --pin-trees DIR`` writes the manifests from a folder of tarballs and prints the
@@ -17,6 +21,7 @@ digests.
 
 from __future__ import annotations
 
+import fnmatch
 import hashlib
 import tarfile
 from collections.abc import Mapping
@@ -44,8 +49,24 @@ class Entry:
 Tree = dict[str, Entry]
 
 
-def tree_of(tarball: Path, top_folder: str) -> Tree:
-    """The files of ``tarball`` below ``top_folder``; ``BackendError`` for what no git archive holds."""
+def within(path: str, paths: tuple[str, ...]) -> bool:
+    """Whether ``path`` lies below one of ``paths`` (each a path whose parts may be globs: ``qa/L0_libtorch_*``);
+    every path when ``paths`` is empty."""
+    if not paths:
+        return True
+    parts = path.split("/")
+    for pattern in paths:
+        wanted = pattern.split("/")
+        if len(parts) >= len(wanted) and all(
+            fnmatch.fnmatchcase(a, b) for a, b in zip(parts[: len(wanted)], wanted, strict=True)
+        ):
+            return True
+    return False
+
+
+def tree_of(tarball: Path, top_folder: str, paths: tuple[str, ...] = ()) -> Tree:
+    """The files of ``tarball`` below ``top_folder`` (and below one of ``paths``, when given); ``BackendError`` for
+    what no git archive holds."""
     files: Tree = {}
     try:
         with tarfile.open(tarball) as archive:
@@ -57,6 +78,8 @@ def tree_of(tarball: Path, top_folder: str) -> Tree:
                     msg = f"Cannot use {tarball}: it holds {member.name!r}, outside {top_folder}/."
                     raise BackendError(msg)
                 path = "/".join(parts[1:])
+                if not within(path, paths):
+                    continue
                 if member.issym():
                     files[path] = Entry(
                         digest=hashlib.sha256(member.linkname.encode()).hexdigest(), kind="link"
@@ -125,7 +148,7 @@ def write_manifests(folder: Path, sources: tuple[Source, ...]) -> dict[str, str]
     TREES.mkdir(exist_ok=True)
     digests = {}
     for source in sources:
-        tree = tree_of(folder / source.tarball, source.top_folder)
+        tree = tree_of(folder / source.tarball, source.top_folder, source.paths)
         manifest_path(source).write_text(manifest(tree), encoding="utf-8")
         digests[source.name] = digest(tree)
     return digests

@@ -43,7 +43,7 @@ def verify(source: Source, path: Path, *, where: str, shown: str | None = None) 
     if fetch.sha256(path) == source.sha256:
         return
     try:
-        found = pins.tree_of(path, source.top_folder)
+        found = pins.tree_of(path, source.top_folder, source.paths)
     except BackendError as exc:
         reason = (
             str(exc).removeprefix(f"Cannot use {path}: ").removeprefix(f"Cannot read {path} as ").rstrip(".")
@@ -77,36 +77,38 @@ def fetch_sources(
     backend: Backend = VERSIONS.backend,
 ) -> dict[str, Path]:
     """Each pinned source's tarball, verified: from ``folder``, or downloaded into the cache once."""
-    found: dict[str, Path] = {}
+    return {source.name: fetch_source(source, folder, cache=cache, step=step) for source in backend.sources}
+
+
+def fetch_source(
+    source: Source, folder: Path | None, *, cache: Path | None = None, step: Step = _quiet
+) -> Path:
+    """One pinned source's tarball, verified: ``folder/<name>-<commit>.tar.gz``, or downloaded into the cache once."""
     if folder is not None:
         if not folder.is_dir():
             msg = (
-                f"Cannot read the backend sources from {folder}, as it is not a folder (--sources / ${SOURCES_ENV}).\n"
+                f"Cannot read the pinned sources from {folder}, as it is not a folder (--sources / ${SOURCES_ENV}).\n"
                 f"{HINT} point it at a folder of <name>-<commit>.tar.gz tarballs, or leave both unset to download them."
             )
             raise BackendError(msg)
-        for source in backend.sources:
-            path = folder / source.tarball
-            if not path.is_file():
-                msg = (
-                    f"Cannot find the {source.name} source: there is no {source.tarball} in {folder} "
-                    f"(--sources / ${SOURCES_ENV}).\n{HINT} put {source.url} there under that name, or unset "
-                    f"${SOURCES_ENV} to download every source."
-                )
-                raise BackendError(msg)
-            verify(source, path, where=f"in {folder}")
-            found[source.name] = path
-        return found
+        path = folder / source.tarball
+        if not path.is_file():
+            msg = (
+                f"Cannot find the {source.name} source: there is no {source.tarball} in {folder} "
+                f"(--sources / ${SOURCES_ENV}).\n{HINT} put {source.url} there under that name, or unset "
+                f"${SOURCES_ENV} to download every source."
+            )
+            raise BackendError(msg)
+        verify(source, path, where=f"in {folder}")
+        return path
     downloads = (cache or cache_root()) / "sources"
     downloads.mkdir(parents=True, exist_ok=True)
-    for source in backend.sources:
-        path = downloads / source.tarball
-        if not path.is_file():
-            step(f"downloading {source.name} {source.commit[:7]} from {source.url}")
-            _download(source, path)
-        verify(source, path, where="downloaded")
-        found[source.name] = path
-    return found
+    path = downloads / source.tarball
+    if not path.is_file():
+        step(f"downloading {source.name} {source.commit[:7]} from {source.url}")
+        _download(source, path)
+    verify(source, path, where="downloaded")
+    return path
 
 
 def _download(source: Source, target: Path) -> None:
@@ -138,14 +140,34 @@ def _unpack(
     return folders
 
 
-def _extract(archive: tarfile.TarFile, into: Path, path: Path) -> None:
-    """Unpack with tarfile's ``data`` filter; on Pythons without it (Debian 12's 3.11.2), refuse the same things."""
+def unpack_source(source: Source, tarball: Path, into: Path) -> Path:
+    """Unpack the pinned part of ``source`` (its ``paths``, or all of it) from its verified ``tarball`` into the
+    empty folder ``into``; returns ``into/<repo>-<commit>``."""
+    with tarfile.open(tarball) as archive:
+        _extract(archive, into, tarball, paths=source.paths, top=source.top_folder)
+    folder = into / source.top_folder
+    if not folder.is_dir():
+        msg = f"Cannot find {source.top_folder}/ in {tarball}: it is not {source.repository}'s archive."
+        raise BackendError(msg)
+    return folder
+
+
+def _extract(
+    archive: tarfile.TarFile, into: Path, path: Path, *, paths: tuple[str, ...] = (), top: str = ""
+) -> None:
+    """Unpack with tarfile's ``data`` filter; on Pythons without it (Debian 12's 3.11.2), refuse the same things.
+    With ``paths``, only the members below them (paths inside ``top``, the archive's top folder)."""
+    members = [
+        member
+        for member in archive.getmembers()
+        if not paths or pins.within(member.name.removeprefix(f"{top}/"), paths)
+    ]
     if hasattr(tarfile, "data_filter"):
-        archive.extractall(into, filter="data")
+        archive.extractall(into, members=members, filter="data")
         return
-    for member in archive.getmembers():
+    for member in members:
         name = Path(member.name)
         if name.is_absolute() or ".." in name.parts or not (member.isfile() or member.isdir()):
             msg = f"Cannot unpack {path}: it holds {member.name!r}, which is not a plain file or folder inside it."
             raise BackendError(msg)
-    archive.extractall(into)  # noqa: S202 - every member was checked above
+    archive.extractall(into, members=members)  # noqa: S202 - every member was checked above

@@ -445,17 +445,26 @@ class LocalServer(Server):
     def _environment(self) -> dict[str, str]:
         """The child's environment: the wheel's libraries and, for a built backend, this torch's libraries."""
         env = dict(os.environ)
-        folders: list[str] = []
-        if self.install is not None:
-            shim = server_library_folder(self.install)
-            folders += [str(p) for p in (shim, self.install.libraries) if p is not None]
-        if self.pytorch_backend is not None:
-            folders += [str(backend.Torch.locate().lib_dir), *self.pytorch_backend.library_dirs]
-        if self.pt2_backend is not None:
-            folders += [d for d in self.pt2_backend.library_dirs if d not in folders]
+        folders = library_folders(self.install, self.pytorch_backend, self.pt2_backend)
         if folders:
             env["LD_LIBRARY_PATH"] = os.pathsep.join([*folders, *filter(None, [env.get("LD_LIBRARY_PATH")])])
         return env
+
+
+def library_folders(
+    install: TritonInstall | None, pytorch: BuiltBackend | None, pt2: BuiltBackend | None = None
+) -> list[str]:
+    """What a server needs first on ``LD_LIBRARY_PATH``: the wheel's libraries (``libtritonserver.so`` under its
+    plain name) and, for a built backend, this environment's ``torch/lib`` and what the build needs."""
+    folders: list[str] = []
+    if install is not None:
+        shim = server_library_folder(install)
+        folders += [str(p) for p in (shim, install.libraries) if p is not None]
+    if pytorch is not None:
+        folders += [str(backend.Torch.locate().lib_dir), *pytorch.library_dirs]
+    if pt2 is not None:
+        folders += [d for d in pt2.library_dirs if d not in folders]
+    return folders
 
 
 PR_SET_PDEATHSIG = 1

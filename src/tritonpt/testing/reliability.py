@@ -18,6 +18,7 @@ what the tier captured, in every one):
     export-contract  cases: [{case, exit, one_paragraph, repository_unchanged}]
     bad-requests     cases: [{case, protocol, status, live_after, parity_after}]
     lockdown         checks: [{check, passed}]
+    triton-qa        tests: [{test, suite, checks, status, seconds}] (Triton's own QA tests of the backend)
 
 Standard library only, so that ``nox -s reliability`` needs nothing installed. A part that does not parse or
 lacks a field is named in the report and makes the command exit 1; a part that is missing is "not run".
@@ -36,7 +37,7 @@ from typing import Any
 
 from tritonpt.testing.parts import PARTS as PARTS_FOLDER
 
-PARTS = ("faults", "soak", "fuzz", "export-contract", "bad-requests", "lockdown")
+PARTS = ("faults", "soak", "fuzz", "export-contract", "bad-requests", "lockdown", "triton-qa")
 """The parts the report knows, in the order it shows them."""
 LEFTOVER_KINDS = ("processes", "containers", "temp_dirs", "staging_dirs", "partial_cache")
 FUZZ_KINDS = ("config_text", "reference_files", "layouts")
@@ -59,6 +60,7 @@ FIELDS: dict[str, dict[str, type | tuple[type, ...]]] = {
     "export-contract": {"cases": list},
     "bad-requests": {"cases": list},
     "lockdown": {"checks": list},
+    "triton-qa": {"tests": list},
 }
 ROW_FIELDS: dict[str, dict[str, type | tuple[type, ...]]] = {
     "faults": {
@@ -72,13 +74,20 @@ ROW_FIELDS: dict[str, dict[str, type | tuple[type, ...]]] = {
     "export-contract": {"case": str, "exit": int, "one_paragraph": bool, "repository_unchanged": bool},
     "bad-requests": {"case": str, "protocol": str, "status": str, "live_after": bool, "parity_after": bool},
     "lockdown": {"check": str, "passed": bool},
+    "triton-qa": {"test": str, "suite": str, "checks": int, "status": str, "seconds": (int, float)},
 }
 SOAK_COUNTS: dict[str, type | tuple[type, ...]] = dict.fromkeys(
     ("sent", "request_success", "inference_count", "expected_inference_count"), int
 )
 LEFTOVER_FIELDS: dict[str, type | tuple[type, ...]] = dict.fromkeys(LEFTOVER_KINDS, int)
 FUZZ_FIELDS: dict[str, type | tuple[type, ...]] = dict.fromkeys(FUZZ_KINDS, int)
-ROWS_KEY = {"faults": "faults", "export-contract": "cases", "bad-requests": "cases", "lockdown": "checks"}
+ROWS_KEY = {
+    "faults": "faults",
+    "export-contract": "cases",
+    "bad-requests": "cases",
+    "lockdown": "checks",
+    "triton-qa": "tests",
+}
 
 
 class PartError(ValueError):
@@ -201,6 +210,7 @@ class Reliability:
     export_contract: list[dict[str, Any]] = field(default_factory=list)
     bad_requests: list[dict[str, Any]] = field(default_factory=list)
     lockdown: list[dict[str, Any]] = field(default_factory=list)
+    triton_qa: list[dict[str, Any]] = field(default_factory=list)
     other: dict[str, dict[str, Any]] = field(default_factory=dict)  # parts this module does not know
     goals: list[Goal] = field(default_factory=list)
 
@@ -249,6 +259,7 @@ def merge(reports: Path) -> Reliability:
     result.export_contract = list(parts.get("export-contract", {}).get("cases", []))
     result.bad_requests = list(parts.get("bad-requests", {}).get("cases", []))
     result.lockdown = list(parts.get("lockdown", {}).get("checks", []))
+    result.triton_qa = list(parts.get("triton-qa", {}).get("tests", []))
     result.goals = _goals(result)
     return result
 
@@ -333,6 +344,18 @@ def _goals(result: Reliability) -> list[Goal]:
         checks = result.lockdown
         held = sum(bool(c["passed"]) for c in checks)
         goals.append(Goal.every("lockdown checks held", held, len(checks), each="check"))
+    if "triton-qa" in result.parts_run:
+        ran = [t for t in result.triton_qa if t["status"] != "not run"]
+        passed = sum(t["status"] == "passed" for t in ran)
+        passed_checks = sum(int(t["checks"]) for t in ran if t["status"] == "passed")
+        goals.append(
+            Goal(
+                what="Triton's own QA tests passed (their checks)",
+                value=f"{passed} / {len(ran)} ({passed_checks} / {sum(int(t['checks']) for t in ran)})",
+                goal="every one that runs on a CPU",
+                met=bool(ran) and passed == len(ran),
+            )
+        )
     return goals
 
 
@@ -406,6 +429,7 @@ def to_markdown(result: Reliability) -> str:
         ),
         ("Bad requests", result.bad_requests, ("case", "protocol", "status", "live_after", "parity_after")),
         ("Lockdown", result.lockdown, ("check", "passed")),
+        ("Triton's own QA tests", result.triton_qa, ("suite", "test", "checks", "status", "seconds")),
     ):
         if cases:
             lines += [f"## {title}", ""]

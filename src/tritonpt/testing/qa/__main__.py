@@ -1,0 +1,54 @@
+"""``python -m tritonpt.testing.qa``: Triton's own QA tests of the pytorch backend against our builds."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+from tritonpt import scratch
+from tritonpt.errors import TritonPtError
+from tritonpt.testing.qa import report
+from tritonpt.testing.qa.plan import PLANS
+from tritonpt.testing.qa.run import run_plan
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m tritonpt.testing.qa", description=__doc__)
+    parser.add_argument("--reports", type=Path, default=Path("reports"))
+    parser.add_argument(
+        "--suite", action="append", default=[], help="run only this suite (r25.10, r26.05; repeatable)"
+    )
+    options = parser.parse_args(argv)
+
+    def say(line: str) -> None:
+        print(f"triton-qa: {line}", file=sys.stderr, flush=True)
+
+    started = time.monotonic()
+    results = []
+    try:
+        with scratch.stop_signals_interrupt():
+            for plan in PLANS:
+                if not options.suite or plan.suite.source.ref in options.suite:
+                    results += run_plan(plan, reports=options.reports, step=say)
+    except KeyboardInterrupt as interrupt:
+        say("interrupted; the running test's processes were stopped and no report was written")
+        return scratch.exit_code(interrupt)
+    except TritonPtError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    seconds = time.monotonic() - started
+    written = report.write(results, options.reports, seconds)
+    print(report.to_markdown(results, seconds))
+    say("written: " + ", ".join(str(p) for p in written))
+    failed = [r.test for r in results if r.status not in ("passed", "not run")]
+    if failed:
+        print(f"error: Triton's own QA tests failed on our build: {', '.join(failed)}.", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,291 @@
+"""Running one suite of Triton's QA tests: its pinned files unpacked and adapted, its models, our builds, each
+test.sh as NVIDIA's CI runs it (``bash test.sh <version>`` in its own folder), judged by its exit code.
+
+    work/                 a scratch folder, removed at the end (the tests write models and logs into it)
+      server-<commit>/qa/   the pinned files, then the substitutions (adapt.py)
+      triton/bin/tritonserver   the wrapper: exec server 2.51.0 with our backend directory, 127.0.0.1, free ports
+      shims/                pip, pip3 and gdb that refuse
+      data/                 for L0_torch_aoti: the generated models as the harness serves PT2 (a linked copy)
+    <reports>/triton-qa/logs/<ref>/<test>/   what each test wrote (test.out, its *.log files), kept
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from tritonpt import backend, repository, scratch
+from tritonpt.backend import BuiltBackend, Step
+from tritonpt.backend.serving import PT2_NAME, backend_directory
+from tritonpt.backend.sources import fetch_source, sources_folder, unpack_source
+from tritonpt.errors import HINT, QaError
+from tritonpt.server.local import TritonInstall, free_ports, library_folders
+from tritonpt.testing.qa import adapt, generate
+from tritonpt.testing.qa.plan import Plan, UpstreamTest
+from tritonpt.versions import VERSIONS
+
+TEST_TIMEOUT_S = 600
+SERVER_TIMEOUT_S = 120  # util.sh's wait for a ready server (its default)
+SHIMS = ("pip", "pip3", "gdb")
+TOOLS = ("bash", "curl", "jq", "sed")
+FAILURE_MARK = "***"
+
+
+@dataclass(kw_only=True)
+class QaResult:
+    test: str
+    ref: str
+    build: str  # what it ran against, in words
+    checks: int
+    how_counted: str
+    adaptations: list[str]
+    status: str  # "passed", "failed", "timed out", "not run"
+    seconds: float = 0.0
+    exit_code: int | None = None
+    unittest: dict[str, int] = field(default_factory=dict)  # totals of its test_results.txt files
+    said: list[str] = field(default_factory=list)  # its failure lines, when it failed
+    reason: str = ""  # why not run
+    leftovers: int = 0  # processes of its group alive after it ended (killed)
+    log: str = ""
+
+    @property
+    def passed(self) -> bool:
+        return self.status == "passed"
+
+
+def _tools_present() -> None:
+    missing = [tool for tool in TOOLS if shutil.which(tool) is None]
+    if missing:
+        msg = (
+            f"Cannot run Triton's QA tests: {', '.join(missing)} not on PATH (their test.sh and util.sh call "
+            f"{', '.join(TOOLS)}).\n{HINT} install them (Debian/Ubuntu: apt-get install {' '.join(missing)})."
+        )
+        raise QaError(msg)
+
+
+def _builds(plan: Plan, step: Step) -> tuple[BuiltBackend, BuiltBackend | None]:
+    """The r25.10 build, and for a PT2 suite the PT2 build, from the cache or built from the pinned sources."""
+    pytorch = backend.ensure(step=step)
+    pt2 = backend.ensure(pins=VERSIONS.pt2.build, step=step) if plan.suite.backend == PT2_NAME else None
+    return pytorch, pt2
+
+
+def _wrapper(
+    at: Path, install: TritonInstall, directory: Path, libraries: list[str], ports: list[int]
+) -> Path:
+    """``at/bin/tritonserver``: the server as the tests' SERVER, its options first so that theirs win."""
+    binary = at / "bin" / "tritonserver"
+    binary.parent.mkdir(parents=True)
+    options = [
+        f"--backend-directory={directory}",
+        "--http-address=127.0.0.1",
+        f"--http-port={ports[0]}",
+        "--grpc-address=127.0.0.1",
+        f"--grpc-port={ports[1]}",
+        "--metrics-address=127.0.0.1",
+        f"--metrics-port={ports[2]}",
+    ]
+    path = shlex.quote(os.pathsep.join(libraries))
+    binary.write_text(
+        "#!/bin/bash\n"
+        "# tritonpt: Triton's QA tests run this as SERVER; exec keeps the pid they kill and wait for.\n"
+        f"export LD_LIBRARY_PATH={path}${{LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}}\n"
+        f'exec {shlex.quote(str(install.binary))} {" ".join(shlex.quote(o) for o in options)} "$@"\n',
+        encoding="utf-8",
+    )
+    binary.chmod(0o755)
+    return binary
+
+
+def _shims(at: Path) -> Path:
+    at.mkdir()
+    for name in SHIMS:
+        shim = at / name
+        shim.write_text(
+            "#!/bin/sh\n"
+            f'echo "tritonpt: {name} is disabled in Triton\'s QA tests (the environment is pinned): $*" >&2\n'
+            "exit 1\n",
+            encoding="utf-8",
+        )
+        shim.chmod(0o755)
+    return at
+
+
+@contextmanager
+def prepared(plan: Plan, *, logs: Path, step: Step) -> Iterator[tuple[Path, dict[str, str]]]:
+    """A scratch copy of the suite's qa/ with everything in place; yields it and the tests' environment."""
+    _tools_present()
+    source = plan.suite.source
+    tarball = fetch_source(source, sources_folder(), step=step)
+    pytorch, pt2 = _builds(plan, step)
+    install = TritonInstall.locate()
+    ports = free_ports(3)
+    with scratch.folder("tritonpt-qa-") as work:
+        qa = unpack_source(source, tarball, work / "src") / "qa"
+        wrapper = _wrapper(
+            work / "triton",
+            install,
+            backend_directory(pytorch, pt2),
+            library_folders(install, pytorch, pt2),
+            ports,
+        )
+        logs.mkdir(parents=True, exist_ok=True)
+        values = {"SERVER": str(wrapper), "HTTP_PORT": str(ports[0])}
+        generation = tuple(s for s in adapt.for_ref(source.ref) if adapt.GENERATION in s.tests)
+        adapt.apply(qa, generation, values)
+        models = generate.models(plan, qa / "common", log=logs / "generation.log", step=step)
+        data = models
+        if pt2 is not None:  # the models as server 2.51.0 serves PT2: torch_aoti configs name backend pt2
+            data = work / "data"
+            for folder in sorted(p for p in models.iterdir() if p.is_dir()):
+                (data / folder.name).mkdir(parents=True)
+                repository.write_served_copy(folder, data / folder.name, pt2_backend=PT2_NAME)
+        values["DATA"] = str(data)
+        tests = tuple(s for s in adapt.for_ref(source.ref) if adapt.GENERATION not in s.tests)
+        adapt.apply(qa, tests, values)
+        path = os.pathsep.join(
+            [str(_shims(work / "shims")), str(Path(sys.executable).parent), os.environ["PATH"]]
+        )
+        env = {
+            **os.environ,
+            "PATH": path,
+            "TRITONSERVER_IPADDR": "127.0.0.1",
+            "SERVER_TIMEOUT": str(SERVER_TIMEOUT_S),
+            "DATADIR": str(data),  # read by L0_torch_aoti (${DATADIR:=...}); the others have it substituted
+            "TRITON_DIR": str(wrapper.parent.parent),
+        }
+        env.pop("MODELDIR", None)
+        yield qa, env
+
+
+def run_test(
+    plan: Plan, test: UpstreamTest, qa: Path, env: dict[str, str], *, logs: Path, build: str
+) -> QaResult:
+    """``bash test.sh <version>`` in the test's folder, in its own process group; what it said and left."""
+    result = QaResult(
+        test=test.name,
+        ref=plan.suite.source.ref,
+        build=build,
+        checks=test.checks,
+        how_counted=test.how_counted,
+        adaptations=[
+            s.key for s in adapt.SUBSTITUTIONS if s.ref == plan.suite.source.ref and test.name in s.tests
+        ]
+        + [a.key for a in adapt.AROUND if a.tests in ("all", test.name)],
+        status="not run",
+        reason=test.not_run,
+    )
+    if test.not_run:
+        result.adaptations = []
+        return result
+    folder = qa / test.name
+    out = folder / "test.out"
+    started = time.monotonic()
+    with out.open("w", encoding="utf-8") as stream:
+        process = subprocess.Popen(
+            ["bash", "test.sh", plan.suite.repo_version],
+            cwd=folder,
+            env=env,
+            stdout=stream,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        try:
+            result.exit_code = process.wait(timeout=TEST_TIMEOUT_S)
+            result.status = "passed" if result.exit_code == 0 else "failed"
+        except subprocess.TimeoutExpired:
+            result.status = "timed out"
+        finally:
+            result.leftovers = _end_group(process)
+    result.seconds = round(time.monotonic() - started, 1)
+    result.unittest = _unittest_totals(folder)
+    text = out.read_text(encoding="utf-8", errors="replace")
+    if not result.passed:
+        result.said = [line.strip() for line in text.splitlines() if FAILURE_MARK in line and "ail" in line][
+            :10
+        ]
+    result.log = str(_keep_logs(folder, logs / test.name))
+    return result
+
+
+def _end_group(process: subprocess.Popen[bytes]) -> int:
+    """Kill what is left of the test's process group (a server it did not stop); how many were alive."""
+    if process.poll() is None:
+        process.kill()
+        process.wait()
+    alive = 0
+    for pid in _group_members(process.pid):
+        alive += 1
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            alive -= 1
+    return alive
+
+
+def _group_members(pgid: int) -> list[int]:
+    members = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[2]) == pgid and fields[0] != "Z":
+            members.append(int(stat.parent.name))
+    return members
+
+
+def _unittest_totals(folder: Path) -> dict[str, int]:
+    totals = {"total": 0, "errors": 0, "failures": 0}
+    for path in folder.rglob("test_results.txt"):
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        for name in totals:
+            totals[name] += int(data.get(name, 0))
+    return totals if totals["total"] else {}
+
+
+def _keep_logs(folder: Path, into: Path) -> Path:
+    if into.exists():
+        shutil.rmtree(into)
+    into.mkdir(parents=True)
+    for path in [folder / "test.out", *sorted(folder.glob("*.log"))]:
+        if path.is_file():
+            shutil.copy2(path, into / path.name)
+    return into
+
+
+def run_plan(plan: Plan, *, reports: Path, step: Step) -> list[QaResult]:
+    logs = reports / "triton-qa" / "logs" / plan.suite.source.ref
+    results = []
+    with prepared(plan, logs=logs, step=step) as (qa, env):
+        build = _describe_build(plan)
+        for test in plan.tests:
+            if test.not_run:
+                step(f"{plan.suite.source.ref} {test.name}: not run ({test.not_run.split(',')[0]})")
+            else:
+                step(f"{plan.suite.source.ref} {test.name}: bash test.sh {plan.suite.repo_version}")
+            result = run_test(plan, test, qa, env, logs=logs, build=build)
+            if not test.not_run:
+                step(f"{plan.suite.source.ref} {test.name}: {result.status} in {result.seconds:.1f} s")
+            results.append(result)
+    return results
+
+
+def _describe_build(plan: Plan) -> str:
+    pins = VERSIONS.pt2.build if plan.suite.backend == PT2_NAME else VERSIONS.backend
+    source = pins.pytorch_backend
+    how = f", installed as backends/{PT2_NAME}/" if plan.suite.backend == PT2_NAME else ""
+    return f"pytorch_backend {source.ref} ({source.commit[:7]}){how}, server {VERSIONS.embedded.server}"
