@@ -84,14 +84,33 @@ def _matrix(session: nox.Session, reports: str, *args: str) -> None:
         _pytest(session, *command)
 
 
-def _repository_option(args: list[str]) -> list[str]:
-    """``--repository DIR`` as given after `--` (either spelling), for `invoke build-backend` to look at."""
+def _option(args: list[str], name: str) -> list[str]:
+    """``[name, value]`` as given after `--` (``--name value`` or ``--name=value``), else ``[]``."""
     for index, arg in enumerate(args):
-        if arg.startswith("--repository="):
-            return ["--repository", arg.split("=", 1)[1]]
-        if arg == "--repository" and index + 1 < len(args):
-            return ["--repository", args[index + 1]]
+        if arg.startswith(f"{name}="):
+            return [name, arg.split("=", 1)[1]]
+        if arg == name and index + 1 < len(args):
+            return [name, args[index + 1]]
     return []
+
+
+def _without(args: list[str], name: str) -> list[str]:
+    """``args`` without ``name`` and its value."""
+    kept: list[str] = []
+    skip = False
+    for arg in args:
+        if skip:
+            skip = False
+        elif arg == name:
+            skip = True
+        elif not arg.startswith(f"{name}="):
+            kept.append(arg)
+    return kept
+
+
+def _repository_option(args: list[str]) -> list[str]:
+    """``--repository DIR`` as given after `--`, for `invoke build-backend` to look at."""
+    return _option(args, "--repository")
 
 
 def _docker_answers() -> bool:
@@ -138,14 +157,20 @@ def integration(session: nox.Session) -> None:
     The backend is built from the pinned sources ($TRITONPT_SOURCES, else GitHub) or reused from the cache.
     Arguments after `--` go to pytest, e.g. `nox -s integration -- --target url --url http://host:8000 -k parity`.
     With `--repository DIR` your own repository is tested as it is; otherwise the built-in set is exported
-    into model_repository/ first.
+    into model_repository/ first. `--shard K/N [--shard-costs SUMMARY.json]` exports and checks one shard's
+    models (tritonpt.shards), its reports in reports/shard-K-of-N/; `nox -s merge-reports` merges them.
     """
     _install(session, "test")
-    if not any(arg.startswith("--repository") for arg in session.posargs):
-        session.run("invoke", "export", "--format", "both")  # TorchScript and PT2 (NAME_pt2) copies
+    args = list(session.posargs)
+    shard = _option(args, "--shard") + _option(args, "--shard-costs")
+    if not _repository_option(args):  # TorchScript and PT2 (NAME_pt2) copies; a shard's part only
+        session.run("invoke", "export", "--format", "both", *shard)
     # and the PT2 build where the repository holds torch_aoti models
-    session.run("invoke", "build-backend", *_repository_option(list(session.posargs)))
-    _matrix(session, "reports", *session.posargs)
+    session.run("invoke", "build-backend", *_repository_option(args))
+    reports = _option(args, "--reports")
+    slug = f"shard-{shard[1].replace('/', '-of-')}" if shard else ""
+    folder = reports[1] if reports else f"reports/{slug}" if slug else "reports"
+    _matrix(session, folder, *_without(args, "--reports"))
 
 
 @nox.session(python=PYTHON)
@@ -207,15 +232,20 @@ def gpu(session: nox.Session) -> None:
     """
     parser = argparse.ArgumentParser(prog="nox -s gpu --")
     parser.add_argument("--recipe", choices=("ngc", "pytorch"), default="ngc")
+    parser.add_argument("--shard", default="", help="K/N: this runner's part of the models (tritonpt.shards)")
+    parser.add_argument("--shard-costs", default="", help="a previous summary.json to balance the shards by")
     options, pytest_args = parser.parse_known_args(session.posargs)
     _install(session, "test")
     tag = f"{VERSIONS.image_repository}:{options.recipe}-ci"
-    session.run("invoke", "export")
+    shard = ["--shard", options.shard] if options.shard else []
+    shard += ["--shard-costs", options.shard_costs] if options.shard_costs else []
+    reports = f"reports/shard-{options.shard.replace('/', '-of-')}" if options.shard else "reports"
+    session.run("invoke", "export", *shard)
     session.run("invoke", "build-image", "--recipe", options.recipe, "--tag", tag)
     session.run("invoke", "doctor", "--image", tag)
     _pytest(
         session, "tests/integration", "--target", "container", "--image", tag, "--gpus", "all", "--strict-backend",
-        "--junitxml=reports/junit.xml", *pytest_args,
+        "--reports", reports, f"--junitxml={reports}/junit.xml", *shard, *pytest_args,
     )  # fmt: skip
 
 
@@ -253,6 +283,18 @@ def tune(session: nox.Session) -> None:
         session.run("invoke", "export")
     session.run("invoke", "build-backend")
     session.run("invoke", "tune", *(session.posargs or ["--model", "resnet18"]))
+
+
+@nox.session(python=PYTHON, name="bench-scaling", default=False)
+def bench_scaling(session: nox.Session) -> None:
+    """How the main job's cost grows: the matrix on 1, 5, 20 and 50 models, unsharded and as 2 shards side by side;
+    reports/scaling/scaling.{json,md,png} (not a default session: about ten minutes on 2 cores).
+
+    Arguments after `--` go to `python -m tritonpt.testing.scaling` (--sizes 1,5,20,50, --reports DIR).
+    """
+    _install(session, "test", "bench")
+    session.run("invoke", "build-backend")
+    session.run("python", "-m", "tritonpt.testing.scaling", *session.posargs, interrupt_timeout=30.0)
 
 
 @nox.session(python=PYTHON, name="bench-smoke")
@@ -305,6 +347,25 @@ def zoo(session: nox.Session) -> None:
 def zoo_smoke(session: nox.Session) -> None:
     """Four of the zoo's architectures (a CNN, a segmentation dict, an encoder and a decoder), so it cannot rot."""
     _zoo(session, ["--smoke", "--reports", "reports/zoo-smoke"])
+
+
+@nox.session(venv_backend="none", name="merge-reports", default=False)
+def merge_reports(session: nox.Session) -> None:
+    """Merge the shards' reports (`nox -s integration -- --shard K/N`) into reports/merged/: summary.md and .json,
+    junit.xml; a missing or failed shard is named and fails the session (standard library only, no install).
+
+    Arguments after `--`: the shards' report folders (default: reports/shard-*), --into DIR.
+    """
+    folders = [a for a in _without(list(session.posargs), "--into") if not a.startswith("--")] or sorted(
+        str(p) for p in Path("reports").glob("shard-*-of-*") if p.is_dir()
+    )
+    if not folders:
+        session.error(
+            "No shard reports: give their folders, or run `nox -s integration -- --shard K/N` first."
+        )
+    extra = _option(list(session.posargs), "--into")
+    module = ("-m", "tritonpt.merge")
+    session.run(sys.executable, *module, *folders, *extra, env={"PYTHONPATH": "src"}, external=True)
 
 
 @nox.session(python=PYTHON, name="triton-qa")

@@ -7,6 +7,7 @@ neither torch nor docker-py (tests/unit/test_layout.py checks it).
 
 from __future__ import annotations
 
+import glob
 import sys
 import time
 from collections.abc import Sequence
@@ -14,8 +15,9 @@ from pathlib import Path
 
 from rich.markup import escape
 
+from tritonpt import shards
 from tritonpt.console import Progress, err, guard, out, print_problems
-from tritonpt.errors import ImageError, ServerError, SpecError, ValidationError
+from tritonpt.errors import ImageError, ServerError, ShardError, SpecError, ValidationError
 from tritonpt.options import (
     FORMAT_CHOICES,
     GPUS,
@@ -48,6 +50,8 @@ def export(
     force: bool,
     model_format: str,
     debug: bool,
+    shard: str = "",
+    shard_costs: str = "",
 ) -> None:
     from tritonpt import export as exporting  # noqa: PLC0415 - torch loads only when a task needs it
 
@@ -63,8 +67,8 @@ def export(
             if not name:
                 msg = "--model needs --name: the model's folder and config name in the repository."
                 raise SpecError(msg)
-            if only:
-                msg = "--only selects built-in models; it cannot be combined with --model."
+            if only or shard:
+                msg = "--only and --shard select built-in models; they cannot be combined with --model."
                 raise SpecError(msg)
             factory = exporting.load_factory(*parse_factory(model, error=SpecError))
             results = [
@@ -96,19 +100,39 @@ def export(
                 raise SpecError(msg)
             from tritonpt import zoo  # noqa: PLC0415
 
+            names = list(only) or list(zoo.BUILTIN)
+            folders = None
+            part, costs = _shard_of(shard, shard_costs)
+            if part is not None:
+                every = [f for m in formats for f, n in exporting.builtin_names(m).items() if n in names]
+                folders = shards.select(every, part, costs)
+                progress(
+                    f"{part.describe()}: {len(folders)} of {len(every)} models ({', '.join(folders) or 'none'})"
+                )
             results = exporting.export_builtin(
-                list(only) or list(zoo.BUILTIN),
+                names,
                 repository=repository,
                 seed=seed,
                 force=force,
                 step=progress,
                 model_formats=formats,
+                folders=folders,
             )
         for result in results:
             for note in result.warnings:
                 err.print(f"[yellow]warning:[/yellow] [{result.name}] tracer: {note}")
         progress(f"validating {repository}")
         _validate(repository)
+
+
+def _shard_of(shard: str, costs: str) -> tuple[shards.Shard | None, shards.Costs | None]:
+    """``--shard K/N`` and ``--shard-costs FILE`` as values (None, None without a shard)."""
+    if not shard:
+        if costs:
+            msg = "--shard-costs balances shards; give --shard K/N with it."
+            raise ShardError(msg)
+        return None, None
+    return shards.Shard.parse(shard), shards.Costs.read(Path(costs)) if costs else None
 
 
 def build_image(
@@ -180,6 +204,8 @@ def serve(
     mounts: Sequence[str],
     tritonserver: str | None,
     debug: bool,
+    shard: str = "",
+    shard_costs: str = "",
 ) -> None:
     from tritonpt import backend, server  # noqa: PLC0415
     from tritonpt.repository import models, pt2_models  # noqa: PLC0415
@@ -187,7 +213,11 @@ def serve(
 
     progress = Progress()
     with guard(debug=debug):
-        _validate(repository)
+        part, costs = _shard_of(shard, shard_costs)
+        served = shards.select([m.name for m in models(repository)], part, costs)
+        if part is not None:
+            progress(f"{part.describe()}: serving {len(served)} model(s): {', '.join(served) or 'none'}")
+        _validate(repository, only=served if part is not None else None)
         built, pt2 = None, None
         if target == "local" and not server.TritonInstall.locate(tritonserver).official_pytorch:
             built = backend.find() or backend.ensure(step=progress)
@@ -209,10 +239,11 @@ def serve(
             pytorch_backend=built,
             pt2_backend=pt2,
             log_path=Path("reports/tritonserver.log"),
+            models=served if part is not None else (),
         )
         with instance:
             instance.wait_ready()
-            instance.wait_models_ready([m.name for m in models(repository)])
+            instance.wait_models_ready(served)
             endpoints = instance.endpoints
             out.print(
                 f"HTTP    http://{endpoints.http}\ngRPC    {endpoints.grpc}\nmetrics {endpoints.metrics_url}"
@@ -264,13 +295,28 @@ def validate(*, repository: Path, debug: bool) -> None:
         _validate(repository)
 
 
-def _validate(repository: Path) -> None:
+def _validate(repository: Path, *, only: Sequence[str] | None = None) -> None:
     from tritonpt import validate as validating  # noqa: PLC0415
     from tritonpt.repository import models  # noqa: PLC0415
 
-    problems = validating.validate_repository(repository)
+    problems = validating.validate_repository(repository, only=only)
     errors = [p for p in problems if p.severity == "error"]
     if errors:
         raise ValidationError(problems)
     print_problems(problems)
-    err.print(f"[green]{repository}: valid[/green] ({len(models(repository))} model(s))")
+    count = len(models(repository)) if only is None else len(only)
+    err.print(f"[green]{repository}: valid[/green] ({count} model(s))")
+
+
+def merge_reports(*, shards: str, into: Path) -> None:
+    from tritonpt import merge  # noqa: PLC0415
+
+    found = (p for part in shards.split(",") for p in glob.glob(part.strip()))  # noqa: PTH207 - absolute ones too
+    folders = sorted({p for p in found if Path(p).is_dir()})
+    if not folders:
+        err.print(
+            f"error: Cannot merge: no report folders match {shards!r}.\nHint: give the shards' report folders "
+            "(reports/shard-1-of-2,reports/shard-2-of-2) or a glob, after running `nox -s integration -- --shard K/N`."
+        )
+        sys.exit(1)
+    sys.exit(merge.run([Path(f) for f in folders], into))

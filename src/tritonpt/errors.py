@@ -121,6 +121,10 @@ class ImageError(TritonPtError):
     """An image could not be built or inspected."""
 
 
+class ShardError(TritonPtError):
+    """A shard could not be chosen, or shards' reports could not be merged into one."""
+
+
 class QaError(TritonPtError):
     """Triton's own QA tests could not be prepared (their pinned files, a substitution, a model generator)."""
 

@@ -11,9 +11,31 @@ import json
 import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING, TypedDict
 
 from tritonpt.backend import Origin
-from tritonpt.parity import Comparison
+
+if TYPE_CHECKING:  # the report reads with the standard library alone (nox -s merge-reports installs nothing)
+    from tritonpt.parity import Comparison
+
+
+class ShardIdentity(TypedDict):
+    """Which part of a split a sharded run was (tritonpt.shards.identity)."""
+
+    index: int
+    count: int
+    models: list[str]
+    total: int  # models in the whole split, every shard's together
+    balanced_by: str
+    costs_digest: str
+
+
+class ShardState(TypedDict):
+    """One shard in a merged report."""
+
+    shard: str  # "2/4"
+    models: int | str  # how many it ran; "?" when it is missing
+    state: str
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -56,12 +78,17 @@ class Report:
     environment: dict[str, str] = field(default_factory=dict)
     runtimes: dict[str, str] = field(default_factory=dict)  # model -> runtime that served it
     backend: Origin | None = None  # where the server's libtriton_pytorch.so came from, when known
+    pt2_backend: Origin | None = None  # the PT2 build serving torch_aoti models under the second name, if any
     devices: dict[str, str] = field(default_factory=dict)  # model -> cpu | gpu
     timings: dict[str, float] = field(default_factory=dict)  # label -> seconds
     requests: dict[str, int] = field(default_factory=dict)  # model -> inference requests the server counted
     parity: list[ParityRow] = field(default_factory=list)
     outcomes: dict[str, int] = field(default_factory=dict)  # passed / failed / skipped / error
     aborted: str = ""  # why the run stopped before the end (the server died), else ""
+    costs: dict[str, dict[str, float]] = field(default_factory=dict)  # model -> export_s, load_s, matrix_s
+    shard: ShardIdentity | None = None  # tritonpt.shards.identity() of a sharded run
+    server_memory_mb: float | None = None  # the server's resident memory at the end, where it can be read
+    shards: list[ShardState] = field(default_factory=list)  # a merged report: each shard and its state
 
     def to_json(self) -> str:
         return json.dumps(
@@ -72,13 +99,17 @@ class Report:
                     model: {
                         "runtime": runtime,
                         "device": self.devices.get(model, "?"),
-                        "pytorch_backend": asdict(self.backend) if self.backend is not None else None,
+                        "pytorch_backend": asdict(origin) if (origin := self.origin_of(runtime)) else None,
                     }
                     for model, runtime in sorted(self.runtimes.items())
                 },
                 "timings_s": {k: round(v, 3) for k, v in self.timings.items()},
                 "requests": self.requests,
                 "outcomes": self.outcomes,
+                "costs": {m: {k: round(v, 3) for k, v in c.items()} for m, c in sorted(self.costs.items())},
+                "server_memory_mb": self.server_memory_mb,
+                "shard": self.shard,
+                "shards": self.shards,
                 "parity": [asdict(row) for row in self.parity],
             },
             indent=2,
@@ -88,12 +119,22 @@ class Report:
         lines = ["# Triton integration report", ""]
         if self.aborted:
             lines += ["**The run was aborted:**", "", "```", self.aborted, "```", ""]
+        if self.shard is not None:
+            shard = self.shard
+            lines += [
+                f"Shard {shard['index']} of {shard['count']}: {len(shard['models'])} model(s), "
+                f"balanced by {shard['balanced_by']}.",
+                "",
+            ]
+        if self.shards:
+            lines += ["## Shards", "", "| shard | models | state |", "|---|---|---|"]
+            lines += [f"| {s['shard']} | {s['models']} | {s['state']} |" for s in self.shards]
+            lines.append("")
         if self.outcomes:
             lines += [", ".join(f"{n} {k}" for k, n in sorted(self.outcomes.items())), ""]
         lines += ["## Environment", "", "| | |", "|---|---|"]
         lines += [f"| {key} | {value} |" for key, value in self.environment.items()]
         if self.runtimes:
-            origin = self.backend
             lines += [
                 "",
                 "## Models",
@@ -102,6 +143,7 @@ class Report:
                 "|---|---|---|---|---|---|",
             ]
             for model, runtime in sorted(self.runtimes.items()):
+                origin = self.origin_of(runtime)
                 ref, commit, torch = (origin.ref, origin.commit, origin.torch) if origin else ("?", "?", "?")
                 lines.append(
                     f"| {model} | `{runtime}` | {ref} | `{commit}` | {torch} | {self.devices.get(model, '?')} |"
@@ -126,7 +168,59 @@ class Report:
         if self.timings:
             lines += ["", "## Timings", "", "| step | seconds |", "|---|---|"]
             lines += [f"| {label} | {seconds:.2f} |" for label, seconds in self.timings.items()]
+        if self.server_memory_mb is not None:
+            lines += ["", f"Server resident memory at the end: {self.server_memory_mb:.0f} MB."]
+        if self.costs:
+            lines += [
+                "",
+                "## Seconds per model",
+                "",
+                "| model | export | load | matrix |",
+                "|---|---|---|---|",
+            ]
+            lines += [
+                f"| {m} | {c.get('export_s', 0):.2f} | {c.get('load_s', 0):.2f} | {c.get('matrix_s', 0):.2f} |"
+                for m, c in sorted(self.costs.items())
+            ]
         return "\n".join(lines) + "\n"
+
+    def origin_of(self, runtime: str) -> Origin | None:
+        """The build behind a model's runtime: the PT2 one for ``libtriton_pt2.so``, else the pytorch one."""
+        if self.pt2_backend is not None and runtime.startswith("libtriton_pt2"):
+            return self.pt2_backend
+        return self.backend
+
+    @classmethod
+    def from_json(cls, text: str) -> Report:
+        """A report as :meth:`to_json` wrote it (what ``merge-reports`` reads); ``ValueError`` when it is not one."""
+        data = json.loads(text)
+        models = data.get("models", {})
+        backends = [
+            m["pytorch_backend"]
+            for m in models.values()
+            if m.get("pytorch_backend") and "pt2" not in m["runtime"]
+        ]
+        pt2 = [
+            m["pytorch_backend"]
+            for m in models.values()
+            if m.get("pytorch_backend") and "pt2" in m["runtime"]
+        ]
+        return cls(
+            environment=dict(data.get("environment", {})),
+            runtimes={name: m["runtime"] for name, m in models.items()},
+            devices={name: m.get("device", "?") for name, m in models.items()},
+            backend=Origin(**backends[0]) if backends else None,
+            pt2_backend=Origin(**pt2[0]) if pt2 else None,
+            timings=dict(data.get("timings_s", {})),
+            requests=dict(data.get("requests", {})),
+            parity=[ParityRow(**row) for row in data.get("parity", [])],
+            outcomes=dict(data.get("outcomes", {})),
+            aborted=data.get("aborted") or "",
+            costs=dict(data.get("costs", {})),
+            shard=data.get("shard"),
+            server_memory_mb=data.get("server_memory_mb"),
+            shards=list(data.get("shards", [])),
+        )
 
     def write(self, folder: Path) -> tuple[Path, Path]:
         folder.mkdir(parents=True, exist_ok=True)

@@ -39,6 +39,8 @@ from tritonpt.options import DEFAULT_REPOSITORY
         "seed": "seed for weights of built-in models and for reference inputs (default 0)",
         "force": "re-export built-in models even when nothing they depend on changed since their last export",
         "format": "torchscript (default: model.pt, platform pytorch_libtorch), pt2 (torch.export + AOTInductor: model.pt2, platform torch_aoti), or both (the PT2 copy named NAME_pt2)",
+        "shard": "K/N: export only this shard's part of the built-in set (as `nox -s integration -- --shard K/N` serves it)",
+        "shard_costs": "a previous run's summary.json: balance the shards by its measured seconds per model (every shard the same file)",
         "debug": "show tracebacks",
     },
 )
@@ -56,6 +58,8 @@ def export(
     seed: int = 0,
     force: bool = False,
     format: str = "torchscript",
+    shard: str = "",
+    shard_costs: str = "",
     debug: bool = False,
 ) -> None:
     """Export models to a Triton model repository with eager-PyTorch reference outputs, then validate it."""
@@ -75,6 +79,8 @@ def export(
         force=force,
         model_format=format,
         debug=debug,
+        shard=shard,
+        shard_costs=shard_costs,
     )
 
 
@@ -155,6 +161,8 @@ def build_backend(
         "image": "image to run for target container",
         "gpus": "target container: auto (when the engine can hand them out), all (demand them) or none",
         "tritonserver": "tritonserver binary for target local (default: $TRITONSERVER, PATH, /opt/tritonserver, the embedded one)",
+        "shard": "K/N: serve only this shard's models (the split `nox -s integration -- --shard K/N` uses)",
+        "shard_costs": "a previous run's summary.json to balance the shards by (every shard the same file)",
         "debug": "show tracebacks",
     },
 )
@@ -166,6 +174,8 @@ def serve(
     gpus: str = "auto",
     mount: list[str] | None = None,
     tritonserver: str = "",
+    shard: str = "",
+    shard_costs: str = "",
     debug: bool = False,
 ) -> None:
     """Validate a repository and serve it with Triton until Ctrl-C; prints the three endpoints."""
@@ -179,6 +189,8 @@ def serve(
         mounts=mount or [],
         tritonserver=tritonserver or None,
         debug=debug,
+        shard=shard,
+        shard_costs=shard_costs,
     )
 
 
@@ -244,3 +256,17 @@ def tune(
         reports=Path(reports),
         debug=debug,
     )
+
+
+@task(
+    positional=["shards"],
+    help={
+        "shards": "the shards' report folders: a glob or a comma-separated list (default reports/shard-*-of-*)",
+        "into": "where the merged summary.md, summary.json and junit.xml go (default reports/merged)",
+    },
+)
+def merge_reports(c: Context, shards: str = "reports/shard-*-of-*", into: str = "reports/merged") -> None:
+    """Merge the reports of `--shard K/N` runs into one; a missing or failed shard is named and exits 1."""
+    from tritonpt import cli  # noqa: PLC0415
+
+    cli.merge_reports(shards=shards, into=Path(into))

@@ -13,6 +13,8 @@ Options (after `nox -s integration --`):
     --reports DIR                       where junit.xml, summary.md/.json and the server log go
     --skip-validation                   start the server even when `invoke validate` finds errors (to see what
                                         Triton itself says about a config you believe the validator misjudges)
+    --shard K/N [--shard-costs FILE]    run the matrix for the K-th of N disjoint parts of the repository's
+                                        models (tritonpt.shards), balanced by a previous summary.json's seconds
 """
 
 from __future__ import annotations
@@ -27,12 +29,13 @@ import pytest
 import torch
 from tritonclient.utils import InferenceServerException
 
-from tritonpt import client, reference, repository, scratch, server
+from tritonpt import client, reference, repository, scratch, server, shards
 from tritonpt.backend import PT2_NAME
 from tritonpt.errors import TritonPtError
+from tritonpt.export.stamp import export_seconds
 from tritonpt.options import parse_mounts
 from tritonpt.report import Report
-from tritonpt.server.base import Server
+from tritonpt.server.base import Server, load_seconds
 from tritonpt.server.watchdog import Ending, Watchdog, end_now
 from tritonpt.validate import validate_repository
 from tritonpt.versions import VERSIONS
@@ -102,6 +105,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption(
         "--start-timeout", type=float, default=240.0, help="seconds to wait for the server and models"
     )
+    group.addoption("--shard", default="", help="K/N: run the matrix for this shard's models only")
+    group.addoption(
+        "--shard-costs",
+        default="",
+        help="a previous summary.json to balance the shards by (every shard the same)",
+    )
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -112,7 +121,16 @@ def pytest_configure(config: pytest.Config) -> None:
     scratch.install_stop_signals()
     started = time.perf_counter()
     folder = Path(config.option.repository)
-    problems = validate_repository(folder)
+    held = repository.models(folder)
+    try:
+        shard = shards.Shard.parse(config.option.shard) if config.option.shard else None
+        costs = shards.Costs.read(Path(config.option.shard_costs)) if config.option.shard_costs else None
+    except TritonPtError as exc:
+        pytest.exit(str(exc), returncode=4)
+    chosen = shards.select([m.name for m in held], shard, costs)
+    if shard is not None and not chosen:
+        _nothing_to_run(config, shard, len(held), costs)
+    problems = validate_repository(folder, only=chosen if shard is not None else None)
     errors = [p for p in problems if p.severity == "error"]
     if errors and not config.option.skip_validation:
         rendered = "\n\n".join(p.render() for p in errors)
@@ -122,12 +140,41 @@ def pytest_configure(config: pytest.Config) -> None:
         )
     models = [
         Model(name=m.name, config=repository.read_config(m.config), reference=reference.load(m))
-        for m in repository.models(folder)
+        for m in held
+        if m.name in chosen
     ]
     config.stash[MODELS] = models
     report = Report()
     report.timings["validation"] = time.perf_counter() - started
+    if shard is not None:
+        report.shard = shards.identity(shard, chosen, len(held), costs)
+    report.costs = {
+        m.name: {"export_s": export_seconds(m) or 0.0, "load_s": 0.0, "matrix_s": 0.0}
+        for m in held
+        if m.name in chosen
+    }
     config.stash[REPORT] = report
+
+
+def _nothing_to_run(
+    config: pytest.Config, shard: shards.Shard, total: int, costs: shards.Costs | None
+) -> None:
+    """A shard the split gave no model (more shards than models): its report says so, with an empty junit.xml,
+    and it ends passing without starting a server, so that merge-reports finds it whole."""
+    reports = Path(config.option.reports)
+    report = Report(shard=shards.identity(shard, [], total, costs))
+    report.write(reports)
+    xml = getattr(config.option, "xmlpath", None)
+    if xml:
+        Path(xml).parent.mkdir(parents=True, exist_ok=True)
+        Path(xml).write_text(
+            '<?xml version="1.0" encoding="utf-8"?><testsuites><testsuite name="pytest" errors="0" failures="0" '
+            'skipped="0" tests="0" time="0"/></testsuites>\n',
+            encoding="utf-8",
+        )
+    pytest.exit(
+        f"{shard.describe()} has no model: the split gave all {total} to the other shards.", returncode=0
+    )
 
 
 def _models(config: pytest.Config) -> list[Model]:
@@ -183,6 +230,7 @@ def triton(pytestconfig: pytest.Config, report: Report) -> Iterator[Server]:
         gpus=option.gpus,
         mounts=parse_mounts(option.mount, option="--mount", error=TritonPtError),
         memory=option.memory,
+        models=[m.name for m in _models(pytestconfig)] if option.shard else (),
     )
     models = [m.name for m in _models(pytestconfig)]
     started = time.perf_counter()
@@ -192,6 +240,9 @@ def triton(pytestconfig: pytest.Config, report: Report) -> Iterator[Server]:
         report.timings["server start to ready"] = time.perf_counter() - started
         instance.wait_models_ready(models, option.start_timeout)
         report.timings["server start to all models ready"] = time.perf_counter() - started
+        for name, seconds in load_seconds(instance.log_tail(lines=100_000)).items():
+            if name in report.costs:
+                report.costs[name]["load_s"] = seconds
     except TritonPtError as exc:
         instance.stop()
         # One message and exit 1, instead of the same setup error repeated for every check.
@@ -217,6 +268,7 @@ def triton(pytestconfig: pytest.Config, report: Report) -> Iterator[Server]:
             origin.describe() if origin is not None else "the server's own (origin not known to this runner)"
         )
         pt2 = instance.pt2_origin()
+        report.pt2_backend = pt2
         if pt2 is not None:
             report.environment["pt2 backend"] = (
                 f"{pt2.describe()}, installed as backends/{PT2_NAME}/ for torch_aoti models: server "
@@ -233,6 +285,7 @@ def triton(pytestconfig: pytest.Config, report: Report) -> Iterator[Server]:
             pytestconfig.stash[WATCHDOG] = watchdog
             yield instance
         report.timings["matrix wall time"] = time.perf_counter() - matrix_started
+        report.server_memory_mb = instance.memory_mb()
         with contextlib.suppress(
             TritonPtError, OSError, InferenceServerException
         ):  # the bare script replays these
@@ -264,10 +317,29 @@ def _abort(config: pytest.Config, instance: Server, report: Report, reports: Pat
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[pytest.TestReport]:
     report: pytest.TestReport = yield
+    if report.when == "call" and REPORT in item.config.stash:
+        _add_matrix_seconds(item, item.config.stash[REPORT], report.duration)
     watchdog = item.config.stash.get(WATCHDOG, None)
     if report.failed and watchdog is not None:
         watchdog.hold_while_unanswered(FAILURE_GRACE_S)  # a dying server: the watchdog ends the run meanwhile
     return report
+
+
+def _add_matrix_seconds(item: pytest.Item, report: Report, seconds: float) -> None:
+    """A check's time goes to the model it checks (its ``model``-like parameter); others to none."""
+    callspec = getattr(item, "callspec", None)
+    for value in callspec.params.values() if callspec is not None else ():
+        if isinstance(value, Model) and value.name in report.costs:
+            report.costs[value.name]["matrix_s"] += seconds
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _shard_in_junit(pytestconfig: pytest.Config, record_testsuite_property: object) -> None:
+    """The shard's identity in junit.xml, as testsuite properties (merge-reports reads them)."""
+    shard = pytestconfig.stash[REPORT].shard if REPORT in pytestconfig.stash else None
+    if shard is not None and callable(record_testsuite_property):
+        record_testsuite_property("tritonpt.shard", f"{shard['index']}/{shard['count']}")
+        record_testsuite_property("tritonpt.shard.models", ",".join(shard["models"]))  # type: ignore[arg-type]
 
 
 @pytest.fixture(scope="session")

@@ -36,6 +36,8 @@ LAYERS = (
     "server",
     "checks",
     "report",
+    "shards",
+    "merge",
     "bench",
     "tune",
     "doctor",

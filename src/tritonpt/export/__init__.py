@@ -26,7 +26,7 @@ import importlib.metadata
 import platform
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -169,9 +169,11 @@ def export_builtin(
     force: bool = False,
     step: Step = _quiet,
     model_formats: Sequence[ModelFormat] = ("torchscript",),
+    folders: Collection[str] | None = None,
 ) -> list[ExportResult]:
     """Export models of the built-in set by name, in each format (a PT2 copy is ``<name>_pt2``); one whose
-    stamp says nothing changed is kept (unless ``force``)."""
+    stamp says nothing changed is kept (unless ``force``). ``folders``: only these of the folders that makes
+    (a shard's)."""
     unknown = [n for n in names if n not in zoo.BUILTIN]
     if unknown:
         msg = f"Unknown built-in model(s) {', '.join(unknown)}; the built-in set is {', '.join(zoo.BUILTIN)}."
@@ -179,7 +181,7 @@ def export_builtin(
     results = []
     for model_format in model_formats:
         for folder, name in builtin_names(model_format).items():
-            if name not in names:
+            if name not in names or (folders is not None and folder not in folders):
                 continue
             model = ModelDir(root=repository / folder)
             fingerprint = builtin_fingerprint(f"{folder}:{model_format}", seed)
@@ -201,7 +203,7 @@ def export_builtin(
                 step=step,
                 model_format=model_format,
             )
-            write_stamp(result.model, fingerprint)
+            write_stamp(result.model, fingerprint, seconds=result.seconds)
             results.append(result)
         if model_format == "pt2":
             for name in sorted(set(names) & set(zoo.NOT_PT2)):

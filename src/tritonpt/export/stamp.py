@@ -59,8 +59,11 @@ def _file_digests(model: ModelDir) -> dict[str, str]:
     }
 
 
-def write_stamp(model: ModelDir, fingerprint: str) -> None:
-    stamp = {"fingerprint": fingerprint, "files": _file_digests(model)}
+def write_stamp(model: ModelDir, fingerprint: str, *, seconds: float | None = None) -> None:
+    """Record the export: its fingerprint, every file's digest, and how long it took (for shard balancing)."""
+    stamp: dict[str, object] = {"fingerprint": fingerprint, "files": _file_digests(model)}
+    if seconds is not None:
+        stamp["seconds"] = round(seconds, 3)
     staged = model.root / f"{STAMP}.partial"
     staged.write_text(json.dumps(stamp, indent=2, sort_keys=True) + "\n", encoding="utf-8")
     staged.replace(model.root / STAMP)
@@ -73,7 +76,15 @@ def restamp(model: ModelDir) -> None:
         fingerprint = json.loads((model.root / STAMP).read_text(encoding="utf-8"))["fingerprint"]
     except (OSError, ValueError, KeyError, TypeError):
         return
-    write_stamp(model, str(fingerprint))
+    write_stamp(model, str(fingerprint), seconds=export_seconds(model))
+
+
+def export_seconds(model: ModelDir) -> float | None:
+    """How long the export that made this folder took, as its stamp records (None: no stamp, or an older one)."""
+    try:
+        return float(json.loads((model.root / STAMP).read_text(encoding="utf-8"))["seconds"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
 
 
 def stamp_matches(model: ModelDir, fingerprint: str) -> bool:

@@ -56,6 +56,7 @@ def create(
     pytorch_backend: BuiltBackend | None = None,
     pt2_backend: BuiltBackend | None = None,
     memory: str | None = None,
+    models: Sequence[str] = (),
 ) -> Server:
     """The server a target names, not started yet.
 
@@ -63,8 +64,10 @@ def create(
     ``container`` needs ``tritonpt.server.container.ContainerServer(repository=, image=, log_path=, gpus=,
     mounts=, memory=)``; ``gpus`` (``auto``, ``all``, ``none``), ``mounts`` and ``memory`` (a limit such as ``"2g"``)
     are for that target only, ``pytorch_backend``
-    (a built backend; default: the cached one for this torch) for ``local``.
+    (a built backend; default: the cached one for this torch) for ``local``. ``models``: the models a started
+    server loads (a shard's; default every model of the repository); a server at a URL loads what it loads.
     """
+    load = tuple(models) or ("*",)
     if target == "auto":
         target = "url" if url else "container" if image else "local"
     if target == "url":
@@ -74,7 +77,7 @@ def create(
         return UrlServer(url, grpc=grpc_url, metrics_url=metrics_url)
     if target == "local":
         return LocalServer(
-            TritonFlags(model_repository=repository),
+            TritonFlags(model_repository=repository, load_model=load),
             tritonserver=tritonserver,
             log_path=log_path,
             pytorch_backend=pytorch_backend,
@@ -91,7 +94,13 @@ def create(
         )
         raise ServerError(msg) from None
     server = module.ContainerServer(
-        repository=repository, image=image, log_path=log_path, gpus=gpus, mounts=mounts, memory=memory
+        repository=repository,
+        image=image,
+        log_path=log_path,
+        gpus=gpus,
+        mounts=mounts,
+        memory=memory,
+        flags=TritonFlags(model_repository=repository, load_model=load),
     )
     if not isinstance(server, Server):
         msg = f"{CONTAINER_MODULE}.ContainerServer must build a tritonpt.server.base.Server, not {server!r}."

@@ -21,6 +21,7 @@ from __future__ import annotations
 import abc
 import enum
 import os
+import re
 import tempfile
 import time
 from collections import deque
@@ -216,6 +217,39 @@ def worth_reading(lines: Iterable[str]) -> list[str]:
     return kept
 
 
+def rss_mb(pid: int) -> tuple[float, float]:
+    """``(VmRSS, VmHWM)`` of a process in MiB, from /proc/<pid>/status (the current and the peak RSS)."""
+    found: dict[str, float] = {}
+    for line in Path(f"/proc/{pid}/status").read_text(encoding="ascii").splitlines():
+        key, _, value = line.partition(":")
+        if key in ("VmRSS", "VmHWM"):
+            found[key] = int(value.split()[0]) / 1024  # the kernel writes kB
+    return found["VmRSS"], found["VmHWM"]
+
+
+_LOG_LINE = re.compile(
+    r'^[IWE](\d{4}) (\d\d):(\d\d):(\d\d\.\d+) .*?\] "(loading: (.+):\d+|successfully loaded \'(.+)\')"'
+)
+
+
+def load_seconds(log: str) -> dict[str, float]:
+    """Each model's load time in a Triton log: from its ``loading: NAME:V`` line to ``successfully loaded 'NAME'``
+    (loads run in parallel, so these overlap). Models without both lines are left out."""
+    began: dict[str, float] = {}
+    took: dict[str, float] = {}
+    for line in log.splitlines():
+        match = _LOG_LINE.match(line)
+        if match is None:
+            continue
+        _, hours, minutes, seconds, _, loading, loaded = match.groups()
+        at = int(hours) * 3600 + int(minutes) * 60 + float(seconds)
+        if loading is not None:
+            began.setdefault(loading, at)
+        elif loaded in began and loaded not in took:  # the first load (a reload comes later)
+            took[loaded] = (at - began[loaded]) % 86400  # a load across midnight
+    return took
+
+
 class Server(abc.ABC):
     """A Triton server: started, asked, stopped. The checks never know what runs it."""
 
@@ -320,6 +354,20 @@ class Server(abc.ABC):
     def backend_origin(self) -> Origin | None:
         """Where the server's libtriton_pytorch.so came from, when this runner knows (None: it cannot tell)."""
         return None
+
+    def server_pid(self) -> int | None:
+        """The tritonserver's process id as this host sees it, when there is one here (None: a server at a URL)."""
+        return None
+
+    def memory_mb(self) -> float | None:
+        """The server's resident memory in MiB, when this host can read it (None otherwise)."""
+        pid = self.server_pid()
+        if pid is None:
+            return None
+        try:
+            return rss_mb(pid)[0]
+        except (OSError, KeyError, ValueError):
+            return None
 
     def pt2_origin(self) -> Origin | None:
         """Where the PT2 build serving torch_aoti models came from, when this runner installed one (server 2.51.0:

@@ -469,6 +469,17 @@ class ContainerServer(Server):
             *self.mounts[1:],
         )
 
+    def server_pid(self) -> int | None:
+        """The container's main process (the image execs tritonserver) as this host sees it, when the engine runs
+        on this host (a unix socket); None for a remote engine, whose pids are not ours to read."""
+        if self._client is None or self._id is None or not image.docker_host().startswith("unix://"):
+            return None
+        try:
+            pid = int(self._client.api.inspect_container(self._id)["State"].get("Pid") or 0)
+        except Exception:
+            return None
+        return pid if pid > 0 and Path(f"/proc/{pid}").is_dir() else None
+
     def pt2_origin(self) -> Origin | None:
         """The PT2 build the image carries under the second name, when this container serves through it."""
         label = self._labels.get(image.LABEL_PT2_BACKEND, "")

@@ -316,6 +316,9 @@ class LocalServer(Server):
         pinned = ["taskset", "--cpu-list", ",".join(map(str, self.cpus))] if self.cpus else []
         return [*pinned, str(binary), *self.flags.render()]
 
+    def server_pid(self) -> int | None:
+        return self.pid
+
     def backend_origin(self) -> backend.Origin | None:
         """The built backend's origin; None for a server whose own backends hold it (an NGC install)."""
         return self.pytorch_backend.origin if self.pytorch_backend is not None else None

@@ -18,7 +18,7 @@ Each problem names the file, the field, what was expected, the fix, and its rule
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from pathlib import Path
 
 import torch
@@ -33,15 +33,19 @@ from tritonpt.validate.rules import RULES, Findings, Rule
 __all__ = ["RULES", "Rule", "process_wide_problems", "refuse_staged", "validate_model", "validate_repository"]
 
 
-def validate_repository(repository: Path, *, gpu_available: bool | None = None) -> list[Problem]:
-    """Validate every model folder in a repository, then the rules across them."""
+def validate_repository(
+    repository: Path, *, gpu_available: bool | None = None, only: Collection[str] | None = None
+) -> list[Problem]:
+    """Validate every model folder in a repository (or those named in ``only``: a shard's), then the rules
+    across them, which always see every model of the repository (one server loads them all)."""
     findings = Findings()
     if folders.repository_folders(repository, findings) is None:
         return list(findings)
     problems = list(findings)
     held = models(repository)
     for model in held:
-        problems += validate_model(model, gpu_available=gpu_available)
+        if only is None or model.name in only:
+            problems += validate_model(model, gpu_available=gpu_available)
     return problems + process_wide_problems(held)
 
 

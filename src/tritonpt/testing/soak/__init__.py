@@ -48,6 +48,7 @@ from tritonpt import checks, client, reference, repository
 from tritonpt.client import Endpoints
 from tritonpt.errors import HINT
 from tritonpt.server import LocalServer, TritonFlags
+from tritonpt.server.base import rss_mb
 from tritonpt.server.watchdog import Ending, Watchdog, end_now
 from tritonpt.testing.parts import PARTS
 from tritonpt.testing.soak.plan import (
@@ -65,7 +66,7 @@ from tritonpt.testing.soak.plan import (
     warm_up_plan,
 )
 from tritonpt.testing.soak.report import Count, SoakReport
-from tritonpt.testing.soak.runner import Outcome, Runner, rss_mb
+from tritonpt.testing.soak.runner import Outcome, Runner
 
 __all__ = [
     "CONCURRENCY",

@@ -6,7 +6,6 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
 from tritonpt import checks, client
 from tritonpt.client import Connection, Endpoints
@@ -31,16 +30,6 @@ class Outcome:
         rows = f"rows {r.start}..{r.start + r.rows - 1}" if r.rows else "as it is"
         what = self.error or "; ".join(self.mismatches)
         return f"request {r.index} ({r.model} over {r.protocol}, case {r.case}, {rows}): {what}"
-
-
-def rss_mb(pid: int) -> tuple[float, float]:
-    """``(VmRSS, VmHWM)`` of a process in MiB, from /proc/<pid>/status (the current and the peak RSS)."""
-    found: dict[str, float] = {}
-    for line in Path(f"/proc/{pid}/status").read_text(encoding="ascii").splitlines():
-        key, _, value = line.partition(":")
-        if key in ("VmRSS", "VmHWM"):
-            found[key] = int(value.split()[0]) / 1024  # the kernel writes kB
-    return found["VmRSS"], found["VmHWM"]
 
 
 NO_REQUEST = Request(index=-1, model="", protocol="http", case="", start=0, rows=0)

@@ -1,0 +1,326 @@
+"""Stage "merge": the reports of N shards (``--shard K/N``) as the one report an unsharded run writes.
+
+    shard folders (each: summary.json, summary.md, junit.xml, as one run writes them)
+      -> checked: one split (the same N and costs digest), disjoint models, every shard present and whole
+      -> summary.json and summary.md: every model, parity row, request count and cost; outcomes summed exactly;
+         the environment's shared lines once, differing ones per shard; a table of the shards and their state
+      -> junit.xml: every shard's checks, each once (a check that takes no model runs in every shard: failed in
+         any is failed, else passed in any is passed), its totals and the summary's outcomes counted from them
+
+A shard whose folder holds no report, or that no folder holds, is named missing; a shard that failed or was
+aborted is named so. Either way the merge is written and the command exits 1, so a CI job goes red. Shards that
+overlap or come from different splits cannot be merged into anything true: that stops before anything is written.
+
+    python -m tritonpt.merge DIR... [--into DIR]      (also: invoke merge-reports, nox -s merge-reports)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import xml.etree.ElementTree as ET
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from tritonpt.errors import HINT, ShardError, TritonPtError
+from tritonpt.report import Report
+
+SUMMARY = "summary.json"
+PARTS = Path("reliability/parts")  # below a report folder: tritonpt.testing.parts writes there
+JUNIT = "junit.xml"
+TOTALS = ("tests", "failures", "errors", "skipped")
+
+
+@dataclass(kw_only=True)
+class Part:
+    folder: Path
+    report: Report | None  # None: the folder holds no readable summary.json
+    junit: ET.Element | None
+    problem: str = ""
+
+    @property
+    def label(self) -> str:
+        shard = self.report.shard if self.report else None
+        return f"{shard['index']}/{shard['count']}" if shard else str(self.folder)
+
+
+@dataclass(kw_only=True)
+class Merged:
+    report: Report
+    junit: ET.Element
+    complete: bool  # every shard present, none failed or aborted
+    problems: list[str] = field(default_factory=list)
+
+
+def read(folder: Path) -> Part:
+    summary, junit = folder / SUMMARY, folder / JUNIT
+    if not summary.is_file():
+        return Part(folder=folder, report=None, junit=None, problem=f"no {SUMMARY} in {folder}")
+    try:
+        report = Report.from_json(summary.read_text(encoding="utf-8"))
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        return Part(
+            folder=folder, report=None, junit=None, problem=f"{summary} is not a tritonpt report ({exc})"
+        )
+    tree: ET.Element | None = None
+    problem = ""
+    if junit.is_file():
+        try:
+            tree = ET.parse(junit).getroot()  # noqa: S314 - see the import
+        except ET.ParseError as exc:
+            problem = f"{junit} does not parse ({exc})"
+    else:
+        problem = f"no {JUNIT} in {folder}" + (" (the run was aborted)" if report.aborted else "")
+    return Part(folder=folder, report=report, junit=tree, problem=problem)
+
+
+def _check_one_split(parts: Sequence[Part]) -> int:
+    """The shard count all parts share; ``ShardError`` when they are not shards of one split."""
+    shards = [p.report.shard for p in parts if p.report is not None and p.report.shard is not None]
+    unsharded = [p.folder for p in parts if p.report is not None and p.report.shard is None]
+    if unsharded:
+        msg = (
+            f"Cannot merge {', '.join(map(str, unsharded))}: not a shard's report (summary.json has no shard).\n"
+            f"{HINT} merge the reports of runs made with --shard K/N."
+        )
+        raise ShardError(msg)
+    counts = {s["count"] for s in shards}
+    digests = {s["costs_digest"] for s in shards}
+    if len(counts) > 1 or len(digests) > 1:
+        msg = (
+            f"Cannot merge shards of different splits: shard counts {sorted(counts)}, costs digests "
+            f"{sorted(digests)}.\n{HINT} run every shard with the same N and the same --shard-costs file."
+        )
+        raise ShardError(msg)
+    seen: dict[int, Path] = {}
+    owner: dict[str, str] = {}
+    for part in parts:
+        if part.report is None or part.report.shard is None:
+            continue
+        index = part.report.shard["index"]
+        if index in seen:
+            msg = f"Cannot merge: shard {index} appears twice ({seen[index]} and {part.folder})."
+            raise ShardError(msg)
+        seen[index] = part.folder
+        for model in part.report.shard["models"]:
+            if model in owner:
+                msg = (
+                    f"Cannot merge: model {model} ran in shard {owner[model]} and in shard {index}, so the shards "
+                    f"are not one split.\n{HINT} run every shard on the same repository with the same --shard-costs."
+                )
+                raise ShardError(msg)
+            owner[model] = str(index)
+    return counts.pop() if counts else 0
+
+
+def merge(folders: Sequence[Path]) -> Merged:
+    parts = [read(f) for f in folders]
+    count = _check_one_split(parts)
+    merged = Report()
+    problems: list[str] = [p.problem for p in parts if p.problem]
+    present = {
+        p.report.shard["index"]: p for p in parts if p.report is not None and p.report.shard is not None
+    }
+    complete = not any(p.report is None for p in parts)
+    envs: dict[str, dict[str, str]] = {}
+    for index in range(1, count + 1):
+        part = present.get(index)
+        if part is None or part.report is None or part.report.shard is None:
+            merged.shards.append(
+                {"shard": f"{index}/{count}", "models": "?", "state": "**missing**: no report"}
+            )
+            problems.append(f"shard {index}/{count}: no report among {', '.join(map(str, folders))}")
+            complete = False
+            continue
+        report = part.report
+        failed = report.outcomes.get("failed", 0) + report.outcomes.get("error", 0)
+        state = (
+            f"**aborted**: {report.aborted.splitlines()[0]}"
+            if report.aborted
+            else f"**failed**: {failed} check(s)"
+            if failed
+            else "passed"
+        )
+        if report.aborted or failed or part.junit is None:
+            complete = False
+        merged.shards.append(
+            {"shard": f"{index}/{count}", "models": len(part.report.shard["models"]), "state": state}
+        )
+        for key, value in report.environment.items():
+            envs.setdefault(key, {})[str(index)] = value
+        merged.runtimes.update(report.runtimes)
+        merged.devices.update(report.devices)
+        merged.requests.update(report.requests)
+        merged.costs.update(report.costs)
+        merged.parity += report.parity
+        merged.backend = merged.backend or report.backend
+        merged.pt2_backend = merged.pt2_backend or report.pt2_backend
+        for key, n in report.outcomes.items():
+            merged.outcomes[key] = merged.outcomes.get(key, 0) + n
+        for label, seconds in report.timings.items():
+            merged.timings[f"shard {index}: {label}"] = seconds
+        if report.server_memory_mb is not None:
+            merged.server_memory_mb = max(merged.server_memory_mb or 0.0, report.server_memory_mb)
+        if report.aborted:
+            merged.aborted += f"shard {index}/{count}: {report.aborted}\n"
+    totals = {p.report.shard["total"] for p in present.values() if p.report is not None and p.report.shard}
+    if len(totals) > 1:
+        msg = (
+            f"Cannot merge shards of different repositories: they split {sorted(totals)} models.\n"
+            f"{HINT} run every shard on the same repository."
+        )
+        raise ShardError(msg)
+    ran = {
+        m
+        for p in present.values()
+        if p.report is not None and p.report.shard
+        for m in p.report.shard["models"]
+    }
+    if totals and len(ran) < (total := totals.pop()):
+        problems.append(f"{total - len(ran)} of the split's {total} models are in no shard's report")
+        complete = False
+    for key, by_shard in envs.items():
+        values = set(by_shard.values())
+        merged.environment[key] = (
+            values.pop() if len(values) == 1 else "; ".join(f"{v} (shard {k})" for k, v in by_shard.items())
+        )
+    merged.aborted = merged.aborted.rstrip("\n")
+    junit = _merged_junit(parts)
+    if all(p.junit is not None for p in present.values()):  # each check once, as one unsharded run counts it
+        counted = list(cases(junit).values())
+        merged.outcomes = {
+            kind: n
+            for kind, n in (
+                ("passed", counted.count("passed")),
+                ("failed", counted.count("failure")),
+                ("error", counted.count("error")),
+                ("skipped", counted.count("skipped")),
+            )
+            if n
+        }
+    return Merged(report=merged, junit=junit, complete=complete, problems=problems)
+
+
+RANK = {"failure": 3, "error": 3, "passed": 2, "skipped": 1}
+"""A check that ran in several shards (one that takes no model: health, the bad-request probes): failed in any
+shard is failed; else passed in any is passed (a shard without a model the check needs skips it); else skipped."""
+
+
+def outcome(case: ET.Element) -> str:
+    for kind in ("failure", "error", "skipped"):
+        if case.find(kind) is not None:
+            return kind
+    return "passed"
+
+
+def cases(root: ET.Element) -> dict[tuple[str, str], str]:
+    """Each check of a junit.xml, once: (classname, name) -> passed, failure, error or skipped."""
+    return {key: outcome(case) for key, case in _deduplicated(root).items()}
+
+
+def _deduplicated(root: ET.Element) -> dict[tuple[str, str], ET.Element]:
+    chosen: dict[tuple[str, str], ET.Element] = {}
+    for case in root.iter("testcase"):
+        key = (case.get("classname", ""), case.get("name", ""))
+        held = chosen.get(key)
+        if held is None or RANK[outcome(case)] > RANK[outcome(held)]:
+            chosen[key] = case
+    return chosen
+
+
+def _merged_junit(parts: Sequence[Part]) -> ET.Element:
+    """One test suite of every shard's checks, each once (:data:`RANK`), its totals counted from them."""
+    everything = ET.Element("all")
+    for part in parts:
+        if part.junit is not None:
+            everything.extend(part.junit.iter("testcase"))
+    chosen = _deduplicated(everything)
+    suite = ET.Element("testsuite", {"name": "tritonpt merged shards"})
+    seconds = 0.0
+    counts = dict.fromkeys(TOTALS, 0)
+    for case in chosen.values():
+        suite.append(case)
+        seconds += float(case.get("time", "0"))
+        counts["tests"] += 1
+        kind = outcome(case)
+        if kind == "failure":
+            counts["failures"] += 1
+        elif kind in ("error", "skipped"):
+            counts["errors" if kind == "error" else "skipped"] += 1
+    for key, value in counts.items():
+        suite.set(key, str(value))
+    suite.set("time", f"{seconds:.3f}")
+    root = ET.Element("testsuites", {key: suite.get(key, "0") for key in (*TOTALS, "time")})
+    root.append(suite)
+    return root
+
+
+def merged_parts(folders: Sequence[Path]) -> dict[str, dict[str, object]]:
+    """The reliability parts the shards wrote (``<shard>/reliability/parts/<part>.json``), one per part: lists
+    (cases, checks) joined, counts (tracebacks) summed, anything else as the first shard has it."""
+    combined: dict[str, dict[str, object]] = {}
+    for folder in folders:
+        for path in sorted((folder / PARTS).glob("*.json")):
+            try:
+                data = json.loads(path.read_text(encoding="utf-8"))
+            except (OSError, ValueError):
+                continue
+            if not isinstance(data, dict):
+                continue
+            into = combined.setdefault(path.stem, {})
+            for key, value in data.items():
+                held = into.get(key)
+                if isinstance(value, list) and isinstance(held, list):
+                    held.extend(value)
+                elif isinstance(value, int) and not isinstance(value, bool) and isinstance(held, int):
+                    into[key] = held + value
+                else:
+                    into.setdefault(key, value)
+    return combined
+
+
+def write(merged: Merged, into: Path, parts: dict[str, dict[str, object]] | None = None) -> list[Path]:
+    """summary.md and summary.json (through Report.write, so the GitHub job summary gets it too), junit.xml,
+    and the shards' reliability parts, merged."""
+    markdown, data = merged.report.write(into)
+    junit = into / JUNIT
+    ET.ElementTree(merged.junit).write(junit, encoding="utf-8", xml_declaration=True)
+    written = [markdown, data, junit]
+    for name, body in (parts or {}).items():
+        folder = into / PARTS
+        folder.mkdir(parents=True, exist_ok=True)
+        target = folder / f"{name}.json"
+        target.write_text(json.dumps(body, indent=2) + "\n", encoding="utf-8")
+        written.append(target)
+    return written
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m tritonpt.merge", description=__doc__.splitlines()[0])
+    parser.add_argument("folders", nargs="+", type=Path, help="the shards' report folders")
+    parser.add_argument("--into", type=Path, default=Path("reports/merged"), help="where the merge goes")
+    options = parser.parse_args(argv)
+    return run(options.folders, options.into)
+
+
+def run(folders: Sequence[Path], into: Path) -> int:
+    try:
+        merged = merge(folders)
+    except TritonPtError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    written = write(merged, into, merged_parts(folders))
+    print(merged.report.to_markdown())
+    print("written: " + ", ".join(map(str, written)), file=sys.stderr)
+    for problem in merged.problems:
+        print(f"error: {problem}", file=sys.stderr)
+    if not merged.complete:
+        print("error: the merged report is incomplete or holds failures (above).", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,135 @@
+"""Stage "shards": a deterministic split of a repository's models over N runners.
+
+    --shard K/N                 this runner's part: the K-th of N disjoint subsets that together cover every model
+    --shard-costs SUMMARY.json  a previous run's summary.json (one run's, or merge-reports'): each model's measured
+                                export, load and matrix seconds; the split balances them (longest first, each to
+                                the least loaded shard). Without it, or for a model it does not name, a stable
+                                hash of the name decides (sha256, so every machine and Python agrees)
+
+Every shard must be given the same models and the same costs file, or the subsets are not those of one split:
+each shard's report records the digest of the costs it used, its models and how many the split holds, and
+``merge-reports`` refuses shards that disagree or overlap, and says how many models no shard ran.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from tritonpt.errors import HINT, ShardError
+from tritonpt.report import ShardIdentity
+
+STAGES = ("export_s", "load_s", "matrix_s")
+"""The per-model seconds summary.json records under ``costs``, and what the split balances."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Shard:
+    index: int  # 1-based
+    count: int
+
+    @classmethod
+    def parse(cls, text: str, *, option: str = "--shard") -> Shard:
+        """``"2/4"``: the second of four. A clear ``ShardError`` for anything else."""
+        head, sep, tail = text.partition("/")
+        try:
+            index, count = int(head), int(tail)
+        except ValueError:
+            index = count = 0
+        if not sep or count < 1 or not 1 <= index <= count:
+            msg = (
+                f"Cannot use {option} {text!r}: expected K/N with 1 <= K <= N, e.g. {option} 1/2 for the first of "
+                f"two shards.\n{HINT} run each of the N shards with the same N and its own K."
+            )
+            raise ShardError(msg)
+        return cls(index=index, count=count)
+
+    def describe(self) -> str:
+        return f"shard {self.index}/{self.count}"
+
+    @property
+    def slug(self) -> str:
+        return f"shard-{self.index}-of-{self.count}"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Costs:
+    """Measured seconds per model, from a previous summary.json."""
+
+    seconds: Mapping[str, float] = field(default_factory=dict)
+    source: str = ""  # the file they came from, "" for none
+    digest: str = ""  # of what was used, so that shards can tell they split alike
+
+    @classmethod
+    def none(cls) -> Costs:
+        return cls()
+
+    @classmethod
+    def read(cls, path: Path) -> Costs:
+        """The per-model cost (the sum of :data:`STAGES`) in a summary.json; ``ShardError`` naming the file."""
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+            costs = data.get("costs", {})
+            seconds = {
+                str(name): float(sum(float(row.get(stage, 0.0)) for stage in STAGES))
+                for name, row in costs.items()
+            }
+        except (OSError, ValueError, AttributeError, TypeError) as exc:
+            msg = (
+                f"Cannot read the shard costs in {path}: {exc}.\n{HINT} give --shard-costs the summary.json of a "
+                "previous run (reports/summary.json, or the one merge-reports wrote), or leave it out to split by a "
+                "hash of the names."
+            )
+            raise ShardError(msg) from exc
+        text = json.dumps(sorted(seconds.items()))
+        return cls(seconds=seconds, source=str(path), digest=hashlib.sha256(text.encode()).hexdigest()[:12])
+
+
+def _hash(name: str) -> int:
+    return int.from_bytes(hashlib.sha256(name.encode()).digest()[:8], "big")
+
+
+def split(names: Iterable[str], count: int, costs: Costs | None = None) -> list[list[str]]:
+    """``count`` disjoint lists that together hold every name, each sorted.
+
+    Models with a measured cost go longest first to the least loaded shard (ties: the lower index); the rest by
+    a stable hash of their name. The same names and costs give the same split on every machine.
+    """
+    chosen = sorted(set(names))
+    measured = dict(costs.seconds) if costs else {}
+    loads = [0.0] * count
+    shards: list[list[str]] = [[] for _ in range(count)]
+    timed = sorted((n for n in chosen if n in measured), key=lambda n: (-measured[n], n))
+    for name in timed:
+        lightest = min(range(count), key=lambda i: (loads[i], i))
+        shards[lightest].append(name)
+        loads[lightest] += measured[name]
+    for name in chosen:
+        if name not in measured:
+            shards[_hash(name) % count].append(name)
+    return [sorted(s) for s in shards]
+
+
+def select(names: Sequence[str], shard: Shard | None, costs: Costs | None = None) -> list[str]:
+    """The names ``shard`` runs (all of them without a shard), in their given order."""
+    if shard is None:
+        return list(names)
+    mine = set(split(names, shard.count, costs)[shard.index - 1])
+    return [n for n in names if n in mine]
+
+
+def identity(shard: Shard, names: Sequence[str], total: int, costs: Costs | None) -> ShardIdentity:
+    """What a shard's report says of it (``names``: its models, of ``total`` in the split), for merge-reports."""
+    return {
+        "index": shard.index,
+        "count": shard.count,
+        "models": sorted(names),
+        "total": total,
+        "balanced_by": f"measured costs ({costs.source}, digest {costs.digest})"
+        if costs and costs.seconds
+        else "a stable hash of the names",
+        "costs_digest": costs.digest if costs else "",
+    }

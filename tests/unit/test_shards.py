@@ -1,0 +1,195 @@
+"""Shards (tritonpt.shards) and their merge (tritonpt.merge): one split, disjoint and whole, balanced by cost where
+costs are known; the merge of N shards' reports is, case for case, what one unsharded run of the same models
+reports; a missing, failed or foreign shard is named."""
+
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+from tritonpt import merge, shards
+from tritonpt.errors import ShardError
+from tritonpt.report import ParityRow, Report
+
+NAMES = [f"model_{i:02d}" for i in range(23)]
+
+
+@pytest.mark.parametrize("count", [1, 2, 3, 8])
+def test_the_split_is_disjoint_whole_and_the_same_every_time(count: int) -> None:
+    parts = shards.split(NAMES, count)
+    assert sorted(n for part in parts for n in part) == sorted(NAMES)
+    assert sum(len(p) for p in parts) == len(NAMES)
+    assert parts == shards.split(list(reversed(NAMES)), count)
+    for index in range(1, count + 1):
+        chosen = shards.select(NAMES, shards.Shard(index=index, count=count))
+        assert chosen == parts[index - 1]
+
+
+def test_measured_costs_balance_the_shards_longest_first() -> None:
+    costs = shards.Costs(seconds={"big": 10.0, "mid": 6.0, "a": 3.0, "b": 3.0, "c": 2.0}, digest="x")
+    parts = shards.split(costs.seconds, 2, costs)
+    loads = sorted(sum(costs.seconds[n] for n in part) for part in parts)
+    assert loads == [12.0, 12.0]
+    assert shards.split(costs.seconds, 2, costs) == parts
+    unmeasured = shards.split([*costs.seconds, "new_model"], 2, costs)
+    assert sum(len(p) for p in unmeasured) == 6
+
+
+@pytest.mark.parametrize("text", ["", "2", "0/2", "3/2", "a/b", "1/0", "-1/2"])
+def test_a_shard_that_is_not_k_of_n_is_refused_saying_what_to_give(text: str) -> None:
+    with pytest.raises(ShardError, match="expected K/N"):
+        shards.Shard.parse(text)
+
+
+def test_costs_are_read_from_a_summary_and_name_the_file_when_they_cannot_be(tmp_path: Path) -> None:
+    summary = tmp_path / "summary.json"
+    summary.write_text(json.dumps({"costs": {"a": {"export_s": 1, "load_s": 2, "matrix_s": 3.5}}}))
+    costs = shards.Costs.read(summary)
+    assert costs.seconds == {"a": 6.5}
+    assert costs.digest
+    summary.write_text("{not json")
+    with pytest.raises(ShardError, match=str(summary)):
+        shards.Costs.read(summary)
+
+
+# --- the merge, against one unsharded run of the same models ------------------------------------------------
+
+
+def _row(model: str, protocol: str) -> ParityRow:
+    return ParityRow(
+        model=model,
+        protocol=protocol,
+        case="b1",
+        batch_size=1,
+        output="OUTPUT__0",
+        ok=True,
+        max_abs_error=1e-6,
+        max_rel_error=1e-6,
+        atol=1e-4,
+        rtol=1e-4,
+        detail="",
+    )
+
+
+def _cases(models: list[str]) -> list[tuple[str, str, str]]:
+    """The checks one run of these models has: (classname, name, outcome), as pytest's junit.xml writes them."""
+    cases = [
+        ("tests.integration.test_health", f"test_live_and_ready[{p}]", "passed") for p in ("http", "grpc")
+    ]
+    for m in models:
+        cases += [("tests.integration.test_backend", f"test_model_is_ready[{m}]", "passed")]
+        cases += [
+            ("tests.integration.test_parity", f"test_parity[{m}-b1-{p}]", "passed") for p in ("http", "grpc")
+        ]
+        cases += [("tests.integration.test_health", f"test_gpu[{m}]", "skipped")]
+    return cases
+
+
+def _run(models: list[str], folder: Path, shard: shards.Shard | None, total: int) -> None:
+    """What one matrix run writes: summary.json/.md through Report, junit.xml in pytest's layout."""
+    cases = _cases(models)
+    report = Report(
+        environment={"server": "triton 2.51.0", "target": "local"},
+        runtimes=dict.fromkeys(models, "libtriton_pytorch.so"),
+        devices=dict.fromkeys(models, "cpu"),
+        requests=dict.fromkeys(models, 7),
+        parity=[_row(m, p) for m in models for p in ("http", "grpc")],
+        outcomes={
+            "passed": sum(c[2] == "passed" for c in cases),
+            "skipped": sum(c[2] == "skipped" for c in cases),
+        },
+        costs={m: {"export_s": 1.0, "load_s": 0.5, "matrix_s": 2.0} for m in models},
+    )
+    if shard is not None:
+        report.shard = shards.identity(shard, models, total, None)
+    report.write(folder)
+    suites = ET.Element("testsuites")
+    suite = ET.SubElement(suites, "testsuite", {"name": "pytest", "tests": str(len(cases)), "time": "1.5"})
+    suite.set("skipped", str(sum(c[2] == "skipped" for c in cases)))
+    suite.set("failures", "0")
+    suite.set("errors", "0")
+    for classname, name, outcome in cases:
+        case = ET.SubElement(suite, "testcase", {"classname": classname, "name": name, "time": "0.01"})
+        if outcome == "skipped":
+            ET.SubElement(case, "skipped", {"message": "no GPU"})
+    ET.ElementTree(suites).write(folder / "junit.xml")
+
+
+def test_the_merge_of_the_shards_is_case_for_case_one_unsharded_run(tmp_path: Path) -> None:
+    models = NAMES[:9]
+    _run(models, tmp_path / "whole", None, len(models))
+    whole = Report.from_json((tmp_path / "whole" / "summary.json").read_text())
+    folders = []
+    for index, part in enumerate(shards.split(models, 3), start=1):
+        folder = tmp_path / f"shard-{index}"
+        _run(part, folder, shards.Shard(index=index, count=3), len(models))
+        folders.append(folder)
+    merged = merge.merge(folders)
+    assert merged.complete
+    assert merged.problems == []
+    assert merged.report.runtimes == whole.runtimes
+    assert merged.report.requests == whole.requests
+    assert merged.report.costs == whole.costs
+    key = lambda r: (r.model, r.protocol, r.case, r.output)  # noqa: E731
+    assert sorted(merged.report.parity, key=key) == sorted(whole.parity, key=key)
+    # The checks that take no model (health) ran in every shard; the merge counts each once, as one run does.
+    whole_junit = ET.parse(tmp_path / "whole" / "junit.xml").getroot()  # noqa: S314 - written above
+    assert merge.cases(merged.junit) == merge.cases(whole_junit)
+    assert len(list(merged.junit.iter("testcase"))) == len(list(whole_junit.iter("testcase")))
+    for total in ("tests", "failures", "errors", "skipped"):
+        assert merged.junit.get(total) == whole_junit.find("testsuite").get(total)  # type: ignore[union-attr]
+    assert merged.report.outcomes == whole.outcomes
+    written = merge.write(merged, tmp_path / "merged")
+    assert [p.name for p in written] == ["summary.md", "summary.json", "junit.xml"]
+    third = len(shards.split(models, 3)[2])
+    assert f"| 3/3 | {third} | passed |" in (tmp_path / "merged" / "summary.md").read_text()
+
+
+def test_a_missing_or_failed_shard_is_named_and_the_merge_is_incomplete(tmp_path: Path) -> None:
+    models = NAMES[:6]
+    parts = shards.split(models, 3)
+    _run(parts[0], tmp_path / "s1", shards.Shard(index=1, count=3), len(models))
+    _run(parts[2], tmp_path / "s3", shards.Shard(index=3, count=3), len(models))
+    data = json.loads((tmp_path / "s3" / "summary.json").read_text())
+    data["outcomes"]["failed"] = 2
+    (tmp_path / "s3" / "summary.json").write_text(json.dumps(data))
+    (tmp_path / "empty").mkdir()
+    merged = merge.merge([tmp_path / "s1", tmp_path / "s3", tmp_path / "empty"])
+    assert not merged.complete
+    states = {s["shard"]: s["state"] for s in merged.report.shards}
+    assert states["1/3"] == "passed"
+    assert "missing" in states["2/3"]
+    assert "failed" in states["3/3"]
+    said = "\n".join(merged.problems)
+    assert "shard 2/3: no report" in said
+    assert f"no summary.json in {tmp_path / 'empty'}" in said
+    assert f"{len(parts[1])} of the split's 6 models are in no shard's report" in said
+    assert merge.run([tmp_path / "s1", tmp_path / "s3"], tmp_path / "out") == 1
+
+
+def test_overlapping_shards_or_two_splits_are_refused_before_anything_is_written(tmp_path: Path) -> None:
+    _run(NAMES[:3], tmp_path / "a", shards.Shard(index=1, count=2), 6)
+    _run(NAMES[2:6], tmp_path / "b", shards.Shard(index=2, count=2), 6)
+    with pytest.raises(ShardError, match="ran in shard 1 and in shard 2"):
+        merge.merge([tmp_path / "a", tmp_path / "b"])
+    _run(NAMES[3:6], tmp_path / "c", shards.Shard(index=2, count=3), 6)
+    with pytest.raises(ShardError, match="different splits"):
+        merge.merge([tmp_path / "a", tmp_path / "c"])
+    assert merge.run([tmp_path / "a", tmp_path / "c"], tmp_path / "out") == 1
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_check_every_shard_runs_counts_once_failed_in_any_else_passed_in_any() -> None:
+    root = ET.fromstring(  # noqa: S314 - the text below
+        "<testsuites><testsuite>"
+        '<testcase classname="h" name="live"/><testcase classname="b" name="probe"><skipped/></testcase>'
+        '<testcase classname="f" name="x"><skipped/></testcase>'
+        "</testsuite><testsuite>"
+        '<testcase classname="h" name="live"><failure message="down"/></testcase>'
+        '<testcase classname="b" name="probe"/><testcase classname="f" name="x"><skipped/></testcase>'
+        "</testsuite></testsuites>"
+    )
+    assert merge.cases(root) == {("h", "live"): "failure", ("b", "probe"): "passed", ("f", "x"): "skipped"}
