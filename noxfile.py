@@ -163,6 +163,8 @@ def integration(session: nox.Session) -> None:
     _install(session, "test")
     args = list(session.posargs)
     shard = _option(args, "--shard") + _option(args, "--shard-costs")
+    if shard and shard[0] != "--shard":
+        session.error("--shard-costs balances shards; give --shard K/N with it.")
     if not _repository_option(args):  # TorchScript and PT2 (NAME_pt2) copies; a shard's part only
         session.run("invoke", "export", "--format", "both", *shard)
     # and the PT2 build where the repository holds torch_aoti models

@@ -106,9 +106,15 @@ def export(
             if part is not None:
                 every = [f for m in formats for f, n in exporting.builtin_names(m).items() if n in names]
                 folders = shards.select(every, part, costs)
+                shards.write_split(repository, every, costs)  # the matrix splits this same list
                 progress(
                     f"{part.describe()}: {len(folders)} of {len(every)} models ({', '.join(folders) or 'none'})"
                 )
+                if not folders:
+                    progress(f"{part.describe()}: nothing to export (more shards than models)")
+                    return
+            else:
+                shards.clear_split(repository)
             results = exporting.export_builtin(
                 names,
                 repository=repository,
@@ -214,9 +220,15 @@ def serve(
     progress = Progress()
     with guard(debug=debug):
         part, costs = _shard_of(shard, shard_costs)
-        served = shards.select([m.name for m in models(repository)], part, costs)
+        served = [m.name for m in models(repository)]
         if part is not None:
-            progress(f"{part.describe()}: serving {len(served)} model(s): {', '.join(served) or 'none'}")
+            served, total = shards.mine(repository, served, part, costs)
+            if not served:
+                msg = (
+                    f"Cannot serve {part.describe()}: the split gives all {total} models to the other shards."
+                )
+                raise ShardError(msg)
+            progress(f"{part.describe()}: serving {len(served)} of {total} model(s): {', '.join(served)}")
         _validate(repository, only=served if part is not None else None)
         built, pt2 = None, None
         if target == "local" and not server.TritonInstall.locate(tritonserver).official_pytorch:

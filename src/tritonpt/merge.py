@@ -20,9 +20,10 @@ import argparse
 import json
 import sys
 import xml.etree.ElementTree as ET
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeVar
 
 from tritonpt.errors import HINT, ShardError, TritonPtError
 from tritonpt.report import Report
@@ -31,6 +32,7 @@ SUMMARY = "summary.json"
 PARTS = Path("reliability/parts")  # below a report folder: tritonpt.testing.parts writes there
 JUNIT = "junit.xml"
 TOTALS = ("tests", "failures", "errors", "skipped")
+T = TypeVar("T")
 
 
 @dataclass(kw_only=True)
@@ -188,24 +190,24 @@ def merge(folders: Sequence[Path]) -> Merged:
         )
     merged.aborted = merged.aborted.rstrip("\n")
     junit = _merged_junit(parts)
-    if all(p.junit is not None for p in present.values()):  # each check once, as one unsharded run counts it
-        counted = list(cases(junit).values())
-        merged.outcomes = {
-            kind: n
-            for kind, n in (
-                ("passed", counted.count("passed")),
-                ("failed", counted.count("failure")),
-                ("error", counted.count("error")),
-                ("skipped", counted.count("skipped")),
-            )
-            if n
-        }
+    reports = [p.report for p in present.values() if p.report is not None]
+    if all(r.checks or not r.outcomes for r in reports):  # every shard recorded its checks
+        merged.checks = _chosen([r.checks for r in reports], lambda kinds: kinds)
+        merged.outcomes = outcomes_of([r.checks for r in reports])
+    else:
+        problems.append(
+            "a shard's summary.json records no checks (an older report): its outcomes are summed as they are, so a "
+            "check that ran in several shards counts once per shard"
+        )
     return Merged(report=merged, junit=junit, complete=complete, problems=problems)
 
 
-RANK = {"failure": 3, "error": 3, "passed": 2, "skipped": 1}
-"""A check that ran in several shards (one that takes no model: health, the bad-request probes): failed in any
-shard is failed; else passed in any is passed (a shard without a model the check needs skips it); else skipped."""
+RANK = {"failure": 3, "error": 3, "failed": 3, "passed": 2, "xpassed": 2, "skipped": 1, "xfailed": 1}
+"""A check that ran in several shards (one that takes no model: health, the bad-request probes) is taken from one
+of them: a shard where it failed; else one where it passed (a shard without a model the check needs skips it);
+else one where it was skipped. Within that shard, everything it reported for the check counts."""
+COUNTED = ("passed", "failed", "skipped", "error")
+"""The outcomes a run's summary counts, as pytest's terminal summary does (xfailed and xpassed are left out)."""
 
 
 def outcome(case: ET.Element) -> str:
@@ -215,40 +217,58 @@ def outcome(case: ET.Element) -> str:
     return "passed"
 
 
-def cases(root: ET.Element) -> dict[tuple[str, str], str]:
-    """Each check of a junit.xml, once: (classname, name) -> passed, failure, error or skipped."""
-    return {key: outcome(case) for key, case in _deduplicated(root).items()}
+def _worst(kinds: Sequence[str]) -> int:
+    return max((RANK.get(k, 0) for k in kinds), default=0)
 
 
-def _deduplicated(root: ET.Element) -> dict[tuple[str, str], ET.Element]:
-    chosen: dict[tuple[str, str], ET.Element] = {}
-    for case in root.iter("testcase"):
-        key = (case.get("classname", ""), case.get("name", ""))
-        held = chosen.get(key)
-        if held is None or RANK[outcome(case)] > RANK[outcome(held)]:
-            chosen[key] = case
+def _chosen(
+    per_shard: Sequence[dict[str, list[T]]], kinds: Callable[[list[T]], list[str]]
+) -> dict[str, list[T]]:
+    """For each key, the entries of the one shard that decides it (:data:`RANK`; ties: the first shard)."""
+    chosen: dict[str, list[T]] = {}
+    for entries in per_shard:
+        for key, found in entries.items():
+            held = chosen.get(key)
+            if held is None or _worst(kinds(found)) > _worst(kinds(held)):
+                chosen[key] = found
     return chosen
 
 
+def _by_case(root: ET.Element) -> dict[str, list[ET.Element]]:
+    grouped: dict[str, list[ET.Element]] = {}
+    for case in root.iter("testcase"):
+        grouped.setdefault(f"{case.get('classname', '')}::{case.get('name', '')}", []).append(case)
+    return grouped
+
+
+def cases(root: ET.Element) -> dict[str, list[str]]:
+    """Each check of a junit.xml: ``classname::name`` -> the outcomes its test cases record."""
+    return {key: [outcome(c) for c in found] for key, found in _by_case(root).items()}
+
+
+def outcomes_of(checks: Sequence[dict[str, list[str]]]) -> dict[str, int]:
+    """The summary's counts for the shards' recorded checks (node id -> pytest's outcome categories), each check
+    taken from the one shard that decides it: what one unsharded run's pytest counts."""
+    chosen = _chosen(checks, lambda kinds: kinds)
+    counted = [kind for kinds in chosen.values() for kind in kinds if kind in COUNTED]
+    return {kind: counted.count(kind) for kind in COUNTED if counted.count(kind)}
+
+
 def _merged_junit(parts: Sequence[Part]) -> ET.Element:
-    """One test suite of every shard's checks, each once (:data:`RANK`), its totals counted from them."""
-    everything = ET.Element("all")
-    for part in parts:
-        if part.junit is not None:
-            everything.extend(part.junit.iter("testcase"))
-    chosen = _deduplicated(everything)
+    """One test suite of every check, each from the one shard that decides it, its totals counted from them."""
+    per_shard = [_by_case(part.junit) for part in parts if part.junit is not None]
+    chosen = _chosen(per_shard, lambda found: [outcome(c) for c in found])
     suite = ET.Element("testsuite", {"name": "tritonpt merged shards"})
     seconds = 0.0
     counts = dict.fromkeys(TOTALS, 0)
-    for case in chosen.values():
-        suite.append(case)
-        seconds += float(case.get("time", "0"))
-        counts["tests"] += 1
-        kind = outcome(case)
-        if kind == "failure":
-            counts["failures"] += 1
-        elif kind in ("error", "skipped"):
-            counts["errors" if kind == "error" else "skipped"] += 1
+    for found in chosen.values():
+        for case in found:
+            suite.append(case)
+            seconds += float(case.get("time", "0"))
+            counts["tests"] += 1
+            kind = outcome(case)
+            if kind != "passed":
+                counts["failures" if kind == "failure" else "errors" if kind == "error" else "skipped"] += 1
     for key, value in counts.items():
         suite.set(key, str(value))
     suite.set("time", f"{seconds:.3f}")
@@ -273,12 +293,29 @@ def merged_parts(folders: Sequence[Path]) -> dict[str, dict[str, object]]:
             for key, value in data.items():
                 held = into.get(key)
                 if isinstance(value, list) and isinstance(held, list):
-                    held.extend(value)
+                    into[key] = _rows(held + value)
                 elif isinstance(value, int) and not isinstance(value, bool) and isinstance(held, int):
                     into[key] = held + value
                 else:
                     into.setdefault(key, value)
     return combined
+
+
+def _rows(rows: list[object]) -> list[object]:
+    """A part's rows from several shards, each case once (the same probe runs in every shard): where the shards
+    disagree, the row with a check that did not hold (a false) is kept."""
+    kept: dict[str, object] = {}
+    for row in rows:
+        if not isinstance(row, dict):
+            kept[json.dumps(row, sort_keys=True)] = row
+            continue
+        key = json.dumps(
+            {k: v for k, v in row.items() if not isinstance(v, bool | int | float)}, sort_keys=True
+        )
+        held = kept.get(key)
+        if held is None or (False in row.values() and isinstance(held, dict) and False not in held.values()):
+            kept[key] = row
+    return list(kept.values())
 
 
 def write(merged: Merged, into: Path, parts: dict[str, dict[str, object]] | None = None) -> list[Path]:

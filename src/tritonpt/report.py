@@ -89,6 +89,9 @@ class Report:
     shard: ShardIdentity | None = None  # tritonpt.shards.identity() of a sharded run
     server_memory_mb: float | None = None  # the server's resident memory at the end, where it can be read
     shards: list[ShardState] = field(default_factory=list)  # a merged report: each shard and its state
+    checks: dict[str, list[str]] = field(
+        default_factory=dict
+    )  # node id -> pytest's outcome categories (merge)
 
     def to_json(self) -> str:
         return json.dumps(
@@ -110,6 +113,7 @@ class Report:
                 "server_memory_mb": self.server_memory_mb,
                 "shard": self.shard,
                 "shards": self.shards,
+                "checks": self.checks,
                 "parity": [asdict(row) for row in self.parity],
             },
             indent=2,
@@ -220,6 +224,7 @@ class Report:
             shard=data.get("shard"),
             server_memory_mb=data.get("server_memory_mb"),
             shards=list(data.get("shards", [])),
+            checks={str(k): list(v) for k, v in data.get("checks", {}).items()},
         )
 
     def write(self, folder: Path) -> tuple[Path, Path]:

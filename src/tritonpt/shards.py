@@ -6,6 +6,10 @@
                                 the least loaded shard). Without it, or for a model it does not name, a stable
                                 hash of the name decides (sha256, so every machine and Python agrees)
 
+What is split: the models of the repository, or, where a sharded export wrote only its part of the built-in set,
+the whole set it split (``<repository>/.tritonpt-split.json``, :func:`write_split`), so that the matrix splits the
+same list the export did on every runner.
+
 Every shard must be given the same models and the same costs file, or the subsets are not those of one split:
 each shard's report records the digest of the costs it used, its models and how many the split holds, and
 ``merge-reports`` refuses shards that disagree or overlap, and says how many models no shard ran.
@@ -22,6 +26,9 @@ from pathlib import Path
 from tritonpt.errors import HINT, ShardError
 from tritonpt.report import ShardIdentity
 
+SPLIT_FILE = ".tritonpt-split.json"
+"""In a repository a sharded export filled: every model of the split (Triton and the validator skip files at the
+top of a repository)."""
 STAGES = ("export_s", "load_s", "matrix_s")
 """The per-model seconds summary.json records under ``costs``, and what the split balances."""
 
@@ -133,3 +140,53 @@ def identity(shard: Shard, names: Sequence[str], total: int, costs: Costs | None
         else "a stable hash of the names",
         "costs_digest": costs.digest if costs else "",
     }
+
+
+def write_split(repository: Path, names: Sequence[str], costs: Costs | None) -> Path:
+    """Record the list a sharded export split (this runner's repository then holds only its part)."""
+    path = repository / SPLIT_FILE
+    repository.mkdir(parents=True, exist_ok=True)
+    staged = path.with_suffix(".partial")
+    body = {"models": sorted(names), "costs_digest": costs.digest if costs else ""}
+    staged.write_text(json.dumps(body, indent=2) + "\n", encoding="utf-8")
+    staged.replace(path)
+    return path
+
+
+def clear_split(repository: Path) -> None:
+    """A whole export: the repository holds every model again, so no split list stands in for it."""
+    (repository / SPLIT_FILE).unlink(missing_ok=True)
+
+
+def universe(repository: Path, present: Sequence[str]) -> list[str]:
+    """What a shard of this repository splits: the list a sharded export recorded, else the models it holds."""
+    try:
+        data = json.loads((repository / SPLIT_FILE).read_text(encoding="utf-8"))
+        names = [str(n) for n in data["models"]]
+    except FileNotFoundError:
+        return list(present)
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        msg = (
+            f"Cannot read {repository / SPLIT_FILE}: {exc}.\n{HINT} export again (`invoke export --shard K/N`), or "
+            "delete the file to split the models the repository holds."
+        )
+        raise ShardError(msg) from exc
+    return sorted(set(names) | set(present))
+
+
+def mine(
+    repository: Path, present: Sequence[str], shard: Shard, costs: Costs | None
+) -> tuple[list[str], int]:
+    """This shard's models of the repository and the size of the split; ``ShardError`` when the repository lacks
+    one of them (it was exported for another shard or split)."""
+    every = universe(repository, present)
+    chosen = select(every, shard, costs)
+    missing = sorted(set(chosen) - set(present))
+    if missing:
+        msg = (
+            f"Cannot run {shard.describe()} of {repository}: it lacks {', '.join(missing)}, which this shard runs.\n"
+            f"{HINT} export with the same --shard and --shard-costs as the matrix (`nox -s integration -- --shard "
+            f"{shard.index}/{shard.count}` does both)."
+        )
+        raise ShardError(msg)
+    return chosen, len(every)

@@ -127,9 +127,14 @@ def pytest_configure(config: pytest.Config) -> None:
         costs = shards.Costs.read(Path(config.option.shard_costs)) if config.option.shard_costs else None
     except TritonPtError as exc:
         pytest.exit(str(exc), returncode=4)
-    chosen = shards.select([m.name for m in held], shard, costs)
-    if shard is not None and not chosen:
-        _nothing_to_run(config, shard, len(held), costs)
+    chosen, total = [m.name for m in held], len(held)
+    if shard is not None:
+        try:
+            chosen, total = shards.mine(folder, chosen, shard, costs)
+        except TritonPtError as exc:
+            pytest.exit(str(exc), returncode=4)
+        if not chosen:
+            _nothing_to_run(config, shard, total, costs)
     problems = validate_repository(folder, only=chosen if shard is not None else None)
     errors = [p for p in problems if p.severity == "error"]
     if errors and not config.option.skip_validation:
@@ -147,7 +152,7 @@ def pytest_configure(config: pytest.Config) -> None:
     report = Report()
     report.timings["validation"] = time.perf_counter() - started
     if shard is not None:
-        report.shard = shards.identity(shard, chosen, len(held), costs)
+        report.shard = shards.identity(shard, chosen, total, costs)
     report.costs = {
         m.name: {"export_s": export_seconds(m) or 0.0, "load_s": 0.0, "matrix_s": 0.0}
         for m in held
@@ -317,12 +322,36 @@ def _abort(config: pytest.Config, instance: Server, report: Report, reports: Pat
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[pytest.TestReport]:
     report: pytest.TestReport = yield
-    if report.when == "call" and REPORT in item.config.stash:
-        _add_matrix_seconds(item, item.config.stash[REPORT], report.duration)
+    if REPORT in item.config.stash:
+        collected = item.config.stash[REPORT]
+        if report.when == "call":
+            _add_matrix_seconds(item, collected, report.duration)
+        category, _, _ = item.config.hook.pytest_report_teststatus(report=report, config=item.config)
+        if category:  # as pytest's own summary counts it (a setup or teardown that passed says nothing)
+            collected.checks.setdefault(item.nodeid, []).append(str(category))
     watchdog = item.config.stash.get(WATCHDOG, None)
     if report.failed and watchdog is not None:
         watchdog.hold_while_unanswered(FAILURE_GRACE_S)  # a dying server: the watchdog ends the run meanwhile
     return report
+
+
+EMPTY_PARAMETER_SET = "got empty parameter set"
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """A check of a kind of model the repository (or the shard) has none of (no PT2 model, none that batches) is
+    left out, not reported as a skipped ``[NOTSET]`` case: there is nothing to run it on."""
+    empty = [
+        item
+        for item in items
+        if any(
+            str(m.kwargs.get("reason", "")).startswith(EMPTY_PARAMETER_SET) for m in item.iter_markers("skip")
+        )
+    ]
+    if empty:
+        config.hook.pytest_deselected(items=empty)
+        left_out = {id(item) for item in empty}
+        items[:] = [item for item in items if id(item) not in left_out]
 
 
 def _add_matrix_seconds(item: pytest.Item, report: Report, seconds: float) -> None:
@@ -335,7 +364,8 @@ def _add_matrix_seconds(item: pytest.Item, report: Report, seconds: float) -> No
 
 @pytest.fixture(scope="session", autouse=True)
 def _shard_in_junit(pytestconfig: pytest.Config, record_testsuite_property: object) -> None:
-    """The shard's identity in junit.xml, as testsuite properties (merge-reports reads them)."""
+    """The shard's identity in junit.xml, as testsuite properties, for a reader of one shard's junit.xml
+    (merge-reports takes it from summary.json)."""
     shard = pytestconfig.stash[REPORT].shard if REPORT in pytestconfig.stash else None
     if shard is not None and callable(record_testsuite_property):
         record_testsuite_property("tritonpt.shard", f"{shard['index']}/{shard['count']}")

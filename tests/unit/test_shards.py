@@ -102,6 +102,7 @@ def _run(models: list[str], folder: Path, shard: shards.Shard | None, total: int
             "skipped": sum(c[2] == "skipped" for c in cases),
         },
         costs={m: {"export_s": 1.0, "load_s": 0.5, "matrix_s": 2.0} for m in models},
+        checks={f"{c}::{n}": [o] for c, n, o in cases},
     )
     if shard is not None:
         report.shard = shards.identity(shard, models, total, None)
@@ -182,14 +183,38 @@ def test_overlapping_shards_or_two_splits_are_refused_before_anything_is_written
     assert not (tmp_path / "out").exists()
 
 
-def test_a_check_every_shard_runs_counts_once_failed_in_any_else_passed_in_any() -> None:
+def test_a_check_every_shard_runs_is_taken_from_one_shard_failed_first_then_passed() -> None:
+    shard_1 = {
+        "h::live": ["passed"],
+        "b::probe": ["skipped"],
+        "m::t[a]": ["failed", "error"],
+        "x::f": ["xfailed"],
+    }
+    shard_2 = {
+        "h::live": ["failed"],
+        "b::probe": ["passed"],
+        "m::t[b]": ["passed", "error"],
+        "x::f": ["xfailed"],
+    }
+    # pytest counts a failed test with a teardown error as 1 failed + 1 error, a passed one as 1 passed + 1 error,
+    # and leaves xfailed out of the summary: so does the merge, each check from the shard that decides it.
+    assert merge.outcomes_of([shard_1, shard_2]) == {"passed": 2, "failed": 2, "error": 2}
     root = ET.fromstring(  # noqa: S314 - the text below
         "<testsuites><testsuite>"
-        '<testcase classname="h" name="live"/><testcase classname="b" name="probe"><skipped/></testcase>'
-        '<testcase classname="f" name="x"><skipped/></testcase>'
-        "</testsuite><testsuite>"
-        '<testcase classname="h" name="live"><failure message="down"/></testcase>'
-        '<testcase classname="b" name="probe"/><testcase classname="f" name="x"><skipped/></testcase>'
+        '<testcase classname="h" name="live"/><testcase classname="m" name="t"><failure/></testcase>'
+        '<testcase classname="m" name="t"><error/></testcase>'
         "</testsuite></testsuites>"
     )
-    assert merge.cases(root) == {("h", "live"): "failure", ("b", "probe"): "passed", ("f", "x"): "skipped"}
+    assert merge.cases(root) == {"h::live": ["passed"], "m::t": ["failure", "error"]}
+
+
+def test_a_sharded_export_records_its_split_and_a_shard_of_it_finds_its_own_models(tmp_path: Path) -> None:
+    every = [f"m{i}" for i in range(7)]
+    shard = shards.Shard(index=2, count=3)
+    shards.write_split(tmp_path, every, None)
+    present = shards.select(every, shard)  # what the sharded export wrote into this runner's repository
+    assert shards.mine(tmp_path, present, shard, None) == (present, 7)
+    with pytest.raises(ShardError, match="lacks"):
+        shards.mine(tmp_path, present[:-1], shard, None)
+    shards.clear_split(tmp_path)
+    assert shards.universe(tmp_path, present) == present

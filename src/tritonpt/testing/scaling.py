@@ -163,12 +163,14 @@ def merged_equals_unsharded(whole: Path, shards: Sequence[Path]) -> tuple[bool, 
     merged = merge.merge(shards)
     mine = merge.cases(merged.junit)
     theirs = merge.cases(ET.parse(whole / "junit.xml").getroot())  # noqa: S314 - our own run's file
-    if mine == theirs and merged.complete:
-        return True, f"{len(theirs)} cases, the same outcomes"
+    counted = json.loads((whole / "summary.json").read_text(encoding="utf-8")).get("outcomes", {})
+    if mine == theirs and merged.report.outcomes == counted and merged.complete:
+        return True, f"{len(theirs)} cases, the same outcomes ({counted})"
     differ = sorted(k for k in mine.keys() | theirs.keys() if mine.get(k) != theirs.get(k))
-    return False, "; ".join(
-        f"{k[1]}: {mine.get(k, 'absent')} merged, {theirs.get(k, 'absent')} unsharded" for k in differ[:3]
-    )
+    said = [f"{k}: {mine.get(k, 'absent')} merged, {theirs.get(k, 'absent')} unsharded" for k in differ[:3]]
+    if merged.report.outcomes != counted:
+        said.append(f"outcomes {merged.report.outcomes} merged, {counted} unsharded")
+    return False, "; ".join(said + merged.problems)
 
 
 # --- 3. the report ---------------------------------------------------------------------------------------------

@@ -18,8 +18,13 @@ from tritonpt.testing.qa.run import run_plan
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tritonpt.testing.qa", description=__doc__)
     parser.add_argument("--reports", type=Path, default=Path("reports"))
+    refs = [plan.suite.source.ref for plan in PLANS]
     parser.add_argument(
-        "--suite", action="append", default=[], help="run only this suite (r25.10, r26.05; repeatable)"
+        "--suite",
+        action="append",
+        default=[],
+        choices=refs,
+        help=f"run only this suite ({', '.join(refs)}; repeatable)",
     )
     options = parser.parse_args(argv)
 

@@ -1,7 +1,8 @@
 """The models Triton's QA tests load, made by upstream's own generators and cached by what makes them.
 
     key      the suite's commit, its generators and their arguments, the substitutions applied to generator
-             files, and the versions of Python, torch, torchvision and numpy that run them
+             files, the versions of Python, torch, torchvision and numpy that run them, the C++ compiler and the
+             CPU's feature flags (AOTInductor compiles for this CPU)
     cache    <cache>/qa-models/<ref>-<key>/   (one folder per generator output, plus generated.json)
              staged beside the cache and moved in with one rename: never half-made
 
@@ -31,8 +32,35 @@ RECORD = "generated.json"
 TAIL = 15
 
 
+def _cpu_flags() -> str:
+    """A digest of this CPU's feature flags: AOTInductor compiles the torch_aoti models for the host's CPU
+    (``-march=native``), so a cache made on another CPU may not run here."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace").splitlines():
+            if line.startswith("flags"):
+                return hashlib.sha256(" ".join(sorted(line.split(":", 1)[1].split())).encode()).hexdigest()[
+                    :12
+                ]
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+def _compiler() -> str:
+    try:
+        done = subprocess.run(["c++", "--version"], capture_output=True, text=True, check=False)
+    except OSError:
+        return "none"
+    return done.stdout.splitlines()[0] if done.stdout else "none"
+
+
 def _versions() -> dict[str, str]:
-    found = {"python": platform.python_version(), "machine": platform.machine()}
+    found = {
+        "python": platform.python_version(),
+        "machine": platform.machine(),
+        "cpu_flags": _cpu_flags(),
+        "compiler": _compiler(),
+    }
     for name in ("torch", "torchvision", "numpy"):
         try:
             found[name] = metadata.version(name)
