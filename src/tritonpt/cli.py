@@ -268,7 +268,7 @@ def serve(
             progress(f"serving {repository}; {log}; Ctrl-C stops")
             while instance.is_alive():
                 time.sleep(1.0)
-            ended = instance._exit_state() or "stopped"  # what died and how: exit code, signal, OOM, engine
+            ended = instance.exit_state() or "stopped"  # what died and how: exit code, signal, OOM, engine
             raise ServerError(
                 instance.failure(f"{instance.describe()} {ended} while serving (it stopped on its own)")
             )

@@ -217,6 +217,14 @@ def report(pytestconfig: pytest.Config) -> Report:
     return pytestconfig.stash[REPORT]
 
 
+def _lost_at_start(instance: Server, exc: Exception) -> str:
+    """Why a server that was ready stopped answering before the matrix began: how it ended, else that it hangs."""
+    ended = instance.exit_state(wait=3.0)
+    if ended:
+        return instance.failure(f"{instance.describe()} {ended} as its models became ready")
+    return instance.failure(f"{instance.describe()} stopped answering as its models became ready ({exc})")
+
+
 @pytest.fixture(scope="session")
 def triton(pytestconfig: pytest.Config, report: Report) -> Iterator[Server]:
     """One Triton for the whole session, started on free ports and always torn down."""
@@ -245,19 +253,21 @@ def triton(pytestconfig: pytest.Config, report: Report) -> Iterator[Server]:
         report.timings["server start to ready"] = time.perf_counter() - started
         instance.wait_models_ready(models, option.start_timeout)
         report.timings["server start to all models ready"] = time.perf_counter() - started
+        # The server can die between its readiness and the watchdog's start: a failure here is a start failure.
+        metadata = client.server_metadata(instance.endpoints)
         for name, seconds in load_seconds(instance.log_tail(lines=100_000)).items():
             if name in report.costs:
                 report.costs[name]["load_s"] = seconds
-    except TritonPtError as exc:
+    except (TritonPtError, OSError, InferenceServerException) as exc:
+        said = str(exc) if isinstance(exc, TritonPtError) else _lost_at_start(instance, exc)
         instance.stop()
         # One message and exit 1, instead of the same setup error repeated for every check.
-        report.aborted = f"Triton did not come up with every model, so no check ran.\n\n{exc}"
+        report.aborted = f"Triton did not come up with every model, so no check ran.\n\n{said}"
         pytest.exit(report.aborted, returncode=1)
     except BaseException:  # Ctrl-C while starting: nothing may be left running
         instance.stop()
         raise
     try:
-        metadata = client.server_metadata(instance.endpoints)
         report.environment.update(
             {
                 "target": instance.kind,

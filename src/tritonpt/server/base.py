@@ -330,6 +330,16 @@ class Server(abc.ABC):
         """Bring down what ``_launch`` brought up at once; by default as ``_terminate`` does."""
         self._terminate()
 
+    def exit_state(self, wait: float = 0.0) -> str | None:
+        """What ended the server, in words (an exit code, a signal, an OOM kill, a Docker engine gone), waiting up to
+        ``wait`` seconds for a verdict; None while it runs."""
+        deadline = time.monotonic() + wait
+        while True:
+            ended = self._exit_state()
+            if ended is not None or time.monotonic() >= deadline:
+                return ended
+            time.sleep(0.1)
+
     @abc.abstractmethod
     def _exit_state(self) -> str | None:
         """How the runner ended (``"exited with code 1"``), or ``None`` while it runs or cannot tell."""
