@@ -290,7 +290,7 @@ def tune(session: nox.Session) -> None:
 @nox.session(python=PYTHON, name="bench-scaling", default=False)
 def bench_scaling(session: nox.Session) -> None:
     """How the main job's cost grows: the matrix on 1, 5, 20 and 50 models, unsharded and as 2 shards side by side;
-    reports/scaling/scaling.{json,md,png} (not a default session: about ten minutes on 2 cores).
+    reports/scaling/scaling.{json,md,png} (not a default session: about 3 minutes on 2 cores once installed).
 
     Arguments after `--` go to `python -m tritonpt.testing.scaling` (--sizes 1,5,20,50, --reports DIR).
     """

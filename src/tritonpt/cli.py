@@ -54,6 +54,7 @@ def export(
     shard_costs: str = "",
 ) -> None:
     from tritonpt import export as exporting  # noqa: PLC0415 - torch loads only when a task needs it
+    from tritonpt.repository import Split, clear_split, write_split  # noqa: PLC0415
 
     progress = Progress()
     with guard(debug=debug):
@@ -106,7 +107,13 @@ def export(
             if part is not None:
                 every = [f for m in formats for f, n in exporting.builtin_names(m).items() if n in names]
                 folders = shards.select(every, part, costs)
-                shards.write_split(repository, every, costs)  # the matrix splits this same list
+                # The matrix splits this same list; the rules across models read the others' parameters.
+                split = Split(
+                    models=tuple(every),
+                    costs_digest=costs.digest if costs else "",
+                    parameters=exporting.builtin_parameters(every, seed=seed),
+                )
+                write_split(repository, split)
                 progress(
                     f"{part.describe()}: {len(folders)} of {len(every)} models ({', '.join(folders) or 'none'})"
                 )
@@ -114,7 +121,7 @@ def export(
                     progress(f"{part.describe()}: nothing to export (more shards than models)")
                     return
             else:
-                shards.clear_split(repository)
+                clear_split(repository)
             results = exporting.export_builtin(
                 names,
                 repository=repository,

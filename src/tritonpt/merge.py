@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from tritonpt.errors import HINT, ShardError, TritonPtError
-from tritonpt.report import Report
+from tritonpt.report import Report, ShardState
 
 SUMMARY = "summary.json"
 PARTS = Path("reliability/parts")  # below a report folder: tritonpt.testing.parts writes there
@@ -147,9 +147,14 @@ def merge(folders: Sequence[Path]) -> Merged:
         )
         if report.aborted or failed or part.junit is None:
             complete = False
-        merged.shards.append(
-            {"shard": f"{index}/{count}", "models": len(part.report.shard["models"]), "state": state}
-        )
+        row: ShardState = {
+            "shard": f"{index}/{count}",
+            "models": len(part.report.shard["models"]),
+            "state": state,
+        }
+        if report.server_memory_mb is not None:
+            row["server_memory_mb"] = report.server_memory_mb
+        merged.shards.append(row)
         for key, value in report.environment.items():
             envs.setdefault(key, {})[str(index)] = value
         merged.runtimes.update(report.runtimes)

@@ -11,7 +11,7 @@ import json
 import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, TypedDict
+from typing import TYPE_CHECKING, NotRequired, TypedDict
 
 from tritonpt.backend import Origin
 
@@ -36,6 +36,7 @@ class ShardState(TypedDict):
     shard: str  # "2/4"
     models: int | str  # how many it ran; "?" when it is missing
     state: str
+    server_memory_mb: NotRequired[float]  # its server's resident memory at the end, where it was read
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -131,8 +132,11 @@ class Report:
                 "",
             ]
         if self.shards:
-            lines += ["## Shards", "", "| shard | models | state |", "|---|---|---|"]
-            lines += [f"| {s['shard']} | {s['models']} | {s['state']} |" for s in self.shards]
+            lines += ["## Shards", "", "| shard | models | state | server memory |", "|---|---|---|---|"]
+            lines += [
+                f"| {s['shard']} | {s['models']} | {s['state']} | {_megabytes(s.get('server_memory_mb'))} |"
+                for s in self.shards
+            ]
             lines.append("")
         if self.outcomes:
             lines += [", ".join(f"{n} {k}" for k, n in sorted(self.outcomes.items())), ""]
@@ -173,7 +177,8 @@ class Report:
             lines += ["", "## Timings", "", "| step | seconds |", "|---|---|"]
             lines += [f"| {label} | {seconds:.2f} |" for label, seconds in self.timings.items()]
         if self.server_memory_mb is not None:
-            lines += ["", f"Server resident memory at the end: {self.server_memory_mb:.0f} MB."]
+            whose = " (the largest of the shards' servers)" if self.shards else ""
+            lines += ["", f"Server resident memory at the end: {self.server_memory_mb:.0f} MB{whose}."]
         if self.costs:
             lines += [
                 "",
@@ -237,3 +242,7 @@ class Report:
             with Path(summary).open("a", encoding="utf-8") as handle:
                 handle.write(self.to_markdown())
         return markdown, data
+
+
+def _megabytes(value: float | None) -> str:
+    return "not read" if value is None else f"{value:.0f} MB"

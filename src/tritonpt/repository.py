@@ -6,6 +6,8 @@
         1/model.pt          the TorchScript file
         reference.json      provenance, tolerances, cases (files beside the version folders are
         reference.npz       ignored by Triton, which only looks at sub-folders)
+      .tritonpt-split.json  written by a sharded export: every model of the split (this runner holds its part)
+
 
 ``config.pbtxt`` is read and written with protobuf's ``text_format`` and Triton's own
 ``model_config.proto`` (the generated module ships with tritonclient), never a hand-written parser.
@@ -14,20 +16,25 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import re
-from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from google.protobuf import text_format
 from tritonclient.grpc.model_config_pb2 import ModelConfig
 
 from tritonpt import scratch
+from tritonpt.errors import HINT, ShardError
 from tritonpt.options import DEFAULT_REPOSITORY
 
 __all__ = [
     "DEFAULT_REPOSITORY",
+    "SPLIT_FILE",
     "ModelDir",
+    "Split",
+    "clear_split",
     "config_text",
     "default_model_file",
     "models",
@@ -35,11 +42,13 @@ __all__ = [
     "parse_config",
     "pt2_models",
     "read_config",
+    "read_split",
     "render_config",
     "staged_model",
     "version_number",
     "versions_to_load",
     "write_served_copy",
+    "write_split",
     "zero_padded",
 ]
 
@@ -53,6 +62,8 @@ PLATFORM = "pytorch_libtorch"
 PT2_PLATFORM = "torch_aoti"
 """torch.export + AOTInductor packages: pytorch_backend r26.03 and later (src/pt2/), file ``model.pt2``."""
 PT2_FILE = "model.pt2"
+SPLIT_FILE = ".tritonpt-split.json"
+"""At the top of a repository a sharded export filled (Triton and the validator read only folders there)."""
 
 
 def default_model_file(config: ModelConfig) -> str:
@@ -269,3 +280,59 @@ def write_served_copy(
         else:
             (root / CONFIG).write_bytes(model.config.read_bytes())
     return rewritten
+
+
+@dataclass(frozen=True, kw_only=True)
+class Split:
+    """What a sharded export recorded (``SPLIT_FILE``): every model of the split, of which this runner's repository
+    holds only its part; the digest of the costs that balanced it; and each model's config parameters as its
+    export writes them, so that the rules across models see the models another runner holds."""
+
+    models: tuple[str, ...]
+    costs_digest: str = ""
+    parameters: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+
+
+def write_split(repository: Path, split: Split) -> Path:
+    """Record a sharded export's split in ``repository`` (whole, or not at all)."""
+    path = repository / SPLIT_FILE
+    repository.mkdir(parents=True, exist_ok=True)
+    body = {
+        "models": sorted(split.models),
+        "costs_digest": split.costs_digest,
+        "parameters": {name: dict(sorted(p.items())) for name, p in sorted(split.parameters.items())},
+    }
+    staged = path.with_suffix(".partial")
+    staged.write_text(json.dumps(body, indent=2) + "\n", encoding="utf-8")
+    staged.replace(path)
+    return path
+
+
+def clear_split(repository: Path) -> None:
+    """A whole export: the repository holds every model again, so no split stands in for it."""
+    (repository / SPLIT_FILE).unlink(missing_ok=True)
+
+
+def read_split(repository: Path) -> Split | None:
+    """The split a sharded export recorded in ``repository``, None where there is none; ``ShardError`` naming the
+    file when it does not read."""
+    path = repository / SPLIT_FILE
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        parameters = {
+            str(name): {str(k): str(v) for k, v in dict(p).items()}
+            for name, p in dict(data.get("parameters", {})).items()
+        }
+        return Split(
+            models=tuple(str(n) for n in data["models"]),
+            costs_digest=str(data.get("costs_digest", "")),
+            parameters=parameters,
+        )
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+        msg = (
+            f"Cannot read {path}: {exc}.\n{HINT} export again (`invoke export --shard K/N`), or delete the file to "
+            "use the models the repository holds."
+        )
+        raise ShardError(msg) from exc

@@ -7,8 +7,8 @@
                                 hash of the name decides (sha256, so every machine and Python agrees)
 
 What is split: the models of the repository, or, where a sharded export wrote only its part of the built-in set,
-the whole set it split (``<repository>/.tritonpt-split.json``, :func:`write_split`), so that the matrix splits the
-same list the export did on every runner.
+the whole set it split (``<repository>/.tritonpt-split.json``, :class:`tritonpt.repository.Split`), so that the
+matrix splits the same list the export did on every runner.
 
 Every shard must be given the same models and the same costs file, or the subsets are not those of one split:
 each shard's report records the digest of the costs it used, its models and how many the split holds, and
@@ -26,9 +26,6 @@ from pathlib import Path
 from tritonpt.errors import HINT, ShardError
 from tritonpt.report import ShardIdentity
 
-SPLIT_FILE = ".tritonpt-split.json"
-"""In a repository a sharded export filled: every model of the split (Triton and the validator skip files at the
-top of a repository)."""
 STAGES = ("export_s", "load_s", "matrix_s")
 """The per-model seconds summary.json records under ``costs``, and what the split balances."""
 
@@ -142,36 +139,14 @@ def identity(shard: Shard, names: Sequence[str], total: int, costs: Costs | None
     }
 
 
-def write_split(repository: Path, names: Sequence[str], costs: Costs | None) -> Path:
-    """Record the list a sharded export split (this runner's repository then holds only its part)."""
-    path = repository / SPLIT_FILE
-    repository.mkdir(parents=True, exist_ok=True)
-    staged = path.with_suffix(".partial")
-    body = {"models": sorted(names), "costs_digest": costs.digest if costs else ""}
-    staged.write_text(json.dumps(body, indent=2) + "\n", encoding="utf-8")
-    staged.replace(path)
-    return path
-
-
-def clear_split(repository: Path) -> None:
-    """A whole export: the repository holds every model again, so no split list stands in for it."""
-    (repository / SPLIT_FILE).unlink(missing_ok=True)
-
-
 def universe(repository: Path, present: Sequence[str]) -> list[str]:
     """What a shard of this repository splits: the list a sharded export recorded, else the models it holds."""
-    try:
-        data = json.loads((repository / SPLIT_FILE).read_text(encoding="utf-8"))
-        names = [str(n) for n in data["models"]]
-    except FileNotFoundError:
+    from tritonpt.repository import read_split  # noqa: PLC0415 - protobuf loads only when a split is read
+
+    recorded = read_split(repository)
+    if recorded is None:
         return list(present)
-    except (OSError, ValueError, KeyError, TypeError) as exc:
-        msg = (
-            f"Cannot read {repository / SPLIT_FILE}: {exc}.\n{HINT} export again (`invoke export --shard K/N`), or "
-            "delete the file to split the models the repository holds."
-        )
-        raise ShardError(msg) from exc
-    return sorted(set(names) | set(present))
+    return sorted(set(recorded.models) | set(present))
 
 
 def mine(

@@ -8,6 +8,7 @@ from tritonclient.grpc.model_config_pb2 import ModelConfig, ModelInstanceGroup
 
 from tritonpt import checks
 from tritonpt.backend import PT2_LIBRARY, PT2_NAME
+from tritonpt.client import ModelState
 from tritonpt.report import Report
 from tritonpt.repository import PLATFORM, PT2_PLATFORM
 from tritonpt.server.base import Server
@@ -16,8 +17,15 @@ from tritonpt.versions import VERSIONS
 from .matrix import Model
 
 
-def test_model_is_ready_in_the_repository_index(triton: Server, model: Model) -> None:
-    state = triton.model_states([model.name])[model.name]
+@pytest.fixture(scope="module")
+def index(triton: Server, models: list[Model]) -> dict[str, ModelState]:
+    """The repository index, asked once for every model (once per model would grow as the square of their number)."""
+    return triton.model_states([m.name for m in models])
+
+
+def test_model_is_ready_in_the_repository_index(index: dict[str, ModelState], model: Model) -> None:
+    state = index.get(model.name)
+    assert state is not None, f"{model.name} is not in the server's repository index: it was never loaded"
     assert state.ready, state.describe()
 
 

@@ -6,6 +6,7 @@ import concurrent.futures
 import itertools
 
 import numpy as np
+import pytest
 
 from tritonpt import checks, client
 from tritonpt.parity import Comparison
@@ -48,6 +49,13 @@ REQUESTS = 48
 
 def test_parity_under_dynamic_batching(triton: Server, batched_model: Model) -> None:
     model = batched_model
+    if not model.dynamic_batching:  # a PT2 model: named here rather than left out of the matrix
+        pytest.skip(
+            "not served with dynamic batching: pytorch_backend r26.05's PT2 path returns the whole merged batch to "
+            "every request (docs/upstream/pt2-dynamic-batching.md), so export writes none and the validator refuses "
+            "it (A005); tests/system/test_pt2_backend.py holds the backend to that, and fails the day a pinned "
+            "update fixes it"
+        )
     largest = max(model.reference.cases, key=lambda c: (c.batch_size, -len(c.id)))
     sizes = [
         min(size, largest.batch_size)

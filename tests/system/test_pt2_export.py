@@ -148,3 +148,10 @@ def test_without_a_compiler_the_refusal_is_one_paragraph(monkeypatch: pytest.Mon
         ExportError, match=r"without a C\+\+ compiler .*TorchScript \(--format torchscript\) needs neither"
     ):
         pt2.requirements()
+
+
+def test_a_sharded_export_records_the_parameters_the_pt2_export_writes(exported_pt2: Path) -> None:
+    recorded = export.builtin_parameters(["multi_io_pt2", "token_encoder_pt2"])
+    for name, parameters in recorded.items():
+        config = read_config(exported_pt2 / name / "config.pbtxt")
+        assert parameters == {k: v.string_value for k, v in config.parameters.items()}

@@ -13,6 +13,7 @@ import pytest
 from tritonpt import merge, shards
 from tritonpt.errors import ShardError
 from tritonpt.report import ParityRow, Report
+from tritonpt.repository import SPLIT_FILE, Split, clear_split, read_split, write_split
 
 NAMES = [f"model_{i:02d}" for i in range(23)]
 
@@ -211,10 +212,24 @@ def test_a_check_every_shard_runs_is_taken_from_one_shard_failed_first_then_pass
 def test_a_sharded_export_records_its_split_and_a_shard_of_it_finds_its_own_models(tmp_path: Path) -> None:
     every = [f"m{i}" for i in range(7)]
     shard = shards.Shard(index=2, count=3)
-    shards.write_split(tmp_path, every, None)
+    write_split(tmp_path, Split(models=tuple(every)))
     present = shards.select(every, shard)  # what the sharded export wrote into this runner's repository
     assert shards.mine(tmp_path, present, shard, None) == (present, 7)
     with pytest.raises(ShardError, match="lacks"):
         shards.mine(tmp_path, present[:-1], shard, None)
-    shards.clear_split(tmp_path)
+    clear_split(tmp_path)
     assert shards.universe(tmp_path, present) == present
+
+
+def test_the_split_record_reads_back_as_written_and_a_broken_one_is_named(tmp_path: Path) -> None:
+    written = Split(
+        models=("b", "a"), costs_digest="abc", parameters={"a": {"INTER_OP_THREAD_COUNT": "2"}, "b": {}}
+    )
+    write_split(tmp_path, written)
+    assert read_split(tmp_path) == Split(models=("a", "b"), costs_digest="abc", parameters=written.parameters)
+    assert not list(tmp_path.glob("*.partial"))
+    (tmp_path / SPLIT_FILE).write_text('{"costs_digest": ""}', encoding="utf-8")  # no "models"
+    with pytest.raises(ShardError, match=SPLIT_FILE):
+        read_split(tmp_path)
+    clear_split(tmp_path)
+    assert read_split(tmp_path) is None

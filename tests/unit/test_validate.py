@@ -12,7 +12,15 @@ import torch
 
 from tritonpt import spec
 from tritonpt.errors import Problem
-from tritonpt.repository import ModelDir, read_config, render_config, version_number
+from tritonpt.repository import (
+    SPLIT_FILE,
+    ModelDir,
+    Split,
+    read_config,
+    render_config,
+    version_number,
+    write_split,
+)
 from tritonpt.validate import RULES, validate_model, validate_repository
 
 
@@ -499,6 +507,42 @@ def test_inter_op_threads_in_two_models_of_one_server_is_an_error(
     assert "aborts" in both[0].message
     _set_inter_op(repository / "fixed_shape", "0")  # 0 leaves torch's default: not a second call
     assert [p.severity for p in validate_repository(repository) if "INTER_OP" in p.field] == ["warning"]
+
+
+def test_the_rules_across_models_see_the_models_a_sharded_export_left_to_other_runners(
+    repository_copy: Callable[..., Path],
+) -> None:
+    # One shard's runner holds fixed_shape; the split names two more that other runners export.
+    repository = repository_copy("fixed_shape")
+    assert [p for p in validate_repository(repository) if "INTER_OP" in p.field] == []
+    inter_op = {"INTER_OP_THREAD_COUNT": "1"}
+    write_split(repository, Split(models=("fixed_shape", "a", "b"), parameters={"a": inter_op, "b": {}}))
+    [alone] = [p for p in validate_repository(repository, only=["fixed_shape"]) if "INTER_OP" in p.field]
+    assert (alone.rule, alone.severity, alone.path.name) == ("P002", "warning", SPLIT_FILE)
+    assert "a INTER_OP_THREAD_COUNT" in alone.field
+    write_split(
+        repository, Split(models=("fixed_shape", "a", "b"), parameters={"a": inter_op, "b": inter_op})
+    )
+    both = [p for p in validate_repository(repository, only=["fixed_shape"]) if "INTER_OP" in p.field]
+    assert [(p.rule, p.severity) for p in both] == [
+        ("P001", "error"),
+        ("P001", "error"),
+    ]  # as one server of all
+    _set_inter_op(
+        repository / "fixed_shape", "1"
+    )  # the held model's config counts once, not again as recorded
+    write_split(repository, Split(models=("fixed_shape", "a"), parameters={"fixed_shape": inter_op, "a": {}}))
+    [held] = [p for p in validate_repository(repository) if "INTER_OP" in p.field]
+    assert (held.rule, held.path) == ("P002", repository / "fixed_shape" / "config.pbtxt")
+
+
+def test_a_sharded_export_records_the_parameters_the_export_writes(exported_small: Path) -> None:
+    from tritonpt.export import builtin_parameters  # noqa: PLC0415
+
+    recorded = builtin_parameters(["multi_io", "fixed_shape"])
+    for name in ("multi_io", "fixed_shape"):
+        config = read_config(exported_small / name / "config.pbtxt")
+        assert recorded[name] == {k: v.string_value for k, v in config.parameters.items()}
 
 
 @pytest.mark.parametrize(

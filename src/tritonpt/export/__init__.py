@@ -61,6 +61,7 @@ __all__ = [
     "ExportResult",
     "build_config",
     "builtin_names",
+    "builtin_parameters",
     "export",
     "export_builtin",
     "export_factory",
@@ -161,6 +162,20 @@ def builtin_names(model_format: ModelFormat) -> dict[str, str]:
     return {f"{name}{pt2_export.SUFFIX}": name for name in zoo.BUILTIN if name not in zoo.NOT_PT2}
 
 
+def builtin_parameters(folders: Collection[str], *, seed: int = 0) -> dict[str, dict[str, str]]:
+    """The config parameters an export of each of these built-in folders writes, without exporting them: what a
+    sharded export records of the other runners' models for the rules across models."""
+    written = {}
+    for model_format in MODEL_FORMATS:
+        for folder, name in builtin_names(model_format).items():
+            if folder in folders:
+                model_spec = spec.coerce(zoo.build(zoo.BUILTIN[name], seed), name=folder)
+                if model_format == "pt2":
+                    model_spec = pt2_export.as_written(model_spec)
+                written[folder] = dict(model_spec.parameters)
+    return written
+
+
 def export_builtin(
     names: Sequence[str],
     *,
@@ -244,7 +259,7 @@ def export(
             pt2_export.output_names(eager.structure),
         )
         notes += pt2_export.notes(model_spec, eager.structure)
-        model_spec = replace(model_spec, dynamic_batching=False, parameters={})
+        model_spec = pt2_export.as_written(model_spec)
     else:
         input_names, output_names = model_spec.resolved_input_names(), eager.structure.names()
         step(f"[{name}] {'scripting' if model_spec.method == 'script' else 'tracing'}")

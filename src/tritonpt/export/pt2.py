@@ -23,6 +23,7 @@ import importlib.util
 import shutil
 import time
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -74,6 +75,11 @@ def notes(model_spec: ModelSpec, structure: Structure) -> list[str]:
             f"left out, as they are None on the example inputs: {', '.join(map(str, structure.dropped))}"
         )
     return said
+
+
+def as_written(model_spec: ModelSpec) -> ModelSpec:
+    """The settings a PT2 config is written with: those :func:`notes` says it leaves out, left out."""
+    return replace(model_spec, dynamic_batching=False, parameters={})
 
 
 def requirements() -> None:

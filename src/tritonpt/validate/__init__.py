@@ -37,7 +37,8 @@ def validate_repository(
     repository: Path, *, gpu_available: bool | None = None, only: Collection[str] | None = None
 ) -> list[Problem]:
     """Validate every model folder in a repository (or those named in ``only``: a shard's), then the rules
-    across them, which always see every model of the repository (one server loads them all)."""
+    across them, which always see every model of the repository (one server loads them all), also those of a
+    sharded export's split that another runner holds."""
     findings = Findings()
     if folders.repository_folders(repository, findings) is None:
         return list(findings)
@@ -46,7 +47,7 @@ def validate_repository(
     for model in held:
         if only is None or model.name in only:
             problems += validate_model(model, gpu_available=gpu_available)
-    return problems + process_wide_problems(held)
+    return problems + process_wide_problems(held, repository)
 
 
 def validate_model(model: ModelDir, *, gpu_available: bool | None = None) -> list[Problem]:
