@@ -155,3 +155,20 @@ def test_a_sharded_export_records_the_parameters_the_pt2_export_writes(exported_
     for name, parameters in recorded.items():
         config = read_config(exported_pt2 / name / "config.pbtxt")
         assert parameters == {k: v.string_value for k, v in config.parameters.items()}
+
+
+class Counted(torch.nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x * (x > 0).sum().item()  # the tracer keeps the example's count; torch.export keeps the op
+
+
+def test_a_torchscript_refusal_says_pt2_would_serve_the_model_when_it_does(tmp_path: Path) -> None:
+    model = spec.ModelSpec(
+        name="counted", module=Counted(), example_inputs=(torch.randn(2, 6),), max_batch_size=4
+    )
+    with pytest.raises(ExportError, match="the reloaded TorchScript disagrees with eager") as info:
+        export.export(model, repository=tmp_path)
+    assert "PT2 would, tried just now: torch.export and AOTInductor make a package" in str(info.value)
+    assert list(tmp_path.iterdir()) == []  # the trial package was scratch
+    served = export.export(model, repository=tmp_path, model_format="pt2")  # and it does
+    assert (served.model.root / "1" / "model.pt2").is_file()

@@ -34,7 +34,7 @@ import numpy as np
 import torch
 
 from tritonpt import __version__, dtypes, reference, spec, validate, zoo
-from tritonpt.errors import HINT, SpecError, first_line
+from tritonpt.errors import HINT, ExportError, SpecError, first_line
 from tritonpt.export import pt2 as pt2_export
 from tritonpt.export.config import MAX_QUEUE_DELAY_US, WARMUP_COUNT, add_warmup, build_config, header
 from tritonpt.export.eager import Eager, sentence
@@ -263,7 +263,10 @@ def export(
     else:
         input_names, output_names = model_spec.resolved_input_names(), eager.structure.names()
         step(f"[{name}] {'scripting' if model_spec.method == 'script' else 'tracing'}")
-        compiled, warnings = compile_model(eager)
+        try:
+            compiled, warnings = compile_model(eager)
+        except ExportError as exc:
+            raise _with_pt2_verdict(exc, eager, cases, output_types, step) from exc
     for note in notes:
         step(f"[{name}] {note}")
 
@@ -279,8 +282,11 @@ def export(
             torch.jit.save(compiled, str(model_file))
             step(f"[{name}] reloading {model_file.name} with torch.jit.load and comparing with eager")
             reloaded = torch.jit.load(str(model_file), map_location="cpu").eval()
-            for case in cases:
-                check_reloaded(model_spec, reloaded, case, output_names, output_types, warnings)
+            try:
+                for case in cases:
+                    check_reloaded(model_spec, reloaded, case, output_names, output_types, warnings)
+            except ExportError as exc:
+                raise _with_pt2_verdict(exc, eager, cases, output_types, step) from exc
         config = build_config(
             model_spec,
             input_names,
@@ -319,6 +325,16 @@ def export(
         warnings=tuple(warnings),
         notes=tuple(notes),
     )
+
+
+def _with_pt2_verdict(
+    refused: ExportError, eager: Eager, cases: Sequence[reference.Case], types: Sequence[str], step: Step
+) -> ExportError:
+    """TorchScript's refusal, and whether PT2 would serve the model instead (tried, not guessed)."""
+    step(
+        f"[{eager.spec.name}] TorchScript refused it; trying PT2, to say whether --format pt2 would serve it"
+    )
+    return ExportError(f"{refused}\n{pt2_export.verdict(eager, cases, types, step)}")
 
 
 def _reference(

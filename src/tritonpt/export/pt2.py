@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import importlib.util
 import shutil
+import tempfile
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
@@ -159,11 +160,10 @@ def device_for(model_spec: ModelSpec) -> str:
     return "cuda" if torch.cuda.is_available() and model_spec.instance_kind != "KIND_CPU" else "cpu"
 
 
-def compile_package(eager: Eager, cases: Sequence[reference.Case], model_file: Path, step: Any) -> str:  # noqa: ANN401
-    """torch.export, then AOTInductor into ``model_file``; returns the device it was compiled for."""
-    requirements()
+def _export(eager: Eager, cases: Sequence[reference.Case], device: str) -> torch.export.ExportedProgram:
+    """torch.export of the model in its adapter, every batch and variable axis dynamic; ``ExportError`` naming
+    what torch.export could not capture (its own error is the cause)."""
     model_spec = eager.spec
-    device = device_for(model_spec)
     example = [t.to(device) for t in _example(eager, cases)]
     adapter = _adapter(eager).to(device)
     shapes = _dynamic_shapes(model_spec)
@@ -171,17 +171,14 @@ def compile_package(eager: Eager, cases: Sequence[reference.Case], model_file: P
         with torch.no_grad():
             if model_spec.keyword_inputs:
                 names = model_spec.resolved_input_names()
-                program = torch.export.export(
+                return torch.export.export(
                     adapter,
                     (),
                     dict(zip(names, example, strict=True)),
                     dynamic_shapes=dict(zip(names, shapes, strict=True)),
                     strict=False,
                 )
-            else:
-                program = torch.export.export(
-                    adapter, tuple(example), dynamic_shapes=tuple(shapes), strict=False
-                )
+            return torch.export.export(adapter, tuple(example), dynamic_shapes=tuple(shapes), strict=False)
     except Exception as exc:  # torch.export raises its own errors for what it cannot capture
         msg = (
             f"Model {model_spec.name!r}: torch.export failed: {type(exc).__name__}: {sentence(first_line(exc))} {HINT} "
@@ -190,6 +187,14 @@ def compile_package(eager: Eager, cases: Sequence[reference.Case], model_file: P
             "program. TorchScript (--format torchscript, with --script for control flow) may still serve it."
         )
         raise ExportError(msg) from exc
+
+
+def compile_package(eager: Eager, cases: Sequence[reference.Case], model_file: Path, step: Any) -> str:  # noqa: ANN401
+    """torch.export, then AOTInductor into ``model_file``; returns the device it was compiled for."""
+    requirements()
+    model_spec = eager.spec
+    device = device_for(model_spec)
+    program = _export(eager, cases, device)
     step(f"[{model_spec.name}] compiling with AOTInductor for {device} (tens of seconds)")
     started = time.perf_counter()
     try:
@@ -218,16 +223,32 @@ def check_package(  # noqa: PLR0917 - the same columns as torchscript.check_relo
     except Exception as exc:  # a package the loader refuses
         msg = f"Model {model_spec.name!r}: the compiled package does not load ({first_line(exc)})."
         raise ExportError(msg) from exc
+    _hold(model_spec, loaded, cases, names, types, device, what="the compiled package")
+
+
+def _hold(  # noqa: PLR0917 - check_package's columns, and what is held
+    model_spec: ModelSpec,
+    call: Any,  # noqa: ANN401 - a loaded package or an exported program's module: called as the adapter is
+    cases: Sequence[reference.Case],
+    names: Sequence[str],
+    types: Sequence[str],
+    device: str,
+    *,
+    what: str,
+) -> None:
+    """``call`` against eager on every reference case; ``ExportError`` naming the case and the outputs."""
     for case in cases:
         inputs = [torch.from_numpy(a.copy()).to(device) for a in case.inputs]
         try:
             with torch.no_grad():
                 if model_spec.keyword_inputs:
-                    result = loaded(**dict(zip(model_spec.resolved_input_names(), inputs, strict=True)))
+                    result = call(**dict(zip(model_spec.resolved_input_names(), inputs, strict=True)))
                 else:
-                    result = loaded(*inputs)
-        except Exception as exc:  # the package raises what the compiled model raises
-            msg = f"Model {model_spec.name!r}: the compiled package failed on reference case {case.id!r} ({first_line(exc)})."
+                    result = call(*inputs)
+        except Exception as exc:  # what the compiled or exported model raises
+            msg = (
+                f"Model {model_spec.name!r}: {what} failed on reference case {case.id!r} ({first_line(exc)})."
+            )
             raise ExportError(msg) from exc
         outputs = _flat(result)
         failures = []
@@ -242,10 +263,34 @@ def check_package(  # noqa: PLR0917 - the same columns as torchscript.check_relo
                 failures.append(found.describe())
         if failures:
             msg = (
-                f"Model {model_spec.name!r}: the compiled package disagrees with eager PyTorch on case {case.id!r}:\n  "
+                f"Model {model_spec.name!r}: {what} disagrees with eager PyTorch on case {case.id!r}:\n  "
                 + "\n  ".join(failures)
             )
             raise ExportError(msg)
+
+
+def verdict(eager: Eager, cases: Sequence[reference.Case], types: Sequence[str], step: Any) -> str:  # noqa: ANN401
+    """For a model TorchScript refused: would PT2 serve it? Tried, not guessed: exported, compiled into a
+    scratch package and held to eager on every reference case, as ``--format pt2`` would (tens of seconds)."""
+    try:
+        requirements()
+    except ExportError as exc:
+        return f"Whether PT2 (--format pt2) would serve it is not known here: {exc}"
+    with tempfile.TemporaryDirectory(prefix="tritonpt-pt2-trial-") as folder:
+        model_file = Path(folder) / "model.pt2"
+        try:
+            device = compile_package(eager, cases, model_file, step)
+            check_package(eager.spec, model_file, cases, output_names(eager.structure), types, device)
+        except ExportError as exc:
+            said = (
+                first_line(exc).removeprefix(f"Model {eager.spec.name!r}: ").split(f" {HINT}")[0].rstrip(":")
+            )
+            return f"PT2 would not serve it either, tried just now: {sentence(said)}"
+    return (
+        "PT2 would, tried just now: torch.export and AOTInductor make a package of it that agrees with eager "
+        "PyTorch on every reference case, so `invoke export --format pt2` serves it (platform torch_aoti: "
+        "Triton 26.03 and later, or the PT2 build this repository installs in the embedded server)."
+    )
 
 
 def _flat(result: object) -> list[torch.Tensor]:
