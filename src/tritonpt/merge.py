@@ -154,6 +154,7 @@ def merge(folders: Sequence[Path]) -> Merged:
         }
         if report.server_memory_mb is not None:
             row["server_memory_mb"] = report.server_memory_mb
+            merged.server_memory_mb = max(merged.server_memory_mb or 0.0, report.server_memory_mb)
         merged.shards.append(row)
         for key, value in report.environment.items():
             envs.setdefault(key, {})[str(index)] = value
@@ -168,8 +169,6 @@ def merge(folders: Sequence[Path]) -> Merged:
             merged.outcomes[key] = merged.outcomes.get(key, 0) + n
         for label, seconds in report.timings.items():
             merged.timings[f"shard {index}: {label}"] = seconds
-        if report.server_memory_mb is not None:
-            merged.server_memory_mb = max(merged.server_memory_mb or 0.0, report.server_memory_mb)
         if report.aborted:
             merged.aborted += f"shard {index}/{count}: {report.aborted}\n"
     totals = {p.report.shard["total"] for p in present.values() if p.report is not None and p.report.shard}
@@ -198,7 +197,7 @@ def merge(folders: Sequence[Path]) -> Merged:
     reports = [p.report for p in present.values() if p.report is not None]
     if all(r.checks or not r.outcomes for r in reports):  # every shard recorded its checks
         merged.checks = _chosen([r.checks for r in reports], lambda kinds: kinds)
-        merged.outcomes = outcomes_of([r.checks for r in reports])
+        merged.outcomes = _counted(merged.checks)
     else:
         problems.append(
             "a shard's summary.json records no checks (an older report): its outcomes are summed as they are, so a "
@@ -254,7 +253,10 @@ def cases(root: ET.Element) -> dict[str, list[str]]:
 def outcomes_of(checks: Sequence[dict[str, list[str]]]) -> dict[str, int]:
     """The summary's counts for the shards' recorded checks (node id -> pytest's outcome categories), each check
     taken from the one shard that decides it: what one unsharded run's pytest counts."""
-    chosen = _chosen(checks, lambda kinds: kinds)
+    return _counted(_chosen(checks, lambda kinds: kinds))
+
+
+def _counted(chosen: dict[str, list[str]]) -> dict[str, int]:
     counted = [kind for kinds in chosen.values() for kind in kinds if kind in COUNTED]
     return {kind: counted.count(kind) for kind in COUNTED if counted.count(kind)}
 

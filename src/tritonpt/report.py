@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, NotRequired, TypedDict
 
-from tritonpt.backend import Origin
+from tritonpt.backend import PT2_LIBRARY, Origin
 
 if TYPE_CHECKING:  # the report reads with the standard library alone (nox -s merge-reports installs nothing)
     from tritonpt.parity import Comparison
@@ -195,7 +195,7 @@ class Report:
 
     def origin_of(self, runtime: str) -> Origin | None:
         """The build behind a model's runtime: the PT2 one for ``libtriton_pt2.so``, else the pytorch one."""
-        if self.pt2_backend is not None and runtime.startswith("libtriton_pt2"):
+        if self.pt2_backend is not None and runtime == PT2_LIBRARY:
             return self.pt2_backend
         return self.backend
 
@@ -204,22 +204,21 @@ class Report:
         """A report as :meth:`to_json` wrote it (what ``merge-reports`` reads); ``ValueError`` when it is not one."""
         data = json.loads(text)
         models = data.get("models", {})
-        backends = [
-            m["pytorch_backend"]
-            for m in models.values()
-            if m.get("pytorch_backend") and "pt2" not in m["runtime"]
-        ]
-        pt2 = [
-            m["pytorch_backend"]
-            for m in models.values()
-            if m.get("pytorch_backend") and "pt2" in m["runtime"]
-        ]
+
+        def origin(pt2: bool) -> Origin | None:  # each model records the build behind its runtime
+            found = (
+                m["pytorch_backend"]
+                for m in models.values()
+                if m.get("pytorch_backend") and (m["runtime"] == PT2_LIBRARY) == pt2
+            )
+            return next((Origin(**o) for o in found), None)
+
         return cls(
             environment=dict(data.get("environment", {})),
             runtimes={name: m["runtime"] for name, m in models.items()},
             devices={name: m.get("device", "?") for name, m in models.items()},
-            backend=Origin(**backends[0]) if backends else None,
-            pt2_backend=Origin(**pt2[0]) if pt2 else None,
+            backend=origin(pt2=False),
+            pt2_backend=origin(pt2=True),
             timings=dict(data.get("timings_s", {})),
             requests=dict(data.get("requests", {})),
             parity=[ParityRow(**row) for row in data.get("parity", [])],

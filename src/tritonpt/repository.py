@@ -8,7 +8,6 @@
         reference.npz       ignored by Triton, which only looks at sub-folders)
       .tritonpt-split.json  written by a sharded export: every model of the split (this runner holds its part)
 
-
 ``config.pbtxt`` is read and written with protobuf's ``text_format`` and Triton's own
 ``model_config.proto`` (the generated module ships with tritonclient), never a hand-written parser.
 """

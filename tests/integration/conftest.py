@@ -231,6 +231,7 @@ def triton(pytestconfig: pytest.Config, report: Report) -> Iterator[Server]:
     option = pytestconfig.option
     reports = Path(option.reports)
     reports.mkdir(parents=True, exist_ok=True)
+    models = [m.name for m in _models(pytestconfig)]
     instance = server.create(
         option.target,
         repository=Path(option.repository),
@@ -243,9 +244,8 @@ def triton(pytestconfig: pytest.Config, report: Report) -> Iterator[Server]:
         gpus=option.gpus,
         mounts=parse_mounts(option.mount, option="--mount", error=TritonPtError),
         memory=option.memory,
-        models=[m.name for m in _models(pytestconfig)] if option.shard else (),
+        models=models if option.shard else (),
     )
-    models = [m.name for m in _models(pytestconfig)]
     started = time.perf_counter()
     try:
         instance.start()

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import zipfile
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from tritonpt import reference, repository
 from tritonpt.doctor.results import (
@@ -32,6 +33,9 @@ from tritonpt.doctor.results import (
     parse_version,
 )
 from tritonpt.versions import VERSIONS, Versions
+
+if TYPE_CHECKING:
+    from tritonclient.grpc.model_config_pb2 import ModelConfig
 
 # --- Judging facts (pure) -----------------------------------------------------------------------------------
 
@@ -193,24 +197,24 @@ def check_pytorch_backend(*, tag: str, files: ImageFiles, ldd: Ran | None) -> Re
     )
 
 
-def _backend_of_model(config_path: Path) -> str | None:
-    """``pytorch`` for a pytorch_libtorch model, another backend's name, or None when unreadable."""
+def _config_of(config_path: Path) -> ModelConfig | None:
+    """A model's config, or None when unreadable (any parse problem: `invoke validate` reports it)."""
     try:
-        config = repository.read_config(config_path)
-    except Exception:  # any parse problem: `invoke validate` reports it, the doctor assumes pytorch
+        return repository.read_config(config_path)
+    except Exception:  # whatever fails here is validate's to explain
+        return None
+
+
+def _backend_of_model(config: ModelConfig | None) -> str | None:
+    """``pytorch`` for a pytorch_libtorch model, another backend's name, or None when unreadable (the doctor then
+    assumes pytorch)."""
+    if config is None:
         return None
     if config.backend:
         return str(config.backend)
     if config.platform in (repository.PLATFORM, "libtorch", ""):
         return "pytorch"
     return str(config.platform)
-
-
-def _platform_of(config_path: Path) -> str:
-    try:
-        return str(repository.read_config(config_path).platform)
-    except Exception:  # any parse problem: `invoke validate` reports it
-        return ""
 
 
 def _check_pt2_server(model: repository.ModelDir, backend: Backend, versions: Versions) -> Result:
@@ -267,13 +271,14 @@ def check_models(root: Path, backend: Backend, versions: Versions = VERSIONS) ->
         ]
     results: list[Result] = []
     for model in found:
-        if _platform_of(model.config) == repository.PT2_PLATFORM:
+        config = _config_of(model.config)
+        if config is not None and config.platform == repository.PT2_PLATFORM:
             results += [
                 _check_pt2_server(model, backend, versions),
-                _check_model_torch(model, backend, versions),
+                _check_model_torch(model, backend, versions, pt2=True),
             ]
             continue
-        kind = _backend_of_model(model.config)
+        kind = _backend_of_model(config)
         if kind is not None and kind != "pytorch":
             results.append(
                 Result.skip(
@@ -282,7 +287,7 @@ def check_models(root: Path, backend: Backend, versions: Versions = VERSIONS) ->
             )
             continue
         results.append(_check_model_format(model, backend, versions))
-        results.append(_check_model_torch(model, backend, versions))
+        results.append(_check_model_torch(model, backend, versions, pt2=False))
     return results
 
 
@@ -332,7 +337,10 @@ def _check_model_format(model: repository.ModelDir, backend: Backend, versions: 
     )
 
 
-def _check_model_torch(model: repository.ModelDir, backend: Backend, versions: Versions) -> Result:
+def _check_model_torch(
+    model: repository.ModelDir, backend: Backend, versions: Versions, *, pt2: bool
+) -> Result:
+    """The exporting torch (reference.json) against the backend's libtorch; ``pt2``: an AOTInductor package."""
     name = f"model {model.name} torch"
     if not model.reference_json.is_file():
         return Result.warn(
@@ -359,7 +367,6 @@ def _check_model_torch(model: repository.ModelDir, backend: Backend, versions: V
             "Write versions as MAJOR.MINOR.PATCH (e.g. 2.9.1) in reference.json and in the image's "
             f"{LABEL_BACKEND_TORCH} label.",
         )
-    pt2 = _platform_of(model.config) == repository.PT2_PLATFORM
     if have[:2] > serve[:2]:
         return Result.fail(
             name,

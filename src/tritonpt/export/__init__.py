@@ -165,11 +165,14 @@ def builtin_names(model_format: ModelFormat) -> dict[str, str]:
 def builtin_parameters(folders: Collection[str], *, seed: int = 0) -> dict[str, dict[str, str]]:
     """The config parameters an export of each of these built-in folders writes, without exporting them: what a
     sharded export records of the other runners' models for the rules across models."""
+    built: dict[str, ModelSpec] = {}  # each model once, for both of its folders
     written = {}
     for model_format in MODEL_FORMATS:
         for folder, name in builtin_names(model_format).items():
             if folder in folders:
-                model_spec = spec.coerce(zoo.build(zoo.BUILTIN[name], seed), name=folder)
+                if name not in built:
+                    built[name] = spec.coerce(zoo.build(zoo.BUILTIN[name], seed), name=name)
+                model_spec = built[name]
                 if model_format == "pt2":
                     model_spec = pt2_export.as_written(model_spec)
                 written[folder] = dict(model_spec.parameters)

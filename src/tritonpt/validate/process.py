@@ -7,6 +7,7 @@ shard reaches the verdict one server of the whole repository would.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,10 +38,8 @@ def _held(model: ModelDir) -> _Setting:
     """A model of the repository, from its config (0 threads when none is set, or when it does not parse)."""
     threads = 0
     if model.config.is_file():  # a FIFO would block the read forever; validate_model reports it
-        try:
+        with contextlib.suppress(OSError, text_format.ParseError):
             threads = spec.BackendRun.of(read_config(model.config)).inter_op_threads or 0
-        except (OSError, text_format.ParseError):
-            threads = 0
     return _Setting(
         model=model.name,
         inter_op_threads=threads,
@@ -72,8 +71,7 @@ def process_wide_problems(held: Iterable[ModelDir], repository: Path | None = No
     there that this runner does not hold count as well.
     """
     every = [_held(m) for m in held]
-    split = read_split(repository) if repository is not None else None
-    if split is not None and repository is not None:
+    if repository is not None and (split := read_split(repository)) is not None:
         here = {s.model for s in every}
         every += [
             _recorded(name, split.parameters.get(name, {}), repository)
