@@ -118,26 +118,32 @@ def pick_states(index: Iterable[ModelState], names: Iterable[str]) -> dict[str, 
 # --- The clients ----------------------------------------------------------------------------------------------
 
 
-class _Unfinalized:
-    """A tritonclient client whose collection runs no code: :func:`http` and :func:`grpc` close it themselves.
+class _Whole:
+    """A tritonclient client that is closed when collected only if its ``__init__`` ran to the end.
 
-    tritonclient 2.51's ``__del__`` calls ``close()``. Two faults came of that. A Ctrl-C inside ``__init__`` (the
-    fault tier caught one in gRPC's channel setup) leaves the attributes ``close()`` reads unset, and the collection
-    printed an "Exception ignored" traceback over the interrupted run's exit. And a SIGTERM or SIGHUP that lands
-    while a finalizer runs raises there, where Python ignores every exception: the stop was lost and the run went
-    on (seen once in 33 faults: pytest reported it as an unraisable exception in a passing check). Half-built,
-    there is nothing of ours to close: the channel or pool it did make closes with its own collection.
+    tritonclient 2.51's ``__del__`` calls ``close()``, which reads attributes that ``__init__`` sets last
+    (``_stream`` for gRPC, ``_closed`` for HTTP). A Ctrl-C inside ``__init__`` (the fault tier caught one in
+    gRPC's channel setup) leaves them unset, and the collection prints an "Exception ignored" traceback
+    over the interrupted run's exit. Half-built, there is nothing of ours to close: the channel or pool it
+    did make closes with its own collection.
     """
 
+    _built = False
+
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        super().__init__(*args, **kwargs)
+        self._built = True
+
     def __del__(self) -> None:
-        pass
+        if self._built:
+            super().__del__()  # type: ignore[misc]
 
 
-class _Http(_Unfinalized, httpclient.InferenceServerClient):  # type: ignore[misc]  # untyped library
+class _Http(_Whole, httpclient.InferenceServerClient):  # type: ignore[misc]  # untyped library
     pass
 
 
-class _Grpc(_Unfinalized, grpcclient.InferenceServerClient):  # type: ignore[misc]  # untyped library
+class _Grpc(_Whole, grpcclient.InferenceServerClient):  # type: ignore[misc]  # untyped library
     pass
 
 

@@ -9,12 +9,15 @@ is delivered as soon as the step is done, so a run still stops where the user as
 What interrupts a front door (:func:`stop_signals_interrupt`): SIGINT as a terminal's Ctrl-C sends it, also when
 it was ignored on entry (a background job of a non-interactive shell starts so); SIGTERM (``timeout``, systemd,
 ``docker stop``, a CI runner cancelling a step) and SIGHUP (the terminal closed) as :class:`Interrupted`, a
-``KeyboardInterrupt``, so that every one of them stops servers and containers the way Ctrl-C does.
+``KeyboardInterrupt``, so that every one of them stops servers and containers the way Ctrl-C does. A stop that
+lands while a finalizer runs (a ``__del__``, where Python ignores every exception) is sent again a moment later
+rather than raised there, where it would be lost.
 """
 
 from __future__ import annotations
 
 import contextlib
+import os
 import shutil
 import signal
 import tempfile
@@ -28,6 +31,9 @@ __all__ = ["INTERRUPTS", "Interrupted", "ctrl_c_held", "folder", "remove", "stop
 INTERRUPTS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 """The signals that end a front door the way Ctrl-C does (once :func:`stop_signals_interrupt` is in force)."""
 
+RESEND_S = 0.01
+"""How long after a stop that landed in a finalizer it is sent again (if it lands in one again, again)."""
+
 Handler = Callable[[int, FrameType | None], object] | int | None
 
 
@@ -39,8 +45,23 @@ class Interrupted(KeyboardInterrupt):
         super().__init__(signal.Signals(signum).name)
 
 
-def _raise_interrupted(signum: int, _frame: FrameType | None) -> None:
-    raise Interrupted(signum)
+def _interrupt(signum: int, frame: FrameType | None) -> None:
+    """Raise the stop where the signal lands (``KeyboardInterrupt`` for SIGINT, else :class:`Interrupted`); in a
+    finalizer, where Python would swallow it (a client's ``__del__``: the fault tier saw a stop lost that way and
+    the run went on), send the signal again a moment later instead, so that it is raised after the finalizer."""
+    if _in_finalizer(frame):
+        # From another thread: re-sent from here, the signal would run this handler again at once, inside itself.
+        threading.Timer(RESEND_S, os.kill, (os.getpid(), signum)).start()
+        return
+    raise KeyboardInterrupt if signum == signal.SIGINT else Interrupted(signum)
+
+
+def _in_finalizer(frame: FrameType | None) -> bool:
+    while frame is not None:
+        if frame.f_code.co_name == "__del__":
+            return True
+        frame = frame.f_back
+    return False
 
 
 def exit_code(interrupt: KeyboardInterrupt) -> int:
@@ -68,10 +89,10 @@ def install_stop_signals() -> dict[signal.Signals, Handler]:
     if threading.current_thread() is not threading.main_thread():
         return {}
     saved = {sig: signal.getsignal(sig) for sig in INTERRUPTS}
-    if saved[signal.SIGINT] in (signal.SIG_IGN, signal.SIG_DFL, None):
-        signal.signal(signal.SIGINT, signal.default_int_handler)
+    if saved[signal.SIGINT] in (signal.SIG_IGN, signal.SIG_DFL, None, signal.default_int_handler):
+        signal.signal(signal.SIGINT, _interrupt)  # Python's own, but not swallowed in a finalizer
     for sig in (signal.SIGTERM, signal.SIGHUP):
-        signal.signal(sig, _raise_interrupted)
+        signal.signal(sig, _interrupt)
     return saved
 
 

@@ -9,6 +9,8 @@ from __future__ import annotations
 import os
 import shutil
 import signal
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -153,3 +155,32 @@ def test_a_stop_signal_waits_for_a_held_step() -> None:
     with pytest.raises(scratch.Interrupted):
         step()
     assert done == ["after the signal"]
+
+
+@pytest.mark.parametrize(
+    ("sig", "raised"), [(signal.SIGINT, KeyboardInterrupt), (signal.SIGTERM, scratch.Interrupted)]
+)
+def test_a_stop_that_lands_in_a_finalizer_is_raised_after_it(
+    sig: signal.Signals, raised: type[KeyboardInterrupt], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Python ignores what a ``__del__`` raises: a stop raised there would be lost, and the run would go on."""
+    swallowed: list[object] = []
+    monkeypatch.setattr(sys, "unraisablehook", lambda hook: swallowed.append(hook.exc_type))
+    finalized = []
+
+    class Finalized:
+        def __del__(self) -> None:
+            os.kill(os.getpid(), sig)  # the stop lands while the finalizer runs
+            finalized.append("ran to its end")
+
+    def collect_one_then_work() -> None:
+        Finalized()  # collected at once
+        deadline = time.monotonic() + 10.0
+        while time.monotonic() < deadline:  # the stop is raised here, a moment after the finalizer
+            pass
+        finalized.append("the work ended")
+
+    with scratch.stop_signals_interrupt(), pytest.raises(raised):
+        collect_one_then_work()
+    assert finalized == ["ran to its end"]
+    assert swallowed == []
