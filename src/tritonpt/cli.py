@@ -181,7 +181,15 @@ def build_image(
 
 
 def build_backend(
-    *, sources: str | None, variant: str, force: bool, pt2: bool, repository: Path, debug: bool
+    *,
+    sources: str | None,
+    variant: str,
+    force: bool,
+    pt2: bool,
+    repository: Path,
+    debug: bool,
+    pt2_patches: bool = False,
+    sanitize: str | None = None,
 ) -> None:
     from tritonpt import backend  # noqa: PLC0415
     from tritonpt.repository import pt2_models  # noqa: PLC0415
@@ -190,19 +198,24 @@ def build_backend(
     progress = Progress()
     with guard(debug=debug):
         choice = one_of(variant, backend.CHOICES, option="--variant", error=SpecError)
-        builds = [VERSIONS.backend]
+        sanitizer = (
+            one_of(sanitize, backend.SANITIZERS, option="--sanitize", error=SpecError) if sanitize else None
+        )
+        stock = backend.STOCK.with_sanitizer(sanitizer)
+        builds = [(VERSIONS.backend, stock)]
         held = pt2_models(repository)
-        if pt2 or held:
-            if held and not pt2:
+        if pt2 or pt2_patches or held:
+            if held and not (pt2 or pt2_patches):
                 progress(
                     f"{repository} holds torch_aoti (PT2) models ({', '.join(m.name for m in held)}): the PT2 build too"
                 )
-            builds.append(VERSIONS.pt2.build)
+            pins = VERSIONS.pt2.build
+            builds.append((pins, backend.patched(pins, sanitizer=sanitizer) if pt2_patches else stock))
         made = [
-            backend.ensure(sources=sources, variant=choice, force=force, step=progress, pins=b)
-            for b in builds
+            backend.ensure(sources=sources, variant=choice, force=force, step=progress, pins=b, flavor=f)
+            for b, f in builds
         ]
-    for label, built in zip((b.label for b in builds), made, strict=True):
+    for label, built in zip((b.label for b, _ in builds), made, strict=True):
         if built.cached:
             progress(f"cached: {built.describe()} (built in {built.seconds:.1f} s)")
         out.print(f"{label:<8} {built.library}\nkey      {built.key}")

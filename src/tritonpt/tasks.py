@@ -126,6 +126,8 @@ def build_image(
         "variant": "cpu (default), gpu (needs a CUDA toolkit and a CUDA torch), or auto",
         "force": "build even when the cache holds a build of the same inputs",
         "pt2": "build the PT2 (torch_aoti) backend too; done anyway when the repository holds torch_aoti models",
+        "pt2_patches": "build the PT2 backend with our fixes (versions.toml [pt2] patch_set, a build of its own name) instead of stock",
+        "sanitize": "address or undefined: instrument every build with ASan or UBSan (own cache keys; for hunting memory errors)",
         "repository": f"model repository folder whose models decide whether the PT2 build is needed (default {DEFAULT_REPOSITORY})",
         "debug": "show tracebacks",
     }
@@ -136,6 +138,8 @@ def build_backend(
     variant: str = "cpu",
     force: bool = False,
     pt2: bool = False,
+    pt2_patches: bool = False,
+    sanitize: str = "",
     repository: str = str(DEFAULT_REPOSITORY),
     debug: bool = False,
 ) -> None:
@@ -147,6 +151,8 @@ def build_backend(
         variant=variant,
         force=force,
         pt2=pt2,
+        pt2_patches=pt2_patches,
+        sanitize=sanitize or None,
         repository=Path(repository),
         debug=debug,
     )

@@ -100,6 +100,10 @@ class Backend:
     label: str = (
         "pytorch"  # "pytorch" (the TorchScript build, r25.10) or "pt2" (r26.05, for torch_aoti models)
     )
+    # Our patches for this build, carried as a build of its own name (tritonpt.backend.flavor): the folder of
+    # backend/patches/ that holds their series ("r26.05"), and the name the patched build carries ("tritonpt.1").
+    patches: str = ""
+    patch_set: str = ""
 
     def source(self, name: str) -> Source:
         for source in self.sources:
@@ -304,6 +308,8 @@ def load(path: Path = _TOML) -> Versions:
                 cmake=raw["backend"]["cmake"],
                 sources=tuple(_source(s) for s in raw["pt2"]["sources"]),
                 label="pt2",
+                patches=raw["pt2"].get("patches", ""),
+                patch_set=raw["pt2"].get("patch_set", ""),
             ),
             backend_name=raw["pt2"]["backend_name"],
             native_server=raw["pt2"]["native_server"],

@@ -18,13 +18,14 @@ The same code builds the backend inside docker/pytorch.Dockerfile (``python3 -m 
 package imports only the standard library and :mod:`tritonpt.versions` / :mod:`tritonpt.errors`; it finds torch
 without importing it. Its modules, in the order they import each other: ``layout`` (choices, files, the CMake
 definition), ``toolchain`` (torch, compilers, CMake, nvcc), ``cache`` (what was built, its key, finding it),
-``pins`` and ``sources`` (the pinned tarballs), ``build``, ``serving`` (one backend folder for the TorchScript
+``flavor`` (our patches, a sanitizer: builds of their own name), ``pins`` and ``sources`` (the pinned tarballs), ``build``, ``serving`` (one backend folder for the TorchScript
 and the PT2 builds), and ``__main__`` (the command line). Two builds share all of it: the TorchScript one
 (versions.toml [backend], r25.10) and the PT2 one ([pt2], r26.05), each passed as ``pins``.
 """
 
 from tritonpt.backend.build import configure_command, ensure
 from tritonpt.backend.cache import BuiltBackend, Origin, build_key, find
+from tritonpt.backend.flavor import SANITIZERS, STOCK, Flavor, Patch, Sanitizer, patched
 from tritonpt.backend.layout import (
     CACHE_ENV,
     CHOICES,
@@ -50,10 +51,15 @@ __all__ = [
     "MANIFEST",
     "PT2_LIBRARY",
     "PT2_NAME",
+    "SANITIZERS",
     "SOURCES_ENV",
+    "STOCK",
     "BuiltBackend",
     "Choice",
+    "Flavor",
     "Origin",
+    "Patch",
+    "Sanitizer",
     "Step",
     "Toolchain",
     "Torch",
@@ -66,6 +72,7 @@ __all__ = [
     "fetch_sources",
     "find",
     "package_folder",
+    "patched",
     "resolve_variant",
     "sources_folder",
     "verify",

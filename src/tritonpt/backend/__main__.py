@@ -10,7 +10,9 @@ from pathlib import Path
 
 from tritonpt.backend import pins
 from tritonpt.backend.build import ensure
+from tritonpt.backend.flavor import SANITIZERS, STOCK, patched
 from tritonpt.backend.layout import CACHE_ENV, CHOICES, LIBRARY, MANIFEST, SOURCES_ENV, _quiet
+from tritonpt.backend.serving import PT2_LIBRARY, PT2_NAME
 from tritonpt.errors import BackendError
 from tritonpt.versions import VERSIONS
 
@@ -32,6 +34,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--cache", type=Path, help=f"cache folder (default ${CACHE_ENV} or ~/.cache/tritonpt)"
     )
     parser.add_argument("--force", action="store_true", help="build even when the cache has this build")
+    parser.add_argument(
+        "--pt2", action="store_true", help="build the PT2 (torch_aoti) build, pytorch_backend [pt2], instead"
+    )
+    parser.add_argument(
+        "--pt2-patches",
+        action="store_true",
+        help="the PT2 build with our patches (versions.toml [pt2] patch_set), a build of its own name",
+    )
+    parser.add_argument("--sanitize", choices=SANITIZERS, help="instrument the build with ASan or UBSan")
     parser.add_argument(
         "--copy-to", type=Path, help="then copy the pytorch/ folder into this backends folder"
     )
@@ -59,21 +70,30 @@ def main(argv: Sequence[str] | None = None) -> int:
     def echo(line: str) -> None:
         print(line, file=sys.stderr, flush=True)
 
+    build = VERSIONS.pt2.build if options.pt2 or options.pt2_patches else VERSIONS.backend
     try:
+        flavor = (
+            patched(build, sanitizer=options.sanitize)
+            if options.pt2_patches
+            else STOCK.with_sanitizer(options.sanitize)
+        )
         built = ensure(
             sources=options.sources,
             variant=options.variant,
             cache=options.cache,
             force=options.force,
             step=_quiet if options.quiet else echo,
+            pins=build,
+            flavor=flavor,
         )
     except BackendError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
-    if options.copy_to is not None:
-        target = options.copy_to / "pytorch"
+    if options.copy_to is not None:  # the PT2 build goes in under its second name, as serving.py installs it
+        name, library = (PT2_NAME, PT2_LIBRARY) if build is VERSIONS.pt2.build else ("pytorch", LIBRARY)
+        target = options.copy_to / name
         target.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(built.library, target / LIBRARY)
+        shutil.copy2(built.library, target / library)
         shutil.copy2(built.directory / MANIFEST, target / MANIFEST)
     print(built.directory)
     return 0

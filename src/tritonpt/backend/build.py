@@ -14,6 +14,7 @@ from pathlib import Path
 
 from tritonpt import scratch
 from tritonpt.backend.cache import BuiltBackend, build_key
+from tritonpt.backend.flavor import STOCK, Flavor, apply
 from tritonpt.backend.layout import (
     DEFINITION,
     FETCHED,
@@ -44,12 +45,15 @@ def configure_command(
     torch: Torch,
     toolchain: Toolchain,
     variant: Variant,
+    flavor: Flavor = STOCK,
 ) -> list[str]:
-    """The cmake configure line of pytorch_backend: :data:`DEFINITION` plus the paths of this build."""
+    """The cmake configure line of pytorch_backend: :data:`DEFINITION` plus the paths of this build, and what
+    the flavor adds (a sanitizer's flags)."""
     include, api_include = torch.include_dirs
     definitions = {
         **DEFINITION,
         **VARIANT_DEFINITION[variant],
+        **flavor.definition(),
         "CMAKE_C_COMPILER": str(toolchain.cc),
         "CMAKE_CXX_COMPILER": str(toolchain.cxx),
         "Python3_EXECUTABLE": str(toolchain.python),
@@ -59,7 +63,7 @@ def configure_command(
         "TRITON_PYTORCH_LIB_PATHS": str(torch.lib_dir),
         "RapidJSON_DIR": str(prefix / "lib" / "cmake" / "RapidJSON"),
         # RapidJSON's CMake config puts no include folder on common's targets (without it triton_json.h fails).
-        "CMAKE_CXX_FLAGS": f"-isystem {prefix / 'include'}",
+        "CMAKE_CXX_FLAGS": f"-isystem {prefix / 'include'} {flavor.cxx_flags}".strip(),
         **{f"FETCHCONTENT_SOURCE_DIR_{name}": str(source_dirs[source]) for name, source in FETCHED.items()},
     }
     if variant == "gpu" and toolchain.nvcc is not None:
@@ -98,6 +102,10 @@ class _Log:
         self._handle.flush()
         return code
 
+    def write(self, lines: Sequence[str]) -> None:
+        self._handle.writelines(f"{line}\n" for line in lines)
+        self._handle.flush()
+
     def close(self) -> None:
         self._handle.close()
 
@@ -111,16 +119,19 @@ def ensure(
     step: Step = _quiet,
     jobs: int | None = None,
     pins: Backend = VERSIONS.backend,
+    flavor: Flavor = STOCK,
 ) -> BuiltBackend:
     """The backend for this environment's torch: from the cache when it holds the same inputs, else built.
 
     ``pins``: which build, the TorchScript one (``VERSIONS.backend``, r25.10) or the PT2 one (``VERSIONS.pt2.build``).
+    ``flavor``: stock (the default), or our patches and/or a sanitizer (:mod:`tritonpt.backend.flavor`), built
+    under a key and a name of their own.
     """
     torch = Torch.locate()
     chosen = resolve_variant(variant, torch)
     toolchain = Toolchain.find(chosen)
     root = cache or cache_root()
-    key = build_key(torch, toolchain, chosen, pins)
+    key = build_key(torch, toolchain, chosen, pins, flavor)
     entry = root / "backends" / key
     if not force and (entry / MANIFEST).is_file():
         with contextlib.suppress(BackendError):
@@ -136,6 +147,7 @@ def ensure(
         step=step,
         jobs=jobs,
         pins=pins,
+        flavor=flavor,
     )
 
 
@@ -150,6 +162,7 @@ def _build(
     step: Step,
     jobs: int | None,
     pins: Backend,
+    flavor: Flavor,
 ) -> BuiltBackend:
     started = time.perf_counter()
     entry.parent.mkdir(parents=True, exist_ok=True)
@@ -157,6 +170,7 @@ def _build(
     log = _Log(entry.parent.parent / "logs" / f"{key}.log")
     with contextlib.closing(log), _staging(entry.parent, key) as staging:
         source_dirs = _unpack(tarballs, staging / "src", step, backend=pins)
+        _apply_patches(log, flavor, source_dirs["pytorch_backend"], step)
         prefix, build_dir = staging / "rapidjson", staging / "build"
         step("configuring and installing RapidJSON (headers) into the build folder")
         rapidjson = [
@@ -175,7 +189,7 @@ def _build(
         )
         source = pins.pytorch_backend
         step(
-            f"configuring pytorch_backend {source.ref} ({source.commit[:7]}), {variant} variant, against torch "
+            f"configuring pytorch_backend {source.ref}{flavor.label} ({source.commit[:7]}), {variant} variant, against torch "
             f"{torch.version} in {torch.root}"
         )
         configure = configure_command(
@@ -185,6 +199,7 @@ def _build(
             torch=torch,
             toolchain=toolchain,
             variant=variant,
+            flavor=flavor,
         )
         _checked(log, configure, "configure pytorch_backend")
         parallel = str(jobs or os.cpu_count() or 2)
@@ -225,6 +240,9 @@ def _build(
             cuda_toolkit=toolchain.cuda_version,
             library_dirs=_cuda_library_dirs(toolchain) if variant == "gpu" else (),
             seconds=round(time.perf_counter() - started, 1),
+            flavor=flavor.label,
+            patches=tuple(f"{p.name} {p.sha256}" for p in flavor.patches),
+            sanitizer=flavor.sanitizer,
         )
         (result / MANIFEST).write_text(json.dumps(built.manifest(), indent=2) + "\n", encoding="utf-8")
         if entry.exists():  # --force: the old build makes way in one rename too
@@ -232,6 +250,22 @@ def _build(
         result.replace(entry)
     step(f"built {built.describe()} in {built.seconds:.1f} s: {entry}")
     return built
+
+
+def _apply_patches(log: _Log, flavor: Flavor, folder: Path, step: Step) -> None:
+    """The flavor's patches applied to the unpacked pytorch_backend (:func:`tritonpt.backend.flavor.apply`),
+    what ``patch`` said written to the build's log."""
+    if not flavor.patches:
+        return
+    step(f"applying {len(flavor.patches)} patch(es) of {flavor.patch_set} to {folder.name}")
+    try:
+        for name, lines in apply(flavor, folder):
+            log.write(lines)
+            step(f"  applied {name}")
+    except BackendError as exc:
+        log.close()
+        msg = f"{exc}\nFull log: {log.path}"
+        raise BackendError(msg) from exc
 
 
 def _cuda_library_dirs(toolchain: Toolchain) -> tuple[str, ...]:

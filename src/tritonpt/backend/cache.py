@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from tritonpt.backend.flavor import STOCK, Flavor
 from tritonpt.backend.layout import (
     DEFINITION,
     LIBRARY,
@@ -34,9 +35,15 @@ class Origin:
     commit: str  # pytorch_backend commit
     torch: str  # the torch it was built against, "2.9.1+cu128"
     variant: str  # "cpu" or "gpu"
+    flavor: str = ""  # "" (stock), "+tritonpt.1" (our patches), "+asan": tritonpt.backend.flavor
+
+    @property
+    def build(self) -> str:
+        """``r26.05+tritonpt.1``: the ref and what this build changes of it."""
+        return f"{self.ref}{self.flavor}"
 
     def describe(self) -> str:
-        return f"pytorch_backend {self.ref} ({self.commit[:7]}), built against torch {self.torch}, {self.variant}"
+        return f"pytorch_backend {self.build} ({self.commit[:7]}), built against torch {self.torch}, {self.variant}"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -59,6 +66,9 @@ class BuiltBackend:
         str, ...
     ]  # besides torch/lib, what the library needs at run time (the CUDA toolkit's)
     seconds: float  # how long the build took
+    flavor: str = ""  # Flavor.label: "" stock, "+tritonpt.1" patched, "+asan" / "+ubsan" instrumented
+    patches: tuple[str, ...] = ()  # "<name> <sha256>" of each patch applied, in order
+    sanitizer: str | None = None  # "address" / "undefined": its runtime must be preloaded into tritonserver
     cached: bool = False  # True when this call found it in the cache
 
     @property
@@ -67,18 +77,27 @@ class BuiltBackend:
 
     @property
     def origin(self) -> Origin:
-        return Origin(ref=self.ref, commit=self.commit, torch=self.torch_version, variant=self.variant)
+        return Origin(
+            ref=self.ref,
+            commit=self.commit,
+            torch=self.torch_version,
+            variant=self.variant,
+            flavor=self.flavor,
+        )
 
     def describe(self) -> str:
         """``libtriton_pytorch.so from pytorch_backend r25.10 (3281319), built against torch 2.9.1+cu128, cpu``."""
         return f"{LIBRARY} from {self.origin.describe()}"
 
-    def matches(self, torch: Torch, *, backend: Backend = VERSIONS.backend) -> bool:
-        """Built from today's pins against this very torch build."""
+    def matches(self, torch: Torch, *, backend: Backend = VERSIONS.backend, flavor: Flavor = STOCK) -> bool:
+        """Built from today's pins, with this flavor's very patches and sanitizer, against this very torch build."""
         return (
             self.torch_version == torch.version
             and self.torch_git_version == torch.git_version
             and dict(self.commits) == {s.name: s.commit for s in backend.sources}
+            and self.flavor == flavor.label
+            and self.patches == _patch_ids(flavor)
+            and self.sanitizer == flavor.sanitizer
         )
 
     def manifest(self) -> dict[str, object]:
@@ -86,6 +105,7 @@ class BuiltBackend:
         for transient in ("directory", "cached"):
             data.pop(transient)
         data["library_dirs"] = list(self.library_dirs)
+        data["patches"] = list(self.patches)
         return data
 
     @classmethod
@@ -95,7 +115,13 @@ class BuiltBackend:
         try:
             data = json.loads(manifest.read_text(encoding="utf-8"))
             built = cls(
-                directory=directory, cached=True, **{**data, "library_dirs": tuple(data["library_dirs"])}
+                directory=directory,
+                cached=True,
+                **{
+                    **data,
+                    "library_dirs": tuple(data["library_dirs"]),
+                    "patches": tuple(data.get("patches", ())),
+                },
             )
         except (OSError, ValueError, TypeError, KeyError) as exc:
             msg = f"Cannot read the backend build in {directory} ({exc}); remove that folder and build again."
@@ -106,11 +132,20 @@ class BuiltBackend:
         return built
 
 
+def _patch_ids(flavor: Flavor) -> tuple[str, ...]:
+    return tuple(f"{p.name} {p.sha256}" for p in flavor.patches)
+
+
 def build_key(
-    torch: Torch, toolchain: Toolchain, variant: Variant, backend: Backend = VERSIONS.backend
+    torch: Torch,
+    toolchain: Toolchain,
+    variant: Variant,
+    backend: Backend = VERSIONS.backend,
+    flavor: Flavor = STOCK,
 ) -> str:
-    """``r25.10-3281319-torch2.9.1+cu128-cpu-<hash of every input>``: the cache entry's name."""
-    inputs = {
+    """``r25.10-3281319-torch2.9.1+cu128-cpu-<hash of every input>``: the cache entry's name; a flavor's label
+    follows the ref (``r26.05+tritonpt.1-55bbe27-...``) and its patches and flags are hashed too."""
+    inputs: dict[str, object] = {
         "sources": {s.name: [s.commit, s.sha256] for s in backend.sources},
         "torch": [torch.version, torch.git_version, torch.cuda],
         "compiler": toolchain.compiler,
@@ -119,9 +154,11 @@ def build_key(
         "variant": variant,
         "definition": [dict(DEFINITION), dict(VARIANT_DEFINITION[variant]), dict(RAPIDJSON_DEFINITION)],
     }
+    if not flavor.stock:  # stock keys stay what they were before flavors existed
+        inputs["flavor"] = flavor.key_inputs()
     digest = hashlib.sha256(json.dumps(inputs, sort_keys=True).encode()).hexdigest()[:12]
     source = backend.pytorch_backend
-    return f"{source.ref}-{source.commit[:7]}-torch{torch.version}-{variant}-{digest}"
+    return f"{source.ref}{flavor.label}-{source.commit[:7]}-torch{torch.version}-{variant}-{digest}"
 
 
 def find(
@@ -130,8 +167,10 @@ def find(
     torch: Torch | None = None,
     cache: Path | None = None,
     pins: Backend = VERSIONS.backend,
+    flavor: Flavor = STOCK,
 ) -> BuiltBackend | None:
-    """The cached build that :func:`tritonpt.backend.ensure` would use for this torch and today's pins, or None.
+    """The cached build that :func:`tritonpt.backend.ensure` would use for this torch, today's pins and this
+    flavor (stock by default: a patched or instrumented build is found only when asked for), or None.
 
     Several entries can fit: two environments with the same torch but another compiler or CMake build the same
     sources under two keys. The answer is defined, whatever order the folder lists them in:
@@ -154,7 +193,7 @@ def find(
             continue
         with contextlib.suppress(BackendError):
             built = BuiltBackend.read(entry)
-            if built.matches(torch, backend=pins):
+            if built.matches(torch, backend=pins, flavor=flavor):
                 found.append(built)
     wanted: tuple[Variant, ...] = (
         (variant,) if variant else (("gpu", "cpu") if NVIDIA_DEVICE.exists() else ("cpu",))
@@ -163,7 +202,7 @@ def find(
         fitting = [b for b in found if b.variant == kind]
         if not fitting:
             continue
-        key = _key_here(torch, kind, pins)
+        key = _key_here(torch, kind, pins, flavor)
         keyed = [b for b in fitting if b.key == key]
         if keyed:
             return keyed[0]
@@ -171,9 +210,9 @@ def find(
     return None
 
 
-def _key_here(torch: Torch, variant: Variant, pins: Backend) -> str | None:
+def _key_here(torch: Torch, variant: Variant, pins: Backend, flavor: Flavor) -> str | None:
     """The key ``ensure()`` would build under in this environment; None where it has no compiler or CMake."""
     try:
-        return build_key(torch, Toolchain.find(variant), variant, pins)
+        return build_key(torch, Toolchain.find(variant), variant, pins, flavor)
     except BackendError:
         return None
