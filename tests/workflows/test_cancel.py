@@ -1,0 +1,55 @@
+"""A cancelled run leaves nothing behind: cancelled while a job's Triton serves, or while its container runs.
+
+Cancelling is what GitHub does when a newer push supersedes a run (ci.yml's concurrency group) or a person presses
+the button: act is sent SIGINT, and each job's processes with it. Everything of a run carries its marker in its
+environment (tritonpt.testing.workflows.host); what still carries it afterwards, or a harness container that mounts
+the run's folder, is a leftover.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from tritonpt.testing.workflows import host
+from tritonpt.testing.workflows.runner import Lane, until
+
+from .conftest import Launch
+
+CI = Path(".github/workflows/ci.yml")
+
+
+def test_a_run_cancelled_while_its_server_serves_leaves_no_server(launch: Launch) -> None:
+    running = launch(Lane(workflow=CI, job="integration", matrix=("shard:1",), name="ci-cancel-server"))
+
+    def serving() -> bool:
+        return any("tritonserver" in command for _, command in host.marked(running.marker))
+
+    assert until(running, serving, timeout=1200), "no tritonserver of the run started within 20 minutes"
+    running.cancel()
+    result = running.wait()
+    assert result.cancelled
+    assert not result.left, result.left
+    assert not host.marked(running.marker)
+
+
+@pytest.mark.skipif(
+    shutil.which("sudo") is None, reason="the docker job runs `sudo`; install sudo (.ci/run does)"
+)
+def test_a_run_cancelled_while_its_container_runs_leaves_no_container(launch: Launch) -> None:
+    running = launch(
+        Lane(workflow=CI, job="docker", matrix=("session:container",), name="ci-cancel-container")
+    )
+
+    def container_up() -> bool:
+        return any(c.status == "running" for c in host.containers(running.work))
+
+    if not until(running, container_up, timeout=1500):
+        pytest.fail(f"no container of the run started within 25 minutes: {running.folder / 'act.jsonl'}")
+    running.cancel()
+    result = running.wait()
+    assert result.cancelled
+    assert not result.left, result.left
+    assert not host.containers(running.work)

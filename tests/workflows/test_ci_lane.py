@@ -1,0 +1,140 @@
+"""ci.yml under act: the integration matrix as two shards and their merge, twice, and one session job.
+
+The first run is green and, as a push to main, keeps its merged seconds per model in the Actions cache. The second
+run is the same tree plus a bad commit that makes one model fail parity: its shards must restore the first run's
+seconds and split by them, the shard holding the broken model must fail, and the merge must name that shard and the
+check. The cache server's store lives in the tritonpt cache, as a repository's Actions cache outlives its runs.
+"""
+
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+from tritonpt.shards import Costs, split
+from tritonpt.testing.workflows.runner import Lane, Result, start
+
+from .conftest import MAIN, REPORTS, Launch, commit, snapshot
+
+CI = Path(".github/workflows/ci.yml")
+BROKEN = "multi_io"
+# The bad commit: reference.py writes one model's expected outputs off by one, so export succeeds (it checks the
+# saved model against eager PyTorch in memory) and the served model then disagrees with its reference.
+REFERENCE = "src/tritonpt/reference.py"
+WRITES_OUTPUTS = 'arrays[_key(case.id, "outputs", info.name)] = array\n'
+BREAKS_OUTPUTS = (
+    f'arrays[_key(case.id, "outputs", info.name)] = array + 1 if reference.model == "{BROKEN}" else array\n'
+)
+
+
+def _merge_lane(name: str) -> Lane:
+    return Lane(workflow=CI, job="merge", payload=MAIN, name=name)
+
+
+@pytest.fixture(scope="module")
+def green(checkout: Path, actions_folder: Path | None) -> Result:
+    """The first run, green; the second run's shards balance by its merged seconds."""
+    running = start(
+        _merge_lane("ci-merge-green"), repo=checkout, reports=REPORTS, actions_folder=actions_folder
+    )
+    return running.wait(timeout=2400)
+
+
+def _shard_summaries(result: Result) -> dict[int, dict[str, object]]:
+    found = {}
+    for index in (1, 2):
+        folder = result.artifact(f"reports-integration-shard-{index}")
+        (summary,) = folder.glob("shard-*-of-2/summary.json")
+        found[index] = json.loads(summary.read_text(encoding="utf-8"))
+    return found
+
+
+def _checks(junit: Path) -> set[str]:
+    root = ET.parse(junit).getroot()  # noqa: S314 - our own reports
+    return {f"{case.get('classname')}::{case.get('name')}" for case in root.iter("testcase")}
+
+
+def test_a_session_job_runs_green(launch: Launch) -> None:
+    result = launch(Lane(workflow=CI, job="tests", matrix=("session:lint",), name="ci-tests-lint")).wait(
+        timeout=1800
+    )
+    (job,) = result.report.jobs_named("tests")
+    assert job.result == "success", result.log("tests")
+    assert [s.outcome for s in job.steps] == ["success"] * len(job.steps)
+    assert job.step("nox -s lint") is not None
+    saved = job.step("Cache uv packages and tritonpt builds", stage="Post")
+    assert saved is not None
+    assert saved.outcome == "success"
+    assert result.ok, result.report.to_markdown()
+
+
+def test_the_integration_shards_and_their_merge_run_green(green: Result) -> None:
+    shards = green.report.jobs_named("integration")
+    assert sorted(str(j.matrix["shard"]) for j in shards) == ["1", "2"]
+    for job in shards:
+        assert job.result == "success", green.log("integration")
+        assert [a.name for a in job.artifacts] == [f"reports-integration-shard-{job.matrix['shard']}"]
+        assert job.step("This shard's export and matrix") is not None
+    (merge,) = green.report.jobs_named("merge")
+    assert merge.result == "success", green.log("merge")
+    assert [a.name for a in merge.artifacts] == ["reports-merged"]
+    assert "| 1/2 |" in merge.summary
+    assert "| 2/2 |" in merge.summary
+    merged_folder = green.artifact("reports-merged")
+    merged = json.loads((merged_folder / "summary.json").read_text(encoding="utf-8"))
+    assert merged["outcomes"].get("passed", 0) > 0
+    assert not merged["outcomes"].get("failed")
+    assert not merged["outcomes"].get("error")
+    # The merge read what both shards uploaded: its checks are theirs, each once.
+    shard_checks = set()
+    for index in (1, 2):
+        (junit,) = green.artifact(f"reports-integration-shard-{index}").glob("shard-*-of-2/junit.xml")
+        shard_checks |= _checks(junit)
+    assert _checks(merged_folder / "junit.xml") == shard_checks
+    assert len(shard_checks) == sum(merged["outcomes"].values())
+    keep = merge.step("Keep them for the next run's split")
+    assert keep is not None
+    assert keep.outcome == "success"  # a push to main keeps the seconds for the next run
+    assert green.ok, green.report.to_markdown()
+
+
+def test_a_shard_that_fails_parity_fails_the_merge_which_names_it_and_the_check(
+    green: Result, launch: Launch, tmp_path: Path
+) -> None:
+    repo = snapshot(tmp_path / "broken")
+    reference = repo / REFERENCE
+    text = reference.read_text(encoding="utf-8")
+    assert text.count(WRITES_OUTPUTS) == 1, f"the line this fault changes moved: look for it in {REFERENCE}"
+    reference.write_text(text.replace(WRITES_OUTPUTS, BREAKS_OUTPUTS), encoding="utf-8")
+    commit(repo, f"reference: {BROKEN}'s expected outputs written off by one")
+    result = launch(_merge_lane("ci-merge-broken"), repo=repo).wait(timeout=2400)
+
+    # Balanced by the first run: each shard restored its merged seconds and split by them.
+    costs_file = tmp_path / "first-run-summary.json"
+    costs_file.write_bytes((green.artifact("reports-merged") / "summary.json").read_bytes())
+    costs = Costs.read(costs_file)
+    assert costs.seconds, "the first run's merged summary holds no seconds per model"
+    for job in result.report.jobs_named("integration"):
+        assert f"Cache restored from key: ci-shard-costs-{green.run_id}" in result.log_of(job)
+    summaries = _shard_summaries(result)
+    every = sorted({m for s in summaries.values() for m in s["shard"]["models"]})
+    expected = split(every, 2, costs)
+    for index, summary in summaries.items():
+        assert summary["shard"]["costs_digest"] == costs.digest
+        assert summary["shard"]["models"] == expected[index - 1]
+
+    # The shard holding the broken model fails; the merge fails and names that shard and its check.
+    holder = next(i for i, models in enumerate(expected, start=1) if BROKEN in models)
+    by_shard = {int(str(j.matrix["shard"])): j for j in result.report.jobs_named("integration")}
+    assert by_shard[holder].result == "failure"
+    assert by_shard[3 - holder].result == "success"
+    (merge,) = result.report.jobs_named("merge")
+    assert merge.result == "failure"
+    merge_log = result.log("merge")
+    assert f"shard {holder}/2: " in merge_log
+    assert f"  test_parity[{BROKEN}-b1-http]" in merge_log  # the check, by its id
+    assert result.code != 0
+    assert not result.left

@@ -1,0 +1,90 @@
+"""gpu.yml under act, by hand (workflow_dispatch) with its ``shards`` input: the plan fans out to exactly that many
+shard jobs, and the merge expects that many, from the plan's output and not from the shards that reported.
+
+Where ``nvidia-smi`` answers, the same lane runs the shards for real (a lent GPU machine, a runner of the pool).
+Elsewhere this is a fault: each shard must fail at its GPU preflight with its ``::error::`` line and upload nothing,
+and the merge must name every shard missing and fail.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tritonpt.testing.workflows.runner import Lane
+
+from .conftest import Launch
+
+GPU = Path(".github/workflows/gpu.yml")
+PREFLIGHT = "GPU preflight"
+
+
+def _gpu_answers() -> bool:
+    if shutil.which("nvidia-smi") is None:
+        return False
+    return subprocess.run(["nvidia-smi"], capture_output=True, check=False, timeout=60).returncode == 0
+
+
+@pytest.mark.parametrize("count", [1, 2, 3])
+def test_the_plan_fans_out_to_that_many_shards_and_the_merge_expects_them(launch: Launch, count: int) -> None:
+    result = launch(
+        Lane(
+            workflow=GPU, event="workflow_dispatch", inputs={"shards": str(count)}, name=f"gpu-shards-{count}"
+        )
+    ).wait(timeout=1800)
+    (plan,) = result.report.jobs_named("plan")
+    assert plan.result == "success", result.log("plan")
+    shards = result.report.jobs_named("gpu-matrix")
+    assert sorted(str(j.matrix.get("shard")) for j in shards) == [str(k) for k in range(1, count + 1)]
+    (merge,) = result.report.jobs_named("merge")
+    merge_log = result.log("merge")
+    if _gpu_answers():
+        assert all(j.result == "success" for j in shards), result.report.to_markdown()
+        assert merge.result == "success", merge_log
+        assert "passed" in merge.summary
+        return
+    for shard in shards:
+        preflight = shard.step(PREFLIGHT)
+        assert preflight is not None
+        assert preflight.outcome == "failure"
+        assert shard.result == "failure"
+        assert any("nvidia-smi failed: no GPU or no driver on this runner" in e for e in shard.errors), (
+            shard.errors
+        )
+        assert not shard.artifacts  # it never reached its matrix, so it has nothing to upload
+        later = [
+            s
+            for s in shard.steps
+            if s.stage == "Main" and s.name == "Doctor, build, and this shard's matrix in a GPU container"
+        ]
+        assert [s.outcome for s in later] in ([], ["skipped"])
+    assert merge.result == "failure", merge_log
+    for index in range(1, count + 1):
+        assert f"shard {index}/{count}: no report" in merge_log
+    assert f"shard {count + 1}/" not in merge_log
+    assert result.code != 0
+    assert not result.left
+
+
+@pytest.mark.parametrize("shards", ["0", "17", "two"])
+def test_a_shard_count_outside_1_to_16_fails_the_plan_with_its_error(launch: Launch, shards: str) -> None:
+    result = launch(
+        Lane(
+            workflow=GPU,
+            event="workflow_dispatch",
+            inputs={"shards": shards},
+            name=f"gpu-shards-bad-{shards}",
+        )
+    ).wait(timeout=600)
+    (plan,) = result.report.jobs_named("plan")
+    assert plan.result == "failure"
+    plan_log = result.log("plan")
+    assert f"the shards input must be a number from 1 to 16, not {shards!r}" in plan_log
+    assert not result.report.jobs_named("gpu-matrix") or all(
+        j.result in {"", "skipped"} for j in result.report.jobs_named("gpu-matrix")
+    )
+    assert all(j.result in {"", "skipped"} for j in result.report.jobs_named("merge"))
+    assert result.code != 0
