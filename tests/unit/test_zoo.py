@@ -1,4 +1,4 @@
-"""The zoo's rows: what the issue asks it to cover, and the README's table kept to them. The zoo itself runs in
+"""The zoo's rows: the families it must cover, and the README's table kept to them. The zoo itself runs in
 `nox -s zoo` (and its smoke in CI): it exports and serves for real."""
 
 from __future__ import annotations

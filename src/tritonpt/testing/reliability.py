@@ -1,4 +1,4 @@
-"""One reliability report from the parts the reliability tiers write (issue 10).
+"""One reliability report from the parts the reliability tiers write.
 
     python -m tritonpt.testing.reliability [--reports reports]
 

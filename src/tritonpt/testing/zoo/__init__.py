@@ -30,7 +30,7 @@ from tritonpt.server import LocalServer, TritonFlags
 from tritonpt.testing.zoo.architectures import ARCHITECTURES, Architecture
 
 GOAL = 0.9
-"""The share of architectures that must be served with parity (issue 15)."""
+"""The share of architectures that must be served with parity."""
 README_START, README_END = "<!-- zoo:start -->", "<!-- zoo:end -->"
 
 Step = Callable[[str], None]
