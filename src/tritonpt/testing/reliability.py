@@ -10,8 +10,10 @@
 The parts and their fields (``part`` and ``tracebacks``, the "Traceback (most recent call last)" lines seen in
 what the tier captured, in every one):
 
-    faults           faults: [{fault, stage, exit_s, exit, leftovers: {processes, containers, temp_dirs,
-                     staging_dirs, partial_cache}, passed}]
+    faults           collected (every fault test pytest collected), pytest_exit (its exit status),
+                     faults: [{fault, stage, exit_s, exit, leftovers: {processes, containers, temp_dirs,
+                     staging_dirs, partial_files, partial_cache}, ran, passed}] (a row per collected fault;
+                     one that did not run says why in its exit)
     soak             requests_sent, failures, mismatches, counts: {model: {sent, request_success, inference_count,
                      expected_inference_count}}, rss_start_mb, rss_end_mb, rss_bound_mb, smoke
     fuzz             cases: {config_text, reference_files, layouts}, crashes
@@ -39,13 +41,13 @@ from tritonpt.testing.parts import PARTS as PARTS_FOLDER
 
 PARTS = ("faults", "soak", "fuzz", "export-contract", "bad-requests", "lockdown", "triton-qa")
 """The parts the report knows, in the order it shows them."""
-LEFTOVER_KINDS = ("processes", "containers", "temp_dirs", "staging_dirs", "partial_cache")
+LEFTOVER_KINDS = ("processes", "containers", "temp_dirs", "staging_dirs", "partial_files", "partial_cache")
 FUZZ_KINDS = ("config_text", "reference_files", "layouts")
 DEFAULT_REPORTS = Path("reports")
 
 # What each part must hold beyond "part" and "tracebacks": field -> type (bool is not accepted for int).
 FIELDS: dict[str, dict[str, type | tuple[type, ...]]] = {
-    "faults": {"faults": list},
+    "faults": {"faults": list, "collected": int, "pytest_exit": int},
     "soak": {
         "requests_sent": int,
         "failures": int,
@@ -69,6 +71,7 @@ ROW_FIELDS: dict[str, dict[str, type | tuple[type, ...]]] = {
         "exit_s": (int, float),
         "exit": str,
         "leftovers": dict,
+        "ran": bool,
         "passed": bool,
     },
     "export-contract": {"case": str, "exit": int, "one_paragraph": bool, "repository_unchanged": bool},
@@ -204,6 +207,8 @@ class Reliability:
     written: dict[str, str] = field(default_factory=dict)  # part -> when its file was written (UTC)
     tracebacks: dict[str, int] = field(default_factory=dict)  # part -> tracebacks seen
     faults: list[dict[str, Any]] = field(default_factory=list)
+    faults_collected: int = 0
+    faults_pytest_exit: int | None = None
     leftovers: dict[str, int] = field(default_factory=dict)  # kind -> total over every fault
     soak: dict[str, Any] | None = None
     fuzz: dict[str, Any] | None = None
@@ -247,6 +252,8 @@ def merge(reports: Path) -> Reliability:
         result.other[name] = parts[name]
     if "faults" in parts:
         result.faults = list(parts["faults"]["faults"])
+        result.faults_collected = int(parts["faults"]["collected"])
+        result.faults_pytest_exit = int(parts["faults"]["pytest_exit"])
         result.leftovers = {
             kind: sum(int(row["leftovers"][kind]) for row in result.faults) for kind in LEFTOVER_KINDS
         }
@@ -264,6 +271,34 @@ def merge(reports: Path) -> Reliability:
     return result
 
 
+def _fault_goals(result: Reliability) -> list[Goal]:
+    """Every collected fault injected and survived, pytest passing, at least 20 of them; 0 leftovers; each exit
+    within its bound."""
+    rows = result.faults
+    ran = [row for row in rows if row["ran"]]
+    survived = sum(bool(row["passed"]) for row in rows)
+    collected = result.faults_collected
+    exit_status = result.faults_pytest_exit
+    whole = collected >= 20 and len(rows) == collected and survived == collected and exit_status == 0
+    left = sum(result.leftovers.values())
+    slowest = max((float(row["exit_s"]) for row in ran), default=0.0)
+    return [
+        Goal(
+            what="faults collected / injected / survived",
+            value=f"{collected} / {len(ran)} / {survived}, pytest exit {exit_status}",
+            goal="at least 20, every one injected and survived, pytest passed",
+            met=whole,
+        ),
+        Goal(what="leftovers after the faults", value=str(left), goal="0", met=left == 0),
+        Goal(
+            what="slowest time to exit",
+            value=f"{slowest:.1f} s",
+            goal="within each fault's bound",
+            met=bool(ran) and all(bool(row["passed"]) for row in ran),
+        ),
+    ]
+
+
 def _goals(result: Reliability) -> list[Goal]:
     goals: list[Goal] = []
     total_tracebacks = sum(result.tracebacks.values())
@@ -271,26 +306,7 @@ def _goals(result: Reliability) -> list[Goal]:
         Goal(what="tracebacks seen", value=str(total_tracebacks), goal="0", met=total_tracebacks == 0)
     )
     if "faults" in result.parts_run:
-        survived = sum(bool(row["passed"]) for row in result.faults)
-        goals.append(
-            Goal(
-                what="faults injected / survived",
-                value=f"{len(result.faults)} / {survived}",
-                goal="at least 20, every one survived",
-                met=len(result.faults) >= 20 and survived == len(result.faults),
-            )
-        )
-        left = sum(result.leftovers.values())
-        goals.append(Goal(what="leftovers after the faults", value=str(left), goal="0", met=left == 0))
-        slowest = max((float(row["exit_s"]) for row in result.faults), default=0.0)
-        goals.append(
-            Goal(
-                what="slowest time to exit",
-                value=f"{slowest:.1f} s",
-                goal="within each fault's bound",
-                met=all(bool(row["passed"]) for row in result.faults),
-            )
-        )
+        goals += _fault_goals(result)
     if result.soak is not None:
         soak = result.soak
         lost = int(soak["failures"]) + int(soak["mismatches"])
@@ -383,6 +399,11 @@ def to_markdown(result: Reliability) -> str:
     if result.parts_not_run:
         lines += ["## Parts not run", ""]
         lines += [f"- `{name}`: no reports/reliability/parts/{name}.json" for name in result.parts_not_run]
+        lines.append("")
+    lost = [row for row in result.faults if not row["passed"]]
+    if lost:
+        lines += ["## Faults that did not run or did not survive", ""]
+        lines += [f"- {row['fault']} ({row['stage']}): {row['exit']}" for row in lost]
         lines.append("")
     if result.faults:
         lines += ["## Faults", ""]
