@@ -20,7 +20,9 @@ what the tier captured, in every one):
     export-contract  cases: [{case, exit, one_paragraph, repository_unchanged}]
     bad-requests     cases: [{case, protocol, status, live_after, parity_after}]
     lockdown         checks: [{check, passed}]
-    triton-qa        tests: [{test, suite, checks, status, seconds}] (Triton's own QA tests of the backend)
+    triton-qa        tests: [{test, suite, checks, checks_passed, status, seconds}] (Triton's own QA tests of
+                     the backend; checks_passed: the checks seen to run and hold), controls: [{test, suite,
+                     held}] (negative controls: a test with one check made to fail must fail one short)
 
 Standard library only, so that ``nox -s reliability`` needs nothing installed. A part that does not parse or
 lacks a field is named in the report and makes the command exit 1; a part that is missing is "not run".
@@ -62,7 +64,7 @@ FIELDS: dict[str, dict[str, type | tuple[type, ...]]] = {
     "export-contract": {"cases": list},
     "bad-requests": {"cases": list},
     "lockdown": {"checks": list},
-    "triton-qa": {"tests": list},
+    "triton-qa": {"tests": list, "controls": list},
 }
 ROW_FIELDS: dict[str, dict[str, type | tuple[type, ...]]] = {
     "faults": {
@@ -77,7 +79,14 @@ ROW_FIELDS: dict[str, dict[str, type | tuple[type, ...]]] = {
     "export-contract": {"case": str, "exit": int, "one_paragraph": bool, "repository_unchanged": bool},
     "bad-requests": {"case": str, "protocol": str, "status": str, "live_after": bool, "parity_after": bool},
     "lockdown": {"check": str, "passed": bool},
-    "triton-qa": {"test": str, "suite": str, "checks": int, "status": str, "seconds": (int, float)},
+    "triton-qa": {
+        "test": str,
+        "suite": str,
+        "checks": int,
+        "checks_passed": int,
+        "status": str,
+        "seconds": (int, float),
+    },
 }
 SOAK_COUNTS: dict[str, type | tuple[type, ...]] = dict.fromkeys(
     ("sent", "request_success", "inference_count", "expected_inference_count"), int
@@ -216,6 +225,7 @@ class Reliability:
     bad_requests: list[dict[str, Any]] = field(default_factory=list)
     lockdown: list[dict[str, Any]] = field(default_factory=list)
     triton_qa: list[dict[str, Any]] = field(default_factory=list)
+    triton_qa_controls: list[dict[str, Any]] = field(default_factory=list)
     other: dict[str, dict[str, Any]] = field(default_factory=dict)  # parts this module does not know
     goals: list[Goal] = field(default_factory=list)
 
@@ -267,6 +277,7 @@ def merge(reports: Path) -> Reliability:
     result.bad_requests = list(parts.get("bad-requests", {}).get("cases", []))
     result.lockdown = list(parts.get("lockdown", {}).get("checks", []))
     result.triton_qa = list(parts.get("triton-qa", {}).get("tests", []))
+    result.triton_qa_controls = list(parts.get("triton-qa", {}).get("controls", []))
     result.goals = _goals(result)
     return result
 
@@ -363,13 +374,23 @@ def _goals(result: Reliability) -> list[Goal]:
     if "triton-qa" in result.parts_run:
         ran = [t for t in result.triton_qa if t["status"] != "not run"]
         passed = sum(t["status"] == "passed" for t in ran)
-        passed_checks = sum(int(t["checks"]) for t in ran if t["status"] == "passed")
+        passed_checks = sum(int(t["checks_passed"]) for t in ran)
+        planned = sum(int(t["checks"]) for t in ran)
         goals.append(
             Goal(
-                what="Triton's own QA tests passed (their checks)",
-                value=f"{passed} / {len(ran)} ({passed_checks} / {sum(int(t['checks']) for t in ran)})",
-                goal="every one that runs on a CPU",
-                met=bool(ran) and passed == len(ran),
+                what="Triton's own QA tests passed (their checks, seen to hold)",
+                value=f"{passed} / {len(ran)} ({passed_checks} / {planned})",
+                goal="every one that runs on a CPU, every check",
+                met=bool(ran) and passed == len(ran) and passed_checks == planned,
+            )
+        )
+        controls = result.triton_qa_controls
+        goals.append(
+            Goal(
+                what="Triton's QA: negative controls failed one check short",
+                value=f"{sum(bool(c.get('held')) for c in controls)} of {len(controls)}",
+                goal="every one, at least one",
+                met=bool(controls) and all(c.get("held") is True for c in controls),
             )
         )
     return goals
