@@ -53,9 +53,13 @@ class Part:
 class Merged:
     report: Report
     junit: ET.Element
-    complete: bool  # every shard present, none failed or aborted, every one that ran models recorded its checks
+    complete: (
+        bool  # every shard present, none failed or aborted, every one that ran models recorded its checks
+    )
     problems: list[str] = field(default_factory=list)
-    probe_folders: dict[str, Path] = field(default_factory=dict)  # format -> the shard whose probe one run sends to
+    probe_folders: dict[str, Path] = field(
+        default_factory=dict
+    )  # format -> the shard whose probe one run sends to
 
 
 def read(folder: Path) -> Part:
@@ -210,8 +214,8 @@ def merge(folders: Sequence[Path]) -> Merged:
     merged.checks = rules.choose({i: r.checks for i, r in reports.items()}, lambda kinds: kinds)
     merged.outcomes = _counted(merged.checks)
     junit = _merged_junit(parts, rules)
-    folders = {fmt: present[index].folder for fmt, index in deciding.items()}
-    return Merged(report=merged, junit=junit, complete=complete, problems=problems, probe_folders=folders)
+    chosen = {kind: present[index].folder for kind, index in deciding.items()}
+    return Merged(report=merged, junit=junit, complete=complete, problems=problems, probe_folders=chosen)
 
 
 def probe_shards(reports: dict[int, Report]) -> dict[str, int]:
@@ -222,7 +226,11 @@ def probe_shards(reports: dict[int, Report]) -> dict[str, int]:
     deciding: dict[str, int] = {}
     formats = {fmt for r in reports.values() for fmt in r.probes}
     for fmt in sorted(formats):
-        held = [(bool(r.probes[fmt]["batches"]), str(r.probes[fmt]["model"]), i) for i, r in reports.items() if fmt in r.probes]
+        held = [
+            (bool(r.probes[fmt]["batches"]), str(r.probes[fmt]["model"]), i)
+            for i, r in reports.items()
+            if fmt in r.probes
+        ]
         batching = [h for h in held if h[0]] or held
         deciding[fmt] = min(batching, key=lambda h: h[1])[2]
     return deciding
@@ -368,10 +376,11 @@ def merged_parts(
             if not isinstance(data, dict):
                 continue
             into = combined.setdefault(path.stem, {})
-            for key, value in data.items():
+            for key, given in data.items():
                 held = into.get(key)
-                if isinstance(value, list):
-                    value = [row for row in value if not theirs(row, folder)]
+                value = (
+                    [row for row in given if not theirs(row, folder)] if isinstance(given, list) else given
+                )
                 if isinstance(value, list) and isinstance(held, list):
                     into[key] = _rows(held + value)
                 elif isinstance(value, int) and not isinstance(value, bool) and isinstance(held, int):

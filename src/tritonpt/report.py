@@ -96,7 +96,9 @@ class Report:
     probes: dict[str, dict[str, str | bool]] = field(
         default_factory=dict
     )  # model format -> {"model": the model bad requests go to, "batches": whether it batches} (merge)
-    probe_checks: dict[str, str] = field(default_factory=dict)  # node id -> the format of the probe it was sent to
+    probe_checks: dict[str, str] = field(
+        default_factory=dict
+    )  # node id -> the format of the probe it was sent to
 
     def to_json(self) -> str:
         return json.dumps(

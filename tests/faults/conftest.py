@@ -67,7 +67,9 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     elif report.failed and not said[item.nodeid].startswith(("failed", "error")):
         message = getattr(getattr(report.longrepr, "reprcrash", None), "message", "") or str(report.longrepr)
         first = (message.strip().splitlines() or ["no message"])[0]
-        said[item.nodeid] = f"{'failed' if report.when == 'call' else f'error in {report.when}'}: {first[:300]}"
+        said[item.nodeid] = (
+            f"{'failed' if report.when == 'call' else f'error in {report.when}'}: {first[:300]}"
+        )
     elif report.when == "call" and report.passed:
         said[item.nodeid] = "passed"
     return report

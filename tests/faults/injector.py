@@ -35,8 +35,8 @@ from typing import Any
 from tritonpt.backend.layout import CACHE_ENV, LIBRARY, MANIFEST
 from tritonpt.backend.serving import PT2_LIBRARY, PT2_NAME
 from tritonpt.image import LABEL_HARNESS
-from tritonpt.testing.qa.generate import RECORD
 from tritonpt.testing.parts import count_tracebacks
+from tritonpt.testing.qa.generate import RECORD
 from tritonpt.testing.reliability import LEFTOVER_KINDS
 
 from ..helpers import ROOT
@@ -377,8 +377,9 @@ COMPLETE: dict[str, Callable[[Path], bool]] = {
     "backends": lambda entry: (entry / MANIFEST).is_file(),
     "qa-models": lambda entry: (entry / RECORD).is_file(),
     "tools": lambda entry: (entry / "perf_analyzer").is_file(),
-    "served": lambda entry: (entry / "pytorch" / LIBRARY).exists()
-    and (entry / PT2_NAME / PT2_LIBRARY).exists(),
+    "served": lambda entry: (
+        (entry / "pytorch" / LIBRARY).exists() and (entry / PT2_NAME / PT2_LIBRARY).exists()
+    ),
     "server-libs": lambda entry: (entry / "libtritonserver.so").exists(),
 }
 """What makes an entry of each cache folder whole (its last rename put it there); an entry without it is partial."""
@@ -394,9 +395,9 @@ def partial_cache_entries(cache: Path) -> list[str]:
     for folder in sorted(p for p in cache.iterdir() if p.is_dir()):
         for entry in sorted(folder.iterdir()):
             where = f"{folder.name}/{entry.name}"
-            if entry.name.startswith("."):
-                found.append(where)
-            elif folder.name in COMPLETE and entry.is_dir() and not COMPLETE[folder.name](entry):
+            if entry.name.startswith(".") or (
+                folder.name in COMPLETE and entry.is_dir() and not COMPLETE[folder.name](entry)
+            ):
                 found.append(where)
             elif entry.is_dir() and folder.name == "server-libs":
                 found += [f"{where}/{p.name}" for p in sorted(entry.glob(".*"))]

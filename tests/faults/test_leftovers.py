@@ -74,7 +74,9 @@ def _repository(tmp_path: Path) -> Path:
 def test_a_clean_fault_counts_nothing(tmp_path: Path) -> None:
     cache = tmp_path / "cache"
     _whole_cache(cache)
-    run = FaultRun(fault="none", stage="x", bound_s=1, folder=tmp_path, repository=_repository(tmp_path), cache=cache)
+    run = FaultRun(
+        fault="none", stage="x", bound_s=1, folder=tmp_path, repository=_repository(tmp_path), cache=cache
+    )
     counts, left = run.count_leftovers()
     assert left == []
     assert not any(counts.values())
@@ -114,7 +116,12 @@ def test_the_users_cache_counts_what_the_fault_left_and_not_what_was_there(tmp_p
     _whole_cache(users)
     (users / "backends" / ".build-someone-elses").mkdir()
     run = FaultRun(
-        fault="bench", stage="x", bound_s=1, folder=tmp_path, repository=None, env={"TRITONPT_CACHE": str(users)}
+        fault="bench",
+        stage="x",
+        bound_s=1,
+        folder=tmp_path,
+        repository=None,
+        env={"TRITONPT_CACHE": str(users)},
     )
     assert run.cache is None
     assert run.cache_root == users
@@ -130,11 +137,18 @@ def test_the_users_cache_counts_what_the_fault_left_and_not_what_was_there(tmp_p
 def test_a_container_left_mounting_the_repository_is_counted(docker_engine: Any, tmp_path: Path) -> None:
     images = [tag for image in docker_engine.images.list() for tag in image.tags]
     if not images:
-        pytest.skip("the Docker engine holds no image to create a container from (`nox -s container` builds some)")
+        pytest.skip(
+            "the Docker engine holds no image to create a container from (`nox -s container` builds some)"
+        )
     repository = _repository(tmp_path)
-    run = FaultRun(fault="planted", stage="x", bound_s=1, folder=tmp_path, repository=repository, docker=docker_engine)
+    run = FaultRun(
+        fault="planted", stage="x", bound_s=1, folder=tmp_path, repository=repository, docker=docker_engine
+    )
     container = docker_engine.containers.create(
-        images[0], command=["true"], labels={LABEL_HARNESS: "leftover-test"}, volumes={str(repository): {"bind": "/models", "mode": "ro"}}
+        images[0],
+        command=["true"],
+        labels={LABEL_HARNESS: "leftover-test"},
+        volumes={str(repository): {"bind": "/models", "mode": "ro"}},
     )
     try:
         counts, left = run.count_leftovers()

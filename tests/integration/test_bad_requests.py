@@ -285,6 +285,8 @@ CASES: dict[str, tuple[Callable[[Context], Answer], tuple[client.Protocol, ...]]
     "missing-raw-contents": (missing_raw_contents, ("grpc",)),
     "malformed-protobuf": (malformed_protobuf, ("grpc",)),
 }
+
+
 def _probe_of(case: str) -> str:
     return "unbatched" if case == UNBATCHED else "torchscript"
 

@@ -150,7 +150,9 @@ def test_without_a_compiler_the_refusal_is_one_paragraph(monkeypatch: pytest.Mon
         pt2.requirements()
 
 
-def test_a_sharded_export_records_the_parameters_each_format_writes(exported_small: Path, exported_pt2: Path) -> None:
+def test_a_sharded_export_records_the_parameters_each_format_writes(
+    exported_small: Path, exported_pt2: Path
+) -> None:
     """What a sharded export records of the other runners' models is what their exports write: the backend's
     parameters for TorchScript, none for PT2 (the backend's PT2 path ignores them all, rule A007)."""
     recorded = export.builtin_parameters(["multi_io", "multi_io_pt2", "token_encoder_pt2"])

@@ -118,7 +118,9 @@ def exported_builtin(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return repository
 
 
-def test_the_builtin_set_in_both_formats_merges_to_the_readmes_figures(exported_builtin: Path, tmp_path: Path) -> None:
+def test_the_builtin_set_in_both_formats_merges_to_the_readmes_figures(
+    exported_builtin: Path, tmp_path: Path
+) -> None:
     """The README's figure for the built-in set with its PT2 copies, sharded and not, held on real runs: each
     shard's counts, the merge's and the unsharded run's (on a host without a GPU, where the README's were seen)."""
     whole = _run(exported_builtin, tmp_path / "whole")
@@ -126,9 +128,13 @@ def test_the_builtin_set_in_both_formats_merges_to_the_readmes_figures(exported_
     ran = [_run(exported_builtin, folder, "--shard", f"{k}/2") for k, folder in enumerate(folders, start=1)]
     merged = _merged_is_whole(tmp_path / "whole", folders)
     if torch.cuda.is_available():
-        pytest.skip("the README's figures were seen without a GPU (10 checks skip there); merged = whole held")
+        pytest.skip(
+            "the README's figures were seen without a GPU (10 checks skip there); merged = whole held"
+        )
     seen = SEEN.search(README.read_text(encoding="utf-8"))
-    assert seen is not None, "README.md no longer states the built-in set's shard figures in the form held here"
+    assert seen is not None, (
+        "README.md no longer states the built-in set's shard figures in the form held here"
+    )
     figure = {k: int(v) for k, v in seen.groupdict().items()}
     assert figure["models"] == len(model_folders(exported_builtin))
     counted = [

@@ -136,7 +136,9 @@ def test_every_fault_surviving_is_not_met_while_pytest_failed(tmp_path: Path) ->
 def test_fewer_rows_than_collected_faults_is_not_met(tmp_path: Path) -> None:
     rows = [_fault(f"fault {i}", 1.0) for i in range(21)]
     _part(tmp_path, "faults", {**_faults(rows), "collected": 22})
-    assert not {g.what: g for g in reliability.merge(tmp_path).goals}["faults collected / injected / survived"].met
+    assert not {g.what: g for g in reliability.merge(tmp_path).goals}[
+        "faults collected / injected / survived"
+    ].met
 
 
 def test_the_report_files_hold_the_tables(tmp_path: Path) -> None:
@@ -188,9 +190,7 @@ def test_no_parts_at_all_is_a_report_of_nothing_run(tmp_path: Path) -> None:
         ),
         pytest.param(
             "faults",
-            json.dumps(
-                _faults([{**_fault("x", 1.0), "leftovers": {"processes": 0}}])
-            ),
+            json.dumps(_faults([{**_fault("x", 1.0), "leftovers": {"processes": 0}}])),
             "faults[0].leftovers has no 'containers' field",
             id="short-leftovers",
         ),

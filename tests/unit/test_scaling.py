@@ -12,8 +12,12 @@ from tritonpt.report import Report
 from tritonpt.testing import scaling
 
 
-def _run(folder: Path, checks: dict[str, str], shard: shards.Shard | None = None, models: tuple[str, ...] = ()) -> None:
-    report = Report(checks={k: [v] for k, v in checks.items()}, runtimes=dict.fromkeys(models, "libtriton_pytorch.so"))
+def _run(
+    folder: Path, checks: dict[str, str], shard: shards.Shard | None = None, models: tuple[str, ...] = ()
+) -> None:
+    report = Report(
+        checks={k: [v] for k, v in checks.items()}, runtimes=dict.fromkeys(models, "libtriton_pytorch.so")
+    )
     report.outcomes = {k: list(checks.values()).count(k) for k in set(checks.values())}
     if shard is not None:
         report.shard = shards.identity(shard, list(models), 2, None)
@@ -40,11 +44,17 @@ def _size(equal: bool, code: int = 0) -> scaling.Size:
 def test_a_merge_that_differs_from_the_unsharded_run_fails_the_bench(tmp_path: Path) -> None:
     whole = {"h::live": "passed", "t::a[m1]": "passed", "t::a[m2]": "passed"}
     _run(tmp_path / "whole", whole)
-    _run(tmp_path / "s1", {"h::live": "passed", "t::a[m1]": "passed"}, shards.Shard(index=1, count=2), ("m1",))
-    _run(tmp_path / "s2", {"h::live": "passed", "t::a[m2]": "passed"}, shards.Shard(index=2, count=2), ("m2",))
+    _run(
+        tmp_path / "s1", {"h::live": "passed", "t::a[m1]": "passed"}, shards.Shard(index=1, count=2), ("m1",)
+    )
+    _run(
+        tmp_path / "s2", {"h::live": "passed", "t::a[m2]": "passed"}, shards.Shard(index=2, count=2), ("m2",)
+    )
     equal, detail = scaling.merged_equals_unsharded(tmp_path / "whole", [tmp_path / "s1", tmp_path / "s2"])
     assert equal, detail
-    _run(tmp_path / "s2", {"h::live": "passed", "t::a[m2]": "skipped"}, shards.Shard(index=2, count=2), ("m2",))
+    _run(
+        tmp_path / "s2", {"h::live": "passed", "t::a[m2]": "skipped"}, shards.Shard(index=2, count=2), ("m2",)
+    )
     equal, detail = scaling.merged_equals_unsharded(tmp_path / "whole", [tmp_path / "s1", tmp_path / "s2"])
     assert not equal
     assert "t::a[m2]: ['skipped'] merged, ['passed'] unsharded" in detail

@@ -281,7 +281,11 @@ def _probed(folder: Path, index: int, models: list[str], probe: str, batches: bo
     junit = ET.parse(folder / "junit.xml")  # noqa: S314 - written by _run
     suite = junit.getroot().find("testsuite")
     assert suite is not None
-    case = ET.SubElement(suite, "testcase", {"classname": "tests.integration.test_bad_requests", "name": "test_bad[shorten-http]"})
+    case = ET.SubElement(
+        suite,
+        "testcase",
+        {"classname": "tests.integration.test_bad_requests", "name": "test_bad[shorten-http]"},
+    )
     if outcome == "skipped":
         ET.SubElement(case, "skipped", {"message": f"{probe} has no input to shorten"})
     junit.write(folder / "junit.xml")
@@ -290,15 +294,19 @@ def _probed(folder: Path, index: int, models: list[str], probe: str, batches: bo
 @pytest.mark.parametrize(
     ("first", "second", "expected"),
     [
-        pytest.param(("b_model", True, "passed"), ("a_model", True, "skipped"), "skipped", id="first-by-name"),
-        pytest.param(("a_model", False, "passed"), ("b_model", True, "skipped"), "skipped", id="batching-first"),
+        pytest.param(
+            ("b_model", True, "passed"), ("a_model", True, "skipped"), "skipped", id="first-by-name"
+        ),
+        pytest.param(
+            ("a_model", False, "passed"), ("b_model", True, "skipped"), "skipped", id="batching-first"
+        ),
         pytest.param(("a_model", True, "passed"), ("b_model", True, "skipped"), "passed", id="its-own"),
     ],
 )
 def test_a_probe_check_is_taken_from_the_shard_whose_probe_one_run_would_pick(
     tmp_path: Path, first: tuple[str, bool, str], second: tuple[str, bool, str], expected: str
 ) -> None:
-    """"Passed in any shard beats skipped" would count a probe answer one run never sees: the shards' probes are
+    """ "Passed in any shard beats skipped" would count a probe answer one run never sees: the shards' probes are
     different models, and one run sends its bad requests to the first that batches."""
     _probed(tmp_path / "s1", 1, ["m1", "m2"], *first)
     _probed(tmp_path / "s2", 2, ["m3", "m4"], *second)

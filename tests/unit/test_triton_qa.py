@@ -106,7 +106,14 @@ def test_the_claim_counts_checks_seen_to_hold_and_a_failure_fails_the_goal(tmp_p
     assert not goal.met
     assert goal.value == "2 / 3 (15 / 16)"
     assert next(g for g in merged.goals if "negative controls" in g.what).met
-    row = {"test": "t", "suite": "r25.10", "checks": 2, "checks_passed": 2, "status": "passed", "seconds": 1.0}
+    row = {
+        "test": "t",
+        "suite": "r25.10",
+        "checks": 2,
+        "checks_passed": 2,
+        "status": "passed",
+        "seconds": 1.0,
+    }
     write_part(
         "triton-qa",
         {"tests": [row], "controls": [{"test": "t", "suite": "r25.10", "held": True}], "tracebacks": 0},

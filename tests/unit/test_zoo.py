@@ -57,10 +57,15 @@ def test_every_expected_refusal_names_an_architecture_of_the_zoo_and_says_why() 
 
 
 def test_an_architecture_that_served_and_is_now_refused_fails_the_zoo_whatever_the_ratio() -> None:
-    rows = [_row(f"m{i}", exported=True) for i in range(99)] + [_row("resnet18", exported=False, refusal="an op")]
+    rows = [_row(f"m{i}", exported=True) for i in range(99)] + [
+        _row("resnet18", exported=False, refusal="an op")
+    ]
     report = ZooReport(rows=rows, server="s", seconds=1.0)
     assert report.served_share >= GOAL
-    assert any(p.startswith("resnet18: export refused it, and no refusal of it is expected") for p in report.problems())
+    assert any(
+        p.startswith("resnet18: export refused it, and no refusal of it is expected")
+        for p in report.problems()
+    )
 
 
 def test_the_expected_refusal_passes_and_another_reason_or_a_serving_one_does_not() -> None:
@@ -68,6 +73,8 @@ def test_the_expected_refusal_passes_and_another_reason_or_a_serving_one_does_no
     good = [_row(name, exported=False, refusal=f"no: {expected.says}: on inputs of shapes ...")]
     assert refusal_problems(good) == []
     other = refusal_problems([_row(name, exported=False, refusal="an op the tracer cannot follow")])
-    assert other and "another reason than the expected one" in other[0]
+    assert other
+    assert "another reason than the expected one" in other[0]
     served = refusal_problems([_row(name, exported=True)])
-    assert served and "take it off the list" in served[0]
+    assert served
+    assert "take it off the list" in served[0]

@@ -167,7 +167,9 @@ def tally(test: UpstreamTest, entries: Sequence[dict[str, Any]]) -> Tally:
             found.ran += total
             found.held += max(0, total - bad)
             if bad:
-                found.said.append(f"{' '.join(entry.get('argv', []))}: {bad} of {total} unittest case(s) failed")
+                found.said.append(
+                    f"{' '.join(entry.get('argv', []))}: {bad} of {total} unittest case(s) failed"
+                )
     logs = {entry.get("log") for entry in entries if entry.get("kind") == "server"}
     greps = [
         entry
@@ -180,9 +182,13 @@ def tally(test: UpstreamTest, entries: Sequence[dict[str, Any]]) -> Tally:
         if wanted is None:
             found.said.append(f"a grep of the server's log the plan does not count: {grep.get('pattern')!r}")
         elif grep.get("pattern") != wanted.pattern:
-            found.said.append(f"grep {index + 1} looked for {grep.get('pattern')!r}, the plan's {wanted.pattern!r}")
+            found.said.append(
+                f"grep {index + 1} looked for {grep.get('pattern')!r}, the plan's {wanted.pattern!r}"
+            )
         elif not wanted.holds(grep.get("count"), int(grep.get("exit", 2))):
-            found.said.append(f"the server's log held {grep.get('count')} x {wanted.pattern!r}: {wanted.describe()}")
+            found.said.append(
+                f"the server's log held {grep.get('count')} x {wanted.pattern!r}: {wanted.describe()}"
+            )
         else:
             found.held += 1
     return found

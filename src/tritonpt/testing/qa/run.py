@@ -14,7 +14,6 @@ negative controls, each of which must fail by exactly one check.
 
 from __future__ import annotations
 
-import json
 import os
 import shlex
 import shutil
@@ -233,12 +232,16 @@ def run_test(
     if result.status != "timed out":
         result.status = _status(result, seen)
     if not result.passed:
-        result.said = [line.strip() for line in text.splitlines() if FAILURE_MARK in line and "ail" in line][:10]
+        result.said = [line.strip() for line in text.splitlines() if FAILURE_MARK in line and "ail" in line][
+            :10
+        ]
         result.said += seen.said
         if seen.ran != test.checks:
             result.said.append(f"{seen.ran} of the {test.checks} checks the plan counts ran")
         if result.leftovers:
-            result.said.append(f"{result.leftovers} of its processes were still running after it ended (killed)")
+            result.said.append(
+                f"{result.leftovers} of its processes were still running after it ended (killed)"
+            )
     result.log = str(_keep_logs(folder, logs / folder.name))
     return result
 
@@ -249,7 +252,9 @@ def _status(result: QaResult, seen: ledger.Tally) -> str:
     return "passed" if result.exit_code == 0 and whole and not result.leftovers else "failed"
 
 
-def run_control(plan: Plan, control: Control, qa: Path, env: dict[str, str], *, logs: Path, build: str) -> QaResult:
+def run_control(
+    plan: Plan, control: Control, qa: Path, env: dict[str, str], *, logs: Path, build: str
+) -> QaResult:
     """The control's copy of its test (beside it, so that ../common holds), one check made to fail, run as the
     tests run; it holds when it fails with exactly one check of the plan short."""
     test = next(t for t in plan.tests if t.name == control.test)
