@@ -432,7 +432,9 @@ def to_markdown(result: Reliability) -> str:
             (
                 row["fault"],
                 row["stage"],
-                f"{float(row['exit_s']):.2f} s"
+                "-"
+                if not row["ran"]
+                else f"{float(row['exit_s']):.2f} s"
                 + (f" (bound {row['bound_s']:g} s)" if "bound_s" in row else ""),
                 row["exit"],
                 ", ".join(
