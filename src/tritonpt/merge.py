@@ -4,12 +4,13 @@
       -> checked: one split (the same N and costs digest), disjoint models, every shard present and whole
       -> summary.json and summary.md: every model, parity row, request count and cost; outcomes summed exactly;
          the environment's shared lines once, differing ones per shard; a table of the shards and their state
-      -> junit.xml: every shard's checks, each once (a check that takes no model runs in every shard: failed in
-         any is failed, else passed in any is passed), its totals and the summary's outcomes counted from them
+      -> junit.xml: every shard's checks, each once, its totals and the summary's outcomes counted from them, by
+         the rules that make them what one unsharded run of the same models counts (:data:`RANK` below)
 
 A shard whose folder holds no report, or that no folder holds, is named missing; a shard that failed or was
-aborted is named so. Either way the merge is written and the command exits 1, so a CI job goes red. Shards that
-overlap or come from different splits cannot be merged into anything true: that stops before anything is written.
+aborted is named so; a shard that ran models and whose summary records no checks cannot be counted. Either way
+the merge is written and the command exits 1, so a CI job goes red. Shards that overlap or come from different
+splits cannot be merged into anything true: that stops before anything is written.
 
     python -m tritonpt.merge DIR... [--into DIR]      (also: invoke merge-reports, nox -s merge-reports)
 """
@@ -20,7 +21,7 @@ import argparse
 import json
 import sys
 import xml.etree.ElementTree as ET
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
@@ -52,8 +53,13 @@ class Part:
 class Merged:
     report: Report
     junit: ET.Element
-    complete: bool  # every shard present, none failed or aborted
+    complete: (
+        bool  # every shard present, none failed or aborted, every one that ran models recorded its checks
+    )
     problems: list[str] = field(default_factory=list)
+    probe_folders: dict[str, Path] = field(
+        default_factory=dict
+    )  # format -> the shard whose probe one run sends to
 
 
 def read(folder: Path) -> Part:
@@ -221,25 +227,52 @@ def merge(folders: Sequence[Path], *, expect: int | None = None) -> Merged:
             values.pop() if len(values) == 1 else "; ".join(f"{v} (shard {k})" for k, v in by_shard.items())
         )
     merged.aborted = merged.aborted.rstrip("\n")
-    junit = _merged_junit(parts)
-    reports = [p.report for p in present.values() if p.report is not None]
-    if all(r.checks or not r.outcomes for r in reports):  # every shard recorded its checks
-        merged.checks = _chosen([r.checks for r in reports], lambda kinds: kinds)
-        merged.outcomes = _counted(merged.checks)
-    else:
+    reports = {i: p.report for i, p in present.items() if p.report is not None}
+    silent = [f"{i}/{count}" for i, r in reports.items() if r.shard and r.shard["models"] and not r.checks]
+    if silent:
         problems.append(
-            "a shard's summary.json records no checks (an older report): its outcomes are summed as they are, so a "
-            "check that ran in several shards counts once per shard"
+            f"shard {', '.join(silent)} ran models, but its summary.json records no checks (an older report, or a "
+            "run that ended before its first check), so its checks cannot be counted once each"
         )
-    return Merged(report=merged, junit=junit, complete=complete, problems=problems)
+        complete = False
+    deciding = probe_shards(reports)
+    merged.probes = {fmt: reports[index].probes[fmt] for fmt, index in deciding.items()}
+    merged.probe_checks = {k: v for r in reports.values() for k, v in r.probe_checks.items()}
+    rules = Rules(deciding=deciding, probe_checks=merged.probe_checks)
+    merged.checks = rules.choose({i: r.checks for i, r in reports.items()}, lambda kinds: kinds)
+    merged.outcomes = _counted(merged.checks)
+    junit = _merged_junit(parts, rules)
+    chosen = {kind: present[index].folder for kind, index in deciding.items()}
+    return Merged(report=merged, junit=junit, complete=complete, problems=problems, probe_folders=chosen)
+
+
+def probe_shards(reports: dict[int, Report]) -> dict[str, int]:
+    """For each model format, the shard whose probe (matrix.probe_model: the first model of that format that
+    batches, else the first, by name) is the one an unsharded run of the split's models would pick: the first by
+    name among the shards' probes that batch, else among all of them. Only that shard holds it, so only its
+    probe checks are what one run reports."""
+    deciding: dict[str, int] = {}
+    formats = {fmt for r in reports.values() for fmt in r.probes}
+    for fmt in sorted(formats):
+        held = [
+            (bool(r.probes[fmt]["batches"]), str(r.probes[fmt]["model"]), i)
+            for i, r in reports.items()
+            if fmt in r.probes
+        ]
+        batching = [h for h in held if h[0]] or held
+        deciding[fmt] = min(batching, key=lambda h: h[1])[2]
+    return deciding
 
 
 RANK = {"failure": 3, "error": 3, "failed": 3, "passed": 2, "xpassed": 2, "skipped": 1, "xfailed": 1}
-"""A check that ran in several shards (one that takes no model: health, the bad-request probes) is taken from one
-of them: a shard where it failed; else one where it passed (a shard without a model the check needs skips it);
-else one where it was skipped. Within that shard, everything it reported for the check counts."""
+"""A check that ran in several shards (one that takes no model: health) is taken from one of them: a shard where
+it failed; else one where it passed (a shard without a model the check needs skips it); else one where it was
+skipped. Within that shard, everything it reported for the check counts. Two kinds of check follow rules of
+their own (:class:`Rules`): a check sent to a probe model, and a check with an empty parameter set."""
 COUNTED = ("passed", "failed", "skipped", "error")
 """The outcomes a run's summary counts, as pytest's terminal summary does (xfailed and xpassed are left out)."""
+NOTSET = "NOTSET"
+"""pytest's id for the parameter of an empty parameter set (a shard with no model of the kind a check takes)."""
 
 
 def outcome(case: ET.Element) -> str:
@@ -253,17 +286,48 @@ def _worst(kinds: Sequence[str]) -> int:
     return max((RANK.get(k, 0) for k in kinds), default=0)
 
 
-def _chosen(
-    per_shard: Sequence[dict[str, list[T]]], kinds: Callable[[list[T]], list[str]]
-) -> dict[str, list[T]]:
-    """For each key, the entries of the one shard that decides it (:data:`RANK`; ties: the first shard)."""
-    chosen: dict[str, list[T]] = {}
-    for entries in per_shard:
-        for key, found in entries.items():
-            held = chosen.get(key)
-            if held is None or _worst(kinds(found)) > _worst(kinds(held)):
-                chosen[key] = found
-    return chosen
+def junit_key(node_id: str) -> str:
+    """A node id as junit.xml names the case: ``classname::name`` (``tests.integration.test_x::test_y[a-b]``)."""
+    path, *rest = node_id.split("::")
+    return "::".join([".".join([path.removesuffix(".py").replace("/", "."), *rest[:-1]]), *rest[-1:]])
+
+
+def _empty_set(key: str) -> bool:
+    return NOTSET in key.partition("[")[2].rstrip("]").split("-")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Rules:
+    """How each check is chosen from the shards, so that the counts are one unsharded run's.
+
+    - A check sent to a probe model (a bad request: ``probe_checks``) is taken from the one shard whose probe one
+      run would pick (``deciding``, :func:`probe_shards`), whatever it reported: another shard's probe is another
+      model, whose answers one run never sees.
+    - A check with an empty parameter set (``test_x[NOTSET]``: the shard has no model of its kind) counts only
+      when no shard ran that check on a model, as one run has it only when no model of the split is of that kind.
+    - Every other check: :data:`RANK`.
+    """
+
+    deciding: dict[str, int]
+    probe_checks: dict[str, str]  # node id -> format
+
+    def choose(self, per_shard: dict[int, dict[str, list[T]]], kinds: Callable[[list[T]], list[str]], *,
+               junit: bool = False) -> dict[str, list[T]]:  # fmt: skip
+        """For each key, the entries of the one shard that decides it (ties: the first shard)."""
+        probes = {junit_key(k) if junit else k: fmt for k, fmt in self.probe_checks.items()}
+        chosen: dict[str, list[T]] = {}
+        for index, entries in sorted(per_shard.items()):
+            for key, found in entries.items():
+                fmt = probes.get(key)
+                if fmt in self.deciding:
+                    if index == self.deciding[fmt]:
+                        chosen[key] = found
+                    continue
+                held = chosen.get(key)
+                if held is None or _worst(kinds(found)) > _worst(kinds(held)):
+                    chosen[key] = found
+        ran = {key.partition("[")[0] for key in chosen if not _empty_set(key)}
+        return {k: v for k, v in chosen.items() if not (_empty_set(k) and k.partition("[")[0] in ran)}
 
 
 def _by_case(root: ET.Element) -> dict[str, list[ET.Element]]:
@@ -280,8 +344,9 @@ def cases(root: ET.Element) -> dict[str, list[str]]:
 
 def outcomes_of(checks: Sequence[dict[str, list[str]]]) -> dict[str, int]:
     """The summary's counts for the shards' recorded checks (node id -> pytest's outcome categories), each check
-    taken from the one shard that decides it: what one unsharded run's pytest counts."""
-    return _counted(_chosen(checks, lambda kinds: kinds))
+    taken from the one shard that decides it (:class:`Rules`, without probes): what one unsharded run counts."""
+    rules = Rules(deciding={}, probe_checks={})
+    return _counted(rules.choose(dict(enumerate(checks, start=1)), lambda kinds: kinds))
 
 
 def _counted(chosen: dict[str, list[str]]) -> dict[str, int]:
@@ -289,10 +354,14 @@ def _counted(chosen: dict[str, list[str]]) -> dict[str, int]:
     return {kind: counted.count(kind) for kind in COUNTED if counted.count(kind)}
 
 
-def _merged_junit(parts: Sequence[Part]) -> ET.Element:
+def _merged_junit(parts: Sequence[Part], rules: Rules) -> ET.Element:
     """One test suite of every check, each from the one shard that decides it, its totals counted from them."""
-    per_shard = [_by_case(part.junit) for part in parts if part.junit is not None]
-    chosen = _chosen(per_shard, lambda found: [outcome(c) for c in found])
+    per_shard = {
+        part.report.shard["index"] if part.report and part.report.shard else -n: _by_case(part.junit)
+        for n, part in enumerate(parts, start=1)
+        if part.junit is not None
+    }
+    chosen = rules.choose(per_shard, lambda found: [outcome(c) for c in found], junit=True)
     suite = ET.Element("testsuite", {"name": "tritonpt merged shards"})
     seconds = 0.0
     counts = dict.fromkeys(TOTALS, 0)
@@ -312,10 +381,20 @@ def _merged_junit(parts: Sequence[Part]) -> ET.Element:
     return root
 
 
-def merged_parts(folders: Sequence[Path]) -> dict[str, dict[str, object]]:
+def merged_parts(
+    folders: Sequence[Path], probe_folders: Mapping[str, Path] | None = None
+) -> dict[str, dict[str, object]]:
     """The reliability parts the shards wrote (``<shard>/reliability/parts/<part>.json``), one per part: lists
-    (cases, checks) joined, counts (tracebacks) summed, anything else as the first shard has it."""
+    (cases, checks) joined, counts (tracebacks) summed, anything else as the first shard has it. A row that names
+    its probe (``"probe": kind``, a bad request's) is kept only from the shard ``probe_folders`` names for that
+    kind, as its check is (:func:`probe_shards`)."""
     combined: dict[str, dict[str, object]] = {}
+    chosen = dict(probe_folders or {})
+
+    def theirs(row: object, folder: Path) -> bool:
+        kind = row.get("probe") if isinstance(row, dict) else None
+        return isinstance(kind, str) and kind in chosen and chosen[kind] != folder
+
     for folder in folders:
         for path in sorted((folder / PARTS).glob("*.json")):
             try:
@@ -325,8 +404,11 @@ def merged_parts(folders: Sequence[Path]) -> dict[str, dict[str, object]]:
             if not isinstance(data, dict):
                 continue
             into = combined.setdefault(path.stem, {})
-            for key, value in data.items():
+            for key, given in data.items():
                 held = into.get(key)
+                value = (
+                    [row for row in given if not theirs(row, folder)] if isinstance(given, list) else given
+                )
                 if isinstance(value, list) and isinstance(held, list):
                     into[key] = _rows(held + value)
                 elif isinstance(value, int) and not isinstance(value, bool) and isinstance(held, int):
@@ -393,7 +475,7 @@ def run(folders: Sequence[Path], into: Path, *, expect: int | None = None) -> in
     except TritonPtError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
-    written = write(merged, into, merged_parts(folders))
+    written = write(merged, into, merged_parts(folders, merged.probe_folders))
     print(merged.report.to_markdown())
     print("written: " + ", ".join(map(str, written)), file=sys.stderr)
     for problem in merged.problems:

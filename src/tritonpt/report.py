@@ -93,6 +93,12 @@ class Report:
     checks: dict[str, list[str]] = field(
         default_factory=dict
     )  # node id -> pytest's outcome categories (merge)
+    probes: dict[str, dict[str, str | bool]] = field(
+        default_factory=dict
+    )  # model format -> {"model": the model bad requests go to, "batches": whether it batches} (merge)
+    probe_checks: dict[str, str] = field(
+        default_factory=dict
+    )  # node id -> the format of the probe it was sent to
 
     def to_json(self) -> str:
         return json.dumps(
@@ -115,6 +121,8 @@ class Report:
                 "shard": self.shard,
                 "shards": self.shards,
                 "checks": self.checks,
+                "probes": self.probes,
+                "probe_checks": self.probe_checks,
                 "parity": [asdict(row) for row in self.parity],
             },
             indent=2,
@@ -229,6 +237,8 @@ class Report:
             server_memory_mb=data.get("server_memory_mb"),
             shards=list(data.get("shards", [])),
             checks={str(k): list(v) for k, v in data.get("checks", {}).items()},
+            probes={str(k): dict(v) for k, v in data.get("probes", {}).items()},
+            probe_checks={str(k): str(v) for k, v in data.get("probe_checks", {}).items()},
         )
 
     def write(self, folder: Path) -> tuple[Path, Path]:

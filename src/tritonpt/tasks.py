@@ -226,7 +226,7 @@ def doctor(
     help={"repository": f"model repository folder (default {DEFAULT_REPOSITORY})", "debug": "show tracebacks"}
 )
 def validate(c: Context, repository: str = str(DEFAULT_REPOSITORY), debug: bool = False) -> None:
-    """Validate every config.pbtxt and model.pt in a repository; exit 1 on any error."""
+    """Validate every config.pbtxt, model.pt and model.pt2 in a repository; exit 1 on any error."""
     from tritonpt import cli  # noqa: PLC0415
 
     cli.validate(repository=Path(repository), debug=debug)

@@ -2,14 +2,20 @@
 
 Each test starts a front door (`pytest tests/integration`, `invoke export|build-backend|serve`) as a person
 runs it, injects one fault, and records an :class:`~tests.faults.injector.Outcome`: the time from the fault to
-the exit, the exit, and what was left (processes, containers, temporary folders, staging folders, partial cache
-entries). The table is printed at the end and written to reports/reliability/parts/faults.json.
+the exit, the exit, and what was left (processes, containers, temporary folders, staging folders, partial files
+and partial cache entries). The table is printed at the end and written to reports/reliability/parts/faults.json.
+
+Every fault that was collected is a row, whether it ran or not: a fault test (one that asks for the ``fault``
+fixture) that was skipped, deselected, or gave up before its fault (a precondition that failed) is a row that did
+not run, with pytest's reason; one whose test failed after the fault did not survive. The part also holds
+pytest's exit status, so the reliability report reads "met" only when every collected fault ran and survived and
+pytest passed.
 """
 
 from __future__ import annotations
 
 import shutil
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -19,14 +25,54 @@ from tritonpt import image
 from tritonpt.errors import DockerUnavailable, ImageError
 from tritonpt.testing import standin
 from tritonpt.testing.parts import PARTS, write_part
+from tritonpt.testing.reliability import LEFTOVER_KINDS
 
 from .injector import FaultRun, Outcome
 
-OUTCOMES = pytest.StashKey[list[Outcome]]()
+OUTCOMES = pytest.StashKey[dict[str, Outcome]]()  # test id -> the fault's outcome, once it was injected
+FAULTS = pytest.StashKey[dict[str, str]]()  # test id of every collected fault -> what pytest said of it
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    config.stash[OUTCOMES] = []
+    config.stash[OUTCOMES] = {}
+    config.stash[FAULTS] = {}
+
+
+def _is_fault(item: pytest.Item) -> bool:
+    return "fault" in getattr(item, "fixturenames", ())
+
+
+def pytest_deselected(items: Sequence[pytest.Item]) -> None:
+    for item in items:
+        if _is_fault(item):
+            item.config.stash[FAULTS][item.nodeid] = "not run: deselected"
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    for item in session.items:
+        if _is_fault(item):
+            session.config.stash[FAULTS][item.nodeid] = "not run: not reached (the run ended before it)"
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[pytest.TestReport]:
+    """What pytest said of each fault test: skipped (and why), failed, an error, or passed."""
+    report: pytest.TestReport = yield
+    said = item.config.stash[FAULTS]
+    if item.nodeid not in said:
+        return report
+    if report.skipped and report.when in ("setup", "call"):
+        reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
+        said[item.nodeid] = f"not run: skipped: {reason.removeprefix('Skipped: ')}"
+    elif report.failed and not said[item.nodeid].startswith(("failed", "error")):
+        message = getattr(getattr(report.longrepr, "reprcrash", None), "message", "") or str(report.longrepr)
+        first = (message.strip().splitlines() or ["no message"])[0]
+        said[item.nodeid] = (
+            f"{'failed' if report.when == 'call' else f'error in {report.when}'}: {first[:300]}"
+        )
+    elif report.when == "call" and report.passed:
+        said[item.nodeid] = "passed"
+    return report
 
 
 @pytest.fixture
@@ -34,7 +80,7 @@ def record(request: pytest.FixtureRequest) -> Callable[[Outcome], Outcome]:
     """Add a fault's outcome to the table (whether its test then passes or not)."""
 
     def add(outcome: Outcome) -> Outcome:
-        request.config.stash[OUTCOMES].append(outcome)
+        request.config.stash[OUTCOMES][request.node.nodeid] = outcome
         return outcome
 
     return add
@@ -90,42 +136,78 @@ def container_lane(docker_engine: Any) -> tuple[str, list[str]]:
 # --- the table and the part ------------------------------------------------------------------------------------
 
 
-def _table(outcomes: list[Outcome]) -> list[str]:
+def rows(faults: dict[str, str], outcomes: dict[str, Outcome]) -> list[dict[str, Any]]:
+    """A row per collected fault, in collection order: its outcome where the fault was injected (survived only if
+    its test passed too), else a row that did not run, saying why."""
+    found = []
+    for test, said in faults.items():
+        outcome = outcomes.get(test)
+        if outcome is None:
+            found.append(
+                {
+                    "fault": test.split("::", 1)[-1],
+                    "stage": "not run",
+                    "bound_s": 0.0,
+                    "exit_s": 0.0,
+                    "exit": said if said.startswith("not run") else f"not run: {said}",
+                    "leftovers": dict.fromkeys(LEFTOVER_KINDS, 0),
+                    "tracebacks": 0,
+                    "passed": False,
+                    "ran": False,
+                    "test": test,
+                    "pytest": said,
+                }
+            )
+            continue
+        row = outcome.row()
+        row.update(passed=outcome.passed and said == "passed", ran=True, test=test, pytest=said)
+        found.append(row)
+    return found
+
+
+def _table(found: list[dict[str, Any]]) -> list[str]:
     header = ("fault", "stage", "bound", "time to exit", "exit", "leftovers", "tb", "ok")
-    rows = [
+    lines = [
         (
-            o.fault,
-            o.stage,
-            f"{o.bound_s:g} s",
-            f"{o.exit_s:.2f} s",
-            o.exit,
-            ", ".join(f"{k} {v}" for k, v in o.leftovers.items() if v) or "0",
-            str(o.tracebacks),
-            "yes" if o.passed else "NO",
+            r["fault"],
+            r["stage"],
+            f"{r['bound_s']:g} s",
+            f"{r['exit_s']:.2f} s",
+            r["exit"][:80],
+            ", ".join(f"{k} {v}" for k, v in r["leftovers"].items() if v) or "0",
+            str(r["tracebacks"]),
+            "yes" if r["passed"] else "NO",
         )
-        for o in outcomes
+        for r in found
     ]
-    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
-    return ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)) for row in [header, *rows]]
+    widths = [max(len(r[i]) for r in [header, *lines]) for i in range(len(header))]
+    return ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)) for row in [header, *lines]]
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, config: pytest.Config) -> None:
-    outcomes = config.stash[OUTCOMES]
-    if not outcomes:
+    found = rows(config.stash[FAULTS], config.stash[OUTCOMES])
+    if not found:
         return
+    ran = [r for r in found if r["ran"]]
     terminalreporter.write_sep(
-        "=", f"faults injected: {len(outcomes)}, survived: {sum(o.passed for o in outcomes)}"
+        "=",
+        f"faults collected: {len(found)}, injected: {len(ran)}, survived: {sum(r['passed'] for r in found)}",
     )
-    for line in _table(outcomes):
+    for line in _table(found):
         terminalreporter.write_line(line)
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
-    outcomes = session.config.stash.get(OUTCOMES, [])
-    if not outcomes:
+    found = rows(session.config.stash.get(FAULTS, {}), session.config.stash.get(OUTCOMES, {}))
+    if not found:
         return
     write_part(
         "faults",
-        {"tracebacks": sum(o.tracebacks for o in outcomes), "faults": [o.row() for o in outcomes]},
+        {
+            "tracebacks": sum(int(r["tracebacks"]) for r in found),
+            "pytest_exit": int(exitstatus),
+            "collected": len(found),
+            "faults": found,
+        },
         folder=session.config.rootpath / PARTS,
     )

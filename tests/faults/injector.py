@@ -4,6 +4,13 @@ Every process a fault starts carries ``TRITONPT_FAULT=<id>`` in its environment 
 the compiler inherit it), and its own temporary folder (``TMPDIR``); containers are told apart by the fault's
 repository, which they mount. So other work on the machine (other test runs, other servers) is never counted.
 
+What is looked at once the front door exited (:data:`~tritonpt.testing.reliability.LEFTOVER_KINDS`): those
+processes and containers; ``tritonpt-*`` / ``tritonserver-*`` in the fault's temporary folder; ``.staging-*``
+folders in its repository; ``*.partial`` files in the repository and its model folders (a stamp, a split file);
+and partial entries in every folder of the cache the front door wrote to (its private ``TRITONPT_CACHE``, else
+the user's cache, where only entries that were not there when the fault began count, since other work may share
+it).
+
     run = FaultRun(fault="SIGKILL of tritonserver", stage="matrix", bound_s=10, folder=tmp_path, ...)
     run.start(command)               # its own process group, as a terminal starts a foreground job
     run.wait_output("tracing", 60)   # or wait_for_text(log, ...)
@@ -25,9 +32,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tritonpt.backend.layout import MANIFEST
+from tritonpt.backend.layout import CACHE_ENV, LIBRARY, MANIFEST
+from tritonpt.backend.serving import PT2_LIBRARY, PT2_NAME
 from tritonpt.image import LABEL_HARNESS
 from tritonpt.testing.parts import count_tracebacks
+from tritonpt.testing.qa.generate import RECORD
 from tritonpt.testing.reliability import LEFTOVER_KINDS
 
 from ..helpers import ROOT
@@ -125,7 +134,9 @@ class FaultRun:
         self.tmp.mkdir(parents=True, exist_ok=True)
         self.env = {**os.environ, MARKER: self.marker, "TMPDIR": str(self.tmp), **(env or {})}
         if cache is not None:
-            self.env["TRITONPT_CACHE"] = str(cache)
+            self.env[CACHE_ENV] = str(cache)
+        self.cache_root = cache_of(self.env)  # the cache its front door writes to, private or the user's
+        self._cache_before = set(partial_cache_entries(self.cache_root))  # others' work in a shared cache
         self.began = time.time()
         self.injected: float | None = None
         self.process: subprocess.Popen[str] | None = None
@@ -274,8 +285,12 @@ class FaultRun:
             found["staging_dirs"] = [
                 p.name for p in self.repository.iterdir() if p.name.startswith(".staging-")
             ]
-        if self.cache is not None:
-            found["partial_cache"] = partial_cache_entries(self.cache)
+            found["partial_files"] = partial_files(self.repository)
+        found["partial_cache"] = [
+            f"{self.cache_root}/{entry}"
+            for entry in partial_cache_entries(self.cache_root)
+            if entry not in self._cache_before
+        ]
         return {kind: len(items) for kind, items in found.items()}, [
             i for items in found.values() for i in items
         ]
@@ -344,19 +359,46 @@ def _command_line(entry: Path, stat: str) -> str:
     return stat.split("(", 1)[1].rsplit(")", 1)[0]
 
 
+def cache_of(env: Mapping[str, str]) -> Path:
+    """The cache a front door with this environment writes to (as :func:`tritonpt.backend.cache_root` reads it)."""
+    if env.get(CACHE_ENV):
+        return Path(env[CACHE_ENV])
+    return Path(env.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")) / "tritonpt"
+
+
+def partial_files(repository: Path) -> list[str]:
+    """``*.partial`` files a write left in the repository or in a model folder (a stamp, the split file): each
+    is staged there and renamed into place, so one that is left means an interrupted write."""
+    found = [*repository.glob("*.partial"), *repository.glob("*/*.partial")]  # pathlib's * matches dot names
+    return sorted(str(p.relative_to(repository)) for p in found)
+
+
+COMPLETE: dict[str, Callable[[Path], bool]] = {
+    "backends": lambda entry: (entry / MANIFEST).is_file(),
+    "qa-models": lambda entry: (entry / RECORD).is_file(),
+    "tools": lambda entry: (entry / "perf_analyzer").is_file(),
+    "served": lambda entry: (
+        (entry / "pytorch" / LIBRARY).exists() and (entry / PT2_NAME / PT2_LIBRARY).exists()
+    ),
+    "server-libs": lambda entry: (entry / "libtritonserver.so").exists(),
+}
+"""What makes an entry of each cache folder whole (its last rename put it there); an entry without it is partial."""
+
+
 def partial_cache_entries(cache: Path) -> list[str]:
-    """What an interrupted build or download may leave in a TRITONPT_CACHE: staging folders, entries without a
-    manifest, partial tarballs, staged links."""
+    """What an interrupted build, download, install or generation may leave in a cache, in every folder of it:
+    a staging folder or partial download (a name starting with ``.``: every stage writes beside the cache and
+    renames into place), an entry without what makes it whole (:data:`COMPLETE`), a staged link."""
     found: list[str] = []
-    backends = cache / "backends"
-    if backends.is_dir():
-        for entry in backends.iterdir():
-            if entry.name.startswith(".") or not (entry / MANIFEST).is_file():
-                found.append(f"backends/{entry.name}")
-    sources = cache / "sources"
-    if sources.is_dir():
-        found += [f"sources/{p.name}" for p in sources.iterdir() if p.name.startswith(".")]
-    libs = cache / "server-libs"
-    if libs.is_dir():
-        found += [f"server-libs/{p.parent.name}/{p.name}" for p in libs.glob("*/.*")]
+    if not cache.is_dir():
+        return found
+    for folder in sorted(p for p in cache.iterdir() if p.is_dir()):
+        for entry in sorted(folder.iterdir()):
+            where = f"{folder.name}/{entry.name}"
+            if entry.name.startswith(".") or (
+                folder.name in COMPLETE and entry.is_dir() and not COMPLETE[folder.name](entry)
+            ):
+                found.append(where)
+            elif entry.is_dir() and folder.name == "server-libs":
+                found += [f"{where}/{p.name}" for p in sorted(entry.glob(".*"))]
     return found

@@ -33,7 +33,7 @@ pytestmark = pytest.mark.slow
 STARTED = "Started HTTPService"
 STARTUP_S = 240.0
 DEAD_BOUND_S = 10.0
-"""Issue 10: a dead server ends the run within 10 s (a killed or OOM-killed container, an engine that stops)."""
+"""The goal: a dead server ends the run within 10 s (a killed or OOM-killed container, an engine that stops)."""
 CTRL_C_BOUND_S = 20.0
 """Ctrl-C: pytest's teardown stops the container (docker stop: SIGTERM, Triton unloads and exits) and removes it."""
 MEMORY_LIMIT = "512m"

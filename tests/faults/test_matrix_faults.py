@@ -24,11 +24,11 @@ pytestmark = pytest.mark.slow
 STARTED = "Started HTTPService"
 START_TIMEOUT_S = 240.0
 DEAD_BOUND_S = 10.0
-"""Issue 10: a dead server ends the run within 10 s."""
+"""The goal: a dead server ends the run within 10 s."""
 CTRL_C_BOUND_S = 15.0
 """Ctrl-C: pytest's teardown stops the server (SIGTERM; Triton unloads the models and exits)."""
 HUNG_BOUND_S = 20.0
-"""Issue 14: a server that stops answering ends the run (five missed probes, at most about 7.5 s, then SIGKILL)."""
+"""A server that stops answering ends the run (five missed probes, at most about 7.5 s, then SIGKILL)."""
 MOMENTS = {"at start": 0.0, "mid-matrix": 0.4}
 
 

@@ -40,7 +40,7 @@ from tritonpt.server.watchdog import Ending, Watchdog, end_now
 from tritonpt.validate import validate_repository
 from tritonpt.versions import VERSIONS
 
-from .matrix import Model
+from .matrix import PROBES, Model
 
 FAILURE_GRACE_S = 8.0
 """After a failed check, how long the run waits while the server does not answer, so that a server going down
@@ -114,6 +114,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "probe(kind): a check sent to the probe model of that kind (matrix.PROBES)"
+    )
     if not hasattr(config.option, "target"):
         return
     # SIGTERM, SIGHUP and a SIGINT ignored on entry (a background job) end the run as Ctrl-C does: pytest's
@@ -150,6 +153,10 @@ def pytest_configure(config: pytest.Config) -> None:
     ]
     config.stash[MODELS] = models
     report = Report()
+    for kind, pick in PROBES.items():  # the models bad requests go to (the merge of shards needs to know)
+        probe = pick(models)
+        if probe is not None:
+            report.probes[kind] = {"model": probe.name, "batches": probe.batching}
     report.timings["validation"] = time.perf_counter() - started
     if shard is not None:
         report.shard = shards.identity(shard, chosen, total, costs)
@@ -346,22 +353,35 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
 
 
 EMPTY_PARAMETER_SET = "got empty parameter set"
+KINDS = {
+    "model": "model",
+    "case": "model",
+    "batched_model": "model that batches under dynamic batching (or PT2 model that batches)",
+    "pt2_model": "PT2 model that batches",
+    "pt2_any": "PT2 model",
+}
+"""The kind of model each parametrized argument takes (pytest_generate_tests), for the skip's reason."""
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """A check of a kind of model the repository (or the shard) has none of (no PT2 model, none that batches) is
-    left out, not reported as a skipped ``[NOTSET]`` case: there is nothing to run it on."""
-    empty = [
-        item
-        for item in items
-        if any(
-            str(m.kwargs.get("reason", "")).startswith(EMPTY_PARAMETER_SET) for m in item.iter_markers("skip")
-        )
-    ]
-    if empty:
-        config.hook.pytest_deselected(items=empty)
-        left_out = {id(item) for item in empty}
-        items[:] = [item for item in items if id(item) not in left_out]
+    reported skipped, saying so: a model filter that stops matching shows up as a skip, not as nothing. (The merge
+    of shards counts such a check only where no shard ran it on a model, as one unsharded run would.)"""
+    where = "this shard's models" if config.option.shard else "the repository's models"
+    for item in items:
+        empty = [
+            m
+            for m in item.iter_markers("skip")
+            if str(m.kwargs.get("reason", "")).startswith(EMPTY_PARAMETER_SET)
+        ]
+        if empty:
+            taken = [KINDS[name] for name in KINDS if name in getattr(item, "fixturenames", ())]
+            kind = taken[0] if taken else "model"
+            reason = f"{EMPTY_PARAMETER_SET}: there is no {kind} among {where}, so this check has nothing to run on"
+            item.add_marker(pytest.mark.skip(reason=reason), append=False)
+        probe = item.get_closest_marker("probe")
+        if probe is not None and REPORT in config.stash:
+            config.stash[REPORT].probe_checks[item.nodeid] = str(probe.args[0])
 
 
 def _add_matrix_seconds(item: pytest.Item, report: Report, seconds: float) -> None:

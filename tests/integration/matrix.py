@@ -3,7 +3,7 @@ what a bad request must answer, and whether the server is still live and right a
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from tritonclient.grpc.model_config_pb2 import ModelConfig
@@ -53,6 +53,21 @@ def probe_model(models: Sequence[Model], model_format: str = "torchscript") -> M
     repository holds none of that format."""
     chosen = [m for m in models if m.model_format == model_format]
     return next((m for m in chosen if m.batching), chosen[0] if chosen else None)
+
+
+def unbatched_model(models: Sequence[Model]) -> Model | None:
+    """The model a batch axis is sent to where none belongs: the first without batching (any format), by name."""
+    return next((m for m in models if not m.batching), None)
+
+
+PROBES: dict[str, Callable[[Sequence[Model]], Model | None]] = {
+    "torchscript": lambda models: probe_model(models, "torchscript"),
+    "pt2": lambda models: probe_model(models, "pt2"),
+    "unbatched": unbatched_model,
+}
+"""Each kind of probe and how a run picks it from its models. Which model that is depends on the run's models,
+so a shard's probe can differ from an unsharded run's: the report records each (tritonpt.merge takes a probe's
+checks from the shard whose probe one run would pick)."""
 
 
 @dataclass(frozen=True, kw_only=True)

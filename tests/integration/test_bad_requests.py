@@ -33,7 +33,7 @@ from tritonpt import client, dtypes
 from tritonpt.server.base import Server
 from tritonpt.testing.parts import count_tracebacks, write_part
 
-from .matrix import CLIENT_ERROR, Model, aftermath, probe_model
+from .matrix import CLIENT_ERROR, Model, aftermath, probe_model, unbatched_model
 
 OK = {"http": "200", "grpc": "StatusCode.OK"}
 BIG = 64 * 2**20
@@ -175,15 +175,9 @@ def dim_mismatch(ctx: Context) -> Answer:
 
 
 def batch_axis_on_unbatched(ctx: Context) -> Answer:
-    """A batch axis in front of a model's full shape, when that model has max_batch_size 0."""
-    model = next((m for m in ctx.models if not m.batching), None)
-    if model is None:
-        pytest.skip(
-            "the repository has no model without batching (max_batch_size: 0) to send a batch axis to"
-        )
-    case = model.reference.cases[0]
-    inputs = {name: array[np.newaxis] for name, array in zip(model.input_names, case.inputs, strict=True)}
-    return _through_client(ctx, inputs, model=model)
+    """A batch axis in front of a model's full shape: its probe is a model with max_batch_size 0."""
+    inputs = {name: array[np.newaxis] for name, array in ctx.inputs.items()}
+    return _through_client(ctx, inputs)
 
 
 def missing_input(ctx: Context) -> Answer:
@@ -291,7 +285,20 @@ CASES: dict[str, tuple[Callable[[Context], Answer], tuple[client.Protocol, ...]]
     "missing-raw-contents": (missing_raw_contents, ("grpc",)),
     "malformed-protobuf": (malformed_protobuf, ("grpc",)),
 }
-PAIRS = [(case, wire) for case, (_, wires) in CASES.items() for wire in wires]
+
+
+def _probe_of(case: str) -> str:
+    return "unbatched" if case == UNBATCHED else "torchscript"
+
+
+UNBATCHED = "batch-axis-on-unbatched"
+"""The case whose probe is the first model without batching (matrix.unbatched_model); every other case's is the
+TorchScript probe (matrix.probe_model). Each case is marked with its probe, for the merge of shards."""
+PAIRS = [
+    pytest.param(case, wire, id=f"{case}-{wire}", marks=pytest.mark.probe(_probe_of(case)))
+    for case, (_, wires) in CASES.items()
+    for wire in wires
+]
 # (Not named `case`: the matrix's conftest parametrizes every test that takes `case` with the reference cases.)
 
 
@@ -306,14 +313,16 @@ def cases_seen(pytestconfig: pytest.Config) -> Iterator[list[dict[str, Any]]]:
         write_part("bad-requests", {"tracebacks": tracebacks, "cases": seen}, folder=folder)
 
 
-@pytest.mark.parametrize(("bad", "wire"), PAIRS, ids=[f"{c}-{w}" for c, w in PAIRS])
+@pytest.mark.parametrize(("bad", "wire"), PAIRS)
 def test_bad_request_gets_its_answer_and_the_server_stays_right(
     triton: Server, models: list[Model], bad: str, wire: client.Protocol, cases_seen: list[dict[str, Any]]
 ) -> None:
-    probe = probe_model(models)
+    probe = unbatched_model(models) if bad == UNBATCHED else probe_model(models)
     if probe is None:
         pytest.skip(
-            "the repository holds no TorchScript model (test_errors.py sends bad requests to PT2 ones)"
+            "the repository has no model without batching (max_batch_size: 0) to send a batch axis to"
+            if bad == UNBATCHED
+            else "the repository holds no TorchScript model (test_errors.py sends bad requests to PT2 ones)"
         )
     send, _ = CASES[bad]
     answer = send(Context(triton=triton, probe=probe, models=models, wire=wire))
@@ -323,6 +332,7 @@ def test_bad_request_gets_its_answer_and_the_server_stays_right(
         {
             "case": bad,
             "protocol": wire,
+            "probe": _probe_of(bad),
             "status": answer.status,
             "client_error": answer.status == CLIENT_ERROR[wire],
             "expected": expected,

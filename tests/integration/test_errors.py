@@ -14,7 +14,9 @@ from .matrix import CLIENT_ERROR, NOT_FOUND, Model, aftermath, probe_model
 _OTHER_DTYPE = {np.dtype(np.float32): np.float64, np.dtype(np.int64): np.float32}
 
 
-@pytest.fixture(scope="module", params=["torchscript", "pt2"])
+@pytest.fixture(
+    scope="module", params=[pytest.param(f, marks=pytest.mark.probe(f)) for f in ("torchscript", "pt2")]
+)
 def probe(models: list[Model], request: pytest.FixtureRequest) -> Model:
     """The model of each format the faults are sent to: the first that batches, else the first."""
     found = probe_model(models, request.param)

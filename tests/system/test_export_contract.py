@@ -232,7 +232,7 @@ def test_the_sound_model_replaces_the_previous_export(previous: Path, tmp_path: 
 def test_outputs_in_a_structure_are_served_and_the_front_door_says_how(
     tmp_path: Path, model: str, names: str
 ) -> None:
-    """What issue 7 refused (a dict, a tuple inside a tuple) is now served as a flat tuple, said in one line."""
+    """What export once refused (a dict, a tuple inside a tuple) is now served as a flat tuple, said in one line."""
     env = {
         **os.environ,
         "PYTHONPATH": os.pathsep.join(filter(None, [str(HERE), os.environ.get("PYTHONPATH")])),

@@ -150,11 +150,22 @@ def test_without_a_compiler_the_refusal_is_one_paragraph(monkeypatch: pytest.Mon
         pt2.requirements()
 
 
-def test_a_sharded_export_records_the_parameters_the_pt2_export_writes(exported_pt2: Path) -> None:
-    recorded = export.builtin_parameters(["multi_io_pt2", "token_encoder_pt2"])
-    for name, parameters in recorded.items():
+def test_a_sharded_export_records_the_parameters_each_format_writes(
+    exported_small: Path, exported_pt2: Path
+) -> None:
+    """What a sharded export records of the other runners' models is what their exports write: the backend's
+    parameters for TorchScript, none for PT2 (the backend's PT2 path ignores them all, rule A007)."""
+    recorded = export.builtin_parameters(["multi_io", "multi_io_pt2", "token_encoder_pt2"])
+    assert sorted(recorded) == ["multi_io", "multi_io_pt2", "token_encoder_pt2"]
+    torchscript = read_config(exported_small / "multi_io" / "config.pbtxt")
+    written = {k: v.string_value for k, v in torchscript.parameters.items()}
+    assert written["INFERENCE_MODE"] == "true"
+    assert written["DISABLE_OPTIMIZED_EXECUTION"] == "true"
+    assert recorded["multi_io"] == written
+    for name in ("multi_io_pt2", "token_encoder_pt2"):
         config = read_config(exported_pt2 / name / "config.pbtxt")
-        assert parameters == {k: v.string_value for k, v in config.parameters.items()}
+        assert len(config.parameters) == 0, f"{name}: the PT2 export writes no backend parameters"
+        assert recorded[name] == {}
 
 
 class Counted(torch.nn.Module):

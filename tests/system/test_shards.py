@@ -1,18 +1,24 @@
-"""Shards on real runs: the integration matrix on a small repository, once whole and as shards of it, each with
-its own server; the merge (tritonpt.merge) of the shards' reports must be what the whole run reported, check for
-check and count for count, and a split with more shards than models must still merge whole."""
+"""Shards on real runs: the integration matrix on a repository, once whole and as shards of it, each with its own
+server; the merge (tritonpt.merge) of the shards' reports must be what the whole run reported, check for check
+and count for count: on small models, as 2 shards and as 4 (one of them empty); on a split whose shards send
+their bad requests to different probe models; and on the built-in set in both formats, whose figures the README
+states."""
 
 from __future__ import annotations
 
 import json
+import re
+import shutil
 import subprocess
 import xml.etree.ElementTree as ET
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+import torch
 
-from tritonpt import merge
+from tritonpt import export, merge, shards, zoo
+from tritonpt.repository import models as model_folders
 
 from ..helpers import ROOT, matrix_command
 
@@ -49,3 +55,118 @@ def test_the_merged_shards_report_what_the_whole_run_reports(
     assert sorted(merged.report.runtimes) == sorted(dict(whole["models"]))  # type: ignore[call-overload]
     rows = {(r.model, r.protocol, r.case, r.output) for r in merged.report.parity}
     assert rows == {(r["model"], r["protocol"], r["case"], r["output"]) for r in whole["parity"]}  # type: ignore[attr-defined]
+
+
+BAD = "tests/integration/test_bad_requests.py::test_bad_request_gets_its_answer_and_the_server_stays_right"
+
+
+def _merged_is_whole(whole_folder: Path, folders: list[Path]) -> merge.Merged:
+    merged = merge.merge(folders)
+    assert merged.complete, merged.problems
+    whole = json.loads((whole_folder / "summary.json").read_text())
+    assert merged.report.outcomes == whole["outcomes"]
+    whole_junit = ET.parse(whole_folder / "junit.xml").getroot()  # noqa: S314 - pytest wrote it
+    assert merge.cases(merged.junit) == merge.cases(whole_junit)
+    return merged
+
+
+def test_shards_whose_probes_differ_merge_to_the_whole_run(exported_small: Path, tmp_path: Path) -> None:
+    """One run sends its bad requests to the first TorchScript model that batches, by name: here a_token_encoder,
+    whose only input has a variable last dim, so the dim-mismatch case is skipped. The shard without it sends them
+    to multi_io, where that case runs and passes: "passed in any shard beats skipped" would count a pass one run
+    never sees."""
+    repository = tmp_path / "repository"
+    for name in ("multi_io", "fixed_shape"):
+        shutil.copytree(exported_small / name, repository / name)
+    export.export_factory(zoo.BUILTIN["token_encoder"], name="a_token_encoder", repository=repository)
+    split = shards.split(["a_token_encoder", "fixed_shape", "multi_io"], 2)
+    assert not any({"a_token_encoder", "multi_io"} <= set(part) for part in split), split  # apart
+    whole = _run(repository, tmp_path / "whole")
+    folders = [tmp_path / f"shard-{k}" for k in (1, 2)]
+    ran = [_run(repository, folder, "--shard", f"{k}/2") for k, folder in enumerate(folders, start=1)]
+    case = f"{BAD}[dim-mismatch-http]"
+    assert whole["checks"][case] == ["skipped"]  # type: ignore[index]
+    assert sorted(r["checks"][case][0] for r in ran) == ["passed", "skipped"]  # type: ignore[index]
+    assert sorted(r["probes"]["torchscript"]["model"] for r in ran) == ["a_token_encoder", "multi_io"]  # type: ignore[index]
+
+    merged = _merged_is_whole(tmp_path / "whole", folders)
+    assert merged.report.checks[case] == ["skipped"]
+    # The rule for checks that take no model alone (RANK: passed beats skipped) would not have held here.
+    reports = [merge.read(f).report for f in folders]
+    ranked = merge.Rules(deciding={}, probe_checks={}).choose(
+        {i: r.checks for i, r in enumerate(reports, start=1) if r is not None}, lambda kinds: kinds
+    )
+    assert ranked[case] == ["passed"]
+
+
+README = ROOT / "README.md"
+
+
+def _sentence(template: str) -> str:
+    """A regular expression for ``template``, each ``{name}`` a number, any whitespace between its words."""
+    pattern = []
+    for part in re.split(r"(\{\w+\})", template):
+        if part.startswith("{"):
+            pattern.append(f"(?P<{part[1:-1]}>\\d+)")
+        else:
+            pattern.append(r"\s+".join(re.escape(word) for word in part.split(" ")))
+    return "".join(pattern)
+
+
+SEEN = re.compile(
+    _sentence(
+        "the built-in set in both formats ({models} models) as 2 shards of {a} and {b} models: {a_passed} passed, "
+        "{a_skipped} skipped and {b_passed} passed, {b_skipped} skipped"
+    )
+    + ".*?"
+    + _sentence(
+        "merged: {merged_passed} passed, {merged_skipped} skipped, the same counts as the unsharded run of the same "
+        "models ({whole_passed} passed, {whole_skipped} skipped)"
+    ),
+    re.DOTALL,
+)
+
+
+@pytest.fixture(scope="module")
+def exported_builtin(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The whole built-in set in both formats, as `invoke export --format both` writes it (the PT2 copies are
+    compiled by AOTInductor: minutes on 2 cores)."""
+    repository = tmp_path_factory.mktemp("builtin") / "repository"
+    export.export_builtin(list(zoo.BUILTIN), repository=repository, model_formats=("torchscript", "pt2"))
+    return repository
+
+
+def test_the_builtin_set_in_both_formats_merges_to_the_readmes_figures(
+    exported_builtin: Path, tmp_path: Path
+) -> None:
+    """The README's figure for the built-in set with its PT2 copies, sharded and not, held on real runs: each
+    shard's counts, the merge's and the unsharded run's (on a host without a GPU, where the README's were seen)."""
+    whole = _run(exported_builtin, tmp_path / "whole")
+    folders = [tmp_path / f"shard-{k}" for k in (1, 2)]
+    ran = [_run(exported_builtin, folder, "--shard", f"{k}/2") for k, folder in enumerate(folders, start=1)]
+    merged = _merged_is_whole(tmp_path / "whole", folders)
+    if torch.cuda.is_available():
+        pytest.skip(
+            "the README's figures were seen without a GPU (with one, its 10 GPU-only checks run); merged = whole held"
+        )
+    measured = {
+        "models": len(model_folders(exported_builtin)),
+        "shards": [(len(r["shard"]["models"]), r["outcomes"]) for r in ran],  # type: ignore[index]
+        "merged": merged.report.outcomes,
+        "whole": whole["outcomes"],
+    }
+    seen = SEEN.search(README.read_text(encoding="utf-8"))
+    assert seen is not None, (
+        f"README.md no longer states the built-in set's figures in this form; seen: {measured}"
+    )
+    n = {k: int(v) for k, v in seen.groupdict().items()}
+    stated = {
+        "models": n["models"],
+        "shards": [
+            (n["a"], {"passed": n["a_passed"], "skipped": n["a_skipped"]}),
+            (n["b"], {"passed": n["b_passed"], "skipped": n["b_skipped"]}),
+        ],
+        "merged": {"passed": n["merged_passed"], "skipped": n["merged_skipped"]},
+        "whole": {"passed": n["whole_passed"], "skipped": n["whole_skipped"]},
+    }
+    assert measured == stated, f"the README states {stated}; seen here {measured}"

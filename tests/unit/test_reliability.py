@@ -10,7 +10,7 @@ import pytest
 
 from tritonpt.testing import reliability
 
-CLEAN = {"processes": 0, "containers": 0, "temp_dirs": 0, "staging_dirs": 0, "partial_cache": 0}
+CLEAN = dict.fromkeys(reliability.LEFTOVER_KINDS, 0)
 
 
 def _part(reports: Path, name: str, data: dict[str, Any]) -> Path:
@@ -21,14 +21,25 @@ def _part(reports: Path, name: str, data: dict[str, Any]) -> Path:
     return path
 
 
-def _fault(name: str, exit_s: float, *, passed: bool = True, **left: int) -> dict[str, Any]:
+def _fault(name: str, exit_s: float, *, passed: bool = True, ran: bool = True, **left: int) -> dict[str, Any]:
     return {
         "fault": name,
-        "stage": "matrix",
+        "stage": "matrix" if ran else "not run",
         "exit_s": exit_s,
-        "exit": "code 1",
+        "exit": "code 1" if ran else "not run: skipped: no Docker engine answers",
         "leftovers": {**CLEAN, **left},
-        "passed": passed,
+        "ran": ran,
+        "passed": passed and ran,
+    }
+
+
+def _faults(rows: list[dict[str, Any]], *, pytest_exit: int = 0, tracebacks: int = 0) -> dict[str, Any]:
+    return {
+        "part": "faults",
+        "tracebacks": tracebacks,
+        "collected": len(rows),
+        "pytest_exit": pytest_exit,
+        "faults": rows,
     }
 
 
@@ -61,7 +72,7 @@ SOAK = {
 
 def test_faults_and_soak_are_merged_and_the_rest_named_not_run(tmp_path: Path) -> None:
     rows = [_fault("SIGKILL", 0.4), _fault("Ctrl-C", 3.5, passed=False, containers=1, temp_dirs=2)]
-    _part(tmp_path, "faults", {"part": "faults", "tracebacks": 1, "faults": rows})
+    _part(tmp_path, "faults", _faults(rows, pytest_exit=1, tracebacks=1))
     _part(tmp_path, "soak", SOAK)
     result = reliability.merge(tmp_path)
     assert result.parts_run == ["faults", "soak"]
@@ -71,8 +82,8 @@ def test_faults_and_soak_are_merged_and_the_rest_named_not_run(tmp_path: Path) -
     goals = {g.what: g for g in result.goals}
     assert goals["tracebacks seen"].value == "1"
     assert not goals["tracebacks seen"].met
-    assert goals["faults injected / survived"].value == "2 / 1"
-    assert not goals["faults injected / survived"].met  # fewer than 20, and one failed
+    assert goals["faults collected / injected / survived"].value == "2 / 2 / 1, pytest exit 1"
+    assert not goals["faults collected / injected / survived"].met  # fewer than 20, and one failed
     assert goals["leftovers after the faults"].value == "3"
     assert goals["slowest time to exit"].value == "3.5 s"
     assert goals["soak: requests sent / lost"].value == "10000 / 3"
@@ -84,18 +95,57 @@ def test_faults_and_soak_are_merged_and_the_rest_named_not_run(tmp_path: Path) -
 
 def test_twenty_clean_faults_meet_the_goals(tmp_path: Path) -> None:
     rows = [_fault(f"fault {i}", 1.0 + i / 10) for i in range(20)]
-    _part(tmp_path, "faults", {"part": "faults", "tracebacks": 0, "faults": rows})
+    _part(tmp_path, "faults", _faults(rows))
     result = reliability.merge(tmp_path)
     assert result.all_met
     assert result.leftovers == CLEAN
     assert {g.what: g.value for g in result.goals}["slowest time to exit"] == "2.9 s"
 
 
+@pytest.mark.parametrize(
+    ("change", "why"),
+    [
+        pytest.param({"ran": False}, "a fault that did not run", id="skipped"),
+        pytest.param({"passed": False}, "a fault that did not survive", id="failed"),
+    ],
+)
+def test_a_fault_that_did_not_run_or_survive_fails_the_goal_and_is_named(
+    tmp_path: Path, change: dict[str, bool], why: str
+) -> None:
+    rows = [_fault(f"fault {i}", 1.0) for i in range(24)]
+    rows[3] = _fault("SIGKILL of the container", 0.0, **change)  # type: ignore[arg-type]
+    _part(tmp_path, "faults", _faults(rows, pytest_exit=1))
+    result = reliability.merge(tmp_path)
+    goal = {g.what: g for g in result.goals}["faults collected / injected / survived"]
+    assert not goal.met, why
+    assert not result.all_met
+    markdown = reliability.to_markdown(result)
+    section = markdown.split("## Faults that did not run or did not survive", 1)[1].split("##", 1)[0]
+    assert "SIGKILL of the container" in section
+    assert section.count("- ") == 1
+
+
+def test_every_fault_surviving_is_not_met_while_pytest_failed(tmp_path: Path) -> None:
+    rows = [_fault(f"fault {i}", 1.0) for i in range(21)]
+    _part(tmp_path, "faults", _faults(rows, pytest_exit=1))
+    goal = {g.what: g for g in reliability.merge(tmp_path).goals}["faults collected / injected / survived"]
+    assert goal.value == "21 / 21 / 21, pytest exit 1"
+    assert not goal.met
+
+
+def test_fewer_rows_than_collected_faults_is_not_met(tmp_path: Path) -> None:
+    rows = [_fault(f"fault {i}", 1.0) for i in range(21)]
+    _part(tmp_path, "faults", {**_faults(rows), "collected": 22})
+    assert not {g.what: g for g in reliability.merge(tmp_path).goals}[
+        "faults collected / injected / survived"
+    ].met
+
+
 def test_the_report_files_hold_the_tables(tmp_path: Path) -> None:
     _part(
         tmp_path,
         "faults",
-        {"part": "faults", "tracebacks": 0, "faults": [_fault("SIGTERM of dockerd", 2.33)]},
+        _faults([_fault("SIGTERM of dockerd", 2.33)]),
     )
     fuzz = {
         "part": "fuzz",
@@ -140,13 +190,7 @@ def test_no_parts_at_all_is_a_report_of_nothing_run(tmp_path: Path) -> None:
         ),
         pytest.param(
             "faults",
-            json.dumps(
-                {
-                    "part": "faults",
-                    "tracebacks": 0,
-                    "faults": [{**_fault("x", 1.0), "leftovers": {"processes": 0}}],
-                }
-            ),
+            json.dumps(_faults([{**_fault("x", 1.0), "leftovers": {"processes": 0}}])),
             "faults[0].leftovers has no 'containers' field",
             id="short-leftovers",
         ),

@@ -142,7 +142,7 @@ def test_free_ports_are_distinct_and_bindable() -> None:
     ],
 )
 def test_a_metrics_url_names_the_port_or_the_path(given: str) -> None:
-    """Issue 14: `--metrics-url http://host:8002`, in the same form as `--url http://host:8000`, failed every
+    """`--metrics-url http://host:8002`, in the same form as `--url http://host:8000`, once failed every
     metrics check (Triton answers `/` on that port with an empty 200)."""
     assert parse_endpoints("http://triton.local:8000", metrics_url=given).metrics_url == (
         "http://triton.local:9002/metrics"

@@ -233,3 +233,87 @@ def test_the_split_record_reads_back_as_written_and_a_broken_one_is_named(tmp_pa
         read_split(tmp_path)
     clear_split(tmp_path)
     assert read_split(tmp_path) is None
+
+
+def test_a_shard_that_ran_models_and_recorded_no_checks_makes_the_merge_incomplete(tmp_path: Path) -> None:
+    models = NAMES[:8]
+    parts = shards.split(models, 2)
+    assert all(parts), "a split of 8 names gives each of 2 shards some"
+    for index, part in enumerate(parts, start=1):
+        _run(part, tmp_path / f"s{index}", shards.Shard(index=index, count=2), len(models))
+    assert merge.merge([tmp_path / "s1", tmp_path / "s2"]).complete
+    data = json.loads((tmp_path / "s2" / "summary.json").read_text())
+    data["checks"] = {}  # an older report, or a run that ended before its first check
+    (tmp_path / "s2" / "summary.json").write_text(json.dumps(data))
+    merged = merge.merge([tmp_path / "s1", tmp_path / "s2"])
+    assert not merged.complete
+    assert any("shard 2/2 ran models, but its summary.json records no checks" in p for p in merged.problems)
+    assert merge.run([tmp_path / "s1", tmp_path / "s2"], tmp_path / "out") == 1
+
+
+def test_an_empty_shard_that_recorded_no_checks_is_whole(tmp_path: Path) -> None:
+    _run(NAMES[:2], tmp_path / "s1", shards.Shard(index=1, count=2), 2)
+    Report(shard=shards.identity(shards.Shard(index=2, count=2), [], 2, None)).write(tmp_path / "s2")
+    (tmp_path / "s2" / "junit.xml").write_text("<testsuites><testsuite/></testsuites>")
+    assert merge.merge([tmp_path / "s1", tmp_path / "s2"]).complete
+
+
+RULES = merge.Rules(deciding={}, probe_checks={})
+
+
+def test_a_check_with_an_empty_parameter_set_counts_only_where_no_shard_ran_it_on_a_model() -> None:
+    no_pt2 = {"p::pt2[NOTSET-http]": ["skipped"], "p::pt2[NOTSET-grpc]": ["skipped"], "h::live": ["passed"]}
+    with_pt2 = {"p::pt2[a_pt2-http]": ["passed"], "p::pt2[a_pt2-grpc]": ["passed"], "h::live": ["passed"]}
+    chosen = RULES.choose({1: no_pt2, 2: with_pt2}, lambda kinds: kinds)
+    assert sorted(chosen) == ["h::live", "p::pt2[a_pt2-grpc]", "p::pt2[a_pt2-http]"]
+    # where no shard has a model of that kind, one run has the skips too: they stay
+    assert sorted(RULES.choose({1: no_pt2, 2: no_pt2}, lambda kinds: kinds)) == sorted(no_pt2)
+
+
+def _probed(folder: Path, index: int, models: list[str], probe: str, batches: bool, outcome: str) -> None:
+    _run(models, folder, shards.Shard(index=index, count=2), 4)
+    data = json.loads((folder / "summary.json").read_text())
+    node = "tests/integration/test_bad_requests.py::test_bad[shorten-http]"
+    data["checks"][node] = [outcome]
+    data["probes"] = {"torchscript": {"model": probe, "batches": batches}}
+    data["probe_checks"] = {node: "torchscript"}
+    (folder / "summary.json").write_text(json.dumps(data))
+    junit = ET.parse(folder / "junit.xml")  # noqa: S314 - written by _run
+    suite = junit.getroot().find("testsuite")
+    assert suite is not None
+    case = ET.SubElement(
+        suite,
+        "testcase",
+        {"classname": "tests.integration.test_bad_requests", "name": "test_bad[shorten-http]"},
+    )
+    if outcome == "skipped":
+        ET.SubElement(case, "skipped", {"message": f"{probe} has no input to shorten"})
+    junit.write(folder / "junit.xml")
+
+
+@pytest.mark.parametrize(
+    ("first", "second", "expected"),
+    [
+        pytest.param(
+            ("b_model", True, "passed"), ("a_model", True, "skipped"), "skipped", id="first-by-name"
+        ),
+        pytest.param(
+            ("a_model", False, "passed"), ("b_model", True, "skipped"), "skipped", id="batching-first"
+        ),
+        pytest.param(("a_model", True, "passed"), ("b_model", True, "skipped"), "passed", id="its-own"),
+    ],
+)
+def test_a_probe_check_is_taken_from_the_shard_whose_probe_one_run_would_pick(
+    tmp_path: Path, first: tuple[str, bool, str], second: tuple[str, bool, str], expected: str
+) -> None:
+    """ "Passed in any shard beats skipped" would count a probe answer one run never sees: the shards' probes are
+    different models, and one run sends its bad requests to the first that batches."""
+    _probed(tmp_path / "s1", 1, ["m1", "m2"], *first)
+    _probed(tmp_path / "s2", 2, ["m3", "m4"], *second)
+    merged = merge.merge([tmp_path / "s1", tmp_path / "s2"])
+    assert merged.complete, merged.problems
+    node = "tests/integration/test_bad_requests.py::test_bad[shorten-http]"
+    assert merged.report.checks[node] == [expected]
+    key = "tests.integration.test_bad_requests::test_bad[shorten-http]"
+    assert merge.cases(merged.junit)[key] == ["skipped" if expected == "skipped" else "passed"]
+    assert merge.junit_key(node) == key

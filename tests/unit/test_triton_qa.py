@@ -4,6 +4,8 @@ fits the pinned files exactly, and what the report and the reliability part clai
 from __future__ import annotations
 
 import os
+import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -12,8 +14,8 @@ from tritonpt.backend.sources import unpack_source
 from tritonpt.errors import QaError
 from tritonpt.testing import reliability
 from tritonpt.testing.parts import write_part
-from tritonpt.testing.qa import adapt, generate, report
-from tritonpt.testing.qa.plan import LIBTORCH, PLANS, TORCH_AOTI, Plan
+from tritonpt.testing.qa import adapt, generate, ledger, report
+from tritonpt.testing.qa.plan import LIBTORCH, PLANS, TORCH_AOTI, Plan, UpstreamTest
 from tritonpt.testing.qa.run import QaResult
 
 
@@ -73,32 +75,138 @@ def test_generated_models_are_keyed_by_what_makes_them(monkeypatch: pytest.Monke
     assert generate.inputs(TORCH_AOTI)["substitutions"], "the weights substitution changes what is generated"
 
 
-def _result(test: str, status: str, checks: int) -> QaResult:
+def _result(test: str, status: str, checks: int, held: int | None = None) -> QaResult:
     return QaResult(
-        test=test, ref="r25.10", build="b", checks=checks, how_counted="", adaptations=[], status=status
+        test=test,
+        ref="r25.10",
+        build="b",
+        checks=checks,
+        how_counted="",
+        adaptations=[],
+        status=status,
+        checks_run=checks if status != "not run" else 0,
+        checks_passed=(checks if held is None else held) if status != "not run" else 0,
     )
 
 
-def test_the_claim_counts_checks_of_the_tests_that_ran_and_a_failure_fails_the_goal(tmp_path: Path) -> None:
+def test_the_claim_counts_checks_seen_to_hold_and_a_failure_fails_the_goal(tmp_path: Path) -> None:
     results = [
         _result("L0_libtorch_a", "passed", 8),
-        _result("L0_libtorch_b", "failed", 4),
+        _result("L0_libtorch_b", "failed", 4, held=3),
         _result("L0_libtorch_c", "not run", 6),
         _result("L0_torch_aoti", "passed", 4),
     ]
-    assert report.claim(results) == "8/12 checks in 1/2 tests"
+    assert report.claim(results) == "11/12 checks in 1/2 tests"
     assert report.claim(results, "L0_torch_aoti") == "4/4 checks in 1/1 tests"
-    report.write(results, tmp_path, 1.0)
+    control = _result("L0_libtorch_b", "failed", 4, held=3)
+    control.exit_code = 1
+    report.write(results, tmp_path, 1.0, [control])
     merged = reliability.merge(tmp_path)
     goal = next(g for g in merged.goals if g.what.startswith("Triton's own QA"))
     assert not goal.met
-    assert goal.value == "2 / 3 (12 / 16)"
+    assert goal.value == "2 / 3 (15 / 16)"
+    assert next(g for g in merged.goals if "negative controls" in g.what).met
+    row = {
+        "test": "t",
+        "suite": "r25.10",
+        "checks": 2,
+        "checks_passed": 2,
+        "status": "passed",
+        "seconds": 1.0,
+    }
     write_part(
         "triton-qa",
-        {
-            "tests": [{"test": "t", "suite": "r25.10", "checks": 1, "status": "passed", "seconds": 1.0}],
-            "tracebacks": 0,
-        },
+        {"tests": [row], "controls": [{"test": "t", "suite": "r25.10", "held": True}], "tracebacks": 0},
         reliability.parts_folder(tmp_path),
     )
-    assert next(g for g in reliability.merge(tmp_path).goals if g.what.startswith("Triton's own QA")).met
+    assert all(g.met for g in reliability.merge(tmp_path).goals if "QA" in g.what)
+    write_part(
+        "triton-qa",
+        {"tests": [{**row, "checks_passed": 1}], "controls": [], "tracebacks": 0},
+        reliability.parts_folder(tmp_path),
+    )
+    goals = {g.what: g for g in reliability.merge(tmp_path).goals}
+    assert not goals["Triton's own QA tests passed (their checks, seen to hold)"].met  # passed, a check short
+    assert not goals["Triton's QA: negative controls failed one check short"].met  # no control ran
+
+
+def _flag_test() -> UpstreamTest:
+    return next(t for t in LIBTORCH.tests if t.name == "L0_libtorch_inference_mode")
+
+
+def test_what_the_plan_counts_is_what_test_sh_judges(tmp_path: Path) -> None:
+    """Each log check's text is in the pinned test.sh, and the plan's totals are the README's."""
+    qa = _unpacked(LIBTORCH, tmp_path)
+    for test in LIBTORCH.tests:
+        text = (qa / test.name / "test.sh").read_text(encoding="utf-8")
+        for check in test.log_checks:
+            words = check.pattern.split()[0]
+            assert words in text, f"{test.name}: {check.pattern!r} is not what its test.sh greps"
+            if check.count is not None:
+                assert f'!= "{check.count}"' in text, f"{test.name}: test.sh does not require {check.count}"
+    assert sum(t.checks for t in LIBTORCH.to_run) == 27
+    assert sum(t.checks for t in TORCH_AOTI.to_run) == 4
+    for control in LIBTORCH.controls:
+        assert (qa / control.test / "test.sh").read_text(encoding="utf-8").count(control.old) == 1
+
+
+def _ledger(tmp_path: Path, script: str) -> list[dict[str, object]]:
+    """Run ``script`` in bash with the shims first on PATH, as a test.sh runs; the ledger it wrote."""
+    shims = tmp_path / "shims"
+    shims.mkdir()
+    env = {**os.environ, **ledger.shims(shims, grep=shutil.which("grep") or "grep")}
+    env["PATH"] = f"{shims}{os.pathsep}{env['PATH']}"
+    env[ledger.LEDGER_ENV] = str(tmp_path / "ledger.jsonl")
+    subprocess.run(["bash", "-c", script], cwd=tmp_path, env=env, check=True, timeout=60)
+    return ledger.read(tmp_path / "ledger.jsonl")
+
+
+CLIENT = """
+import json, sys
+json.dump({"total": 1, "errors": 0, "failures": int(sys.argv[1])}, open("test_results.txt", "w"))
+sys.exit(int(sys.argv[1]))
+"""
+
+
+def test_the_shims_record_each_client_run_and_each_grep_of_a_servers_log(tmp_path: Path) -> None:
+    (tmp_path / "client.py").write_text(CLIENT, encoding="utf-8")
+    (tmp_path / "other.py").write_text("print('no unittest here')\n", encoding="utf-8")
+    server = tmp_path / "server.log"
+    server.write_text("Inference Mode is enabled\n" * 3, encoding="utf-8")
+    entries = _ledger(
+        tmp_path,
+        f"""printf '{{"kind": "server", "log": "{server}"}}\n' >> "$TRITONPT_QA_LEDGER"
+        python client.py 0
+        python3 other.py
+        [ `grep -c "Inference Mode is enabled" ./server.log` == "3" ]
+        echo x > client.log; grep -c "Inference" client.log || true
+        cat server.log | grep -q enabled
+        sed -i s/enabled/disabled/ server.log
+        python client.py 0 || true
+        grep -c "Inference Mode is disabled" server.log
+        """,
+    )
+    clients = [e for e in entries if e["kind"] == "client"]
+    assert [c["results"] is not None for c in clients] == [True, False, True]
+    seen = ledger.tally(_flag_test(), entries)
+    assert (seen.ran, seen.held) == (4, 4), seen.said  # 2 unittest cases, 2 greps of the server's log
+
+
+def test_a_check_that_fails_or_does_not_run_leaves_the_count_short(tmp_path: Path) -> None:
+    (tmp_path / "client.py").write_text(CLIENT, encoding="utf-8")
+    server = tmp_path / "server.log"
+    server.write_text("Inference Mode is enabled\n" * 3, encoding="utf-8")
+    entries = _ledger(
+        tmp_path,
+        f"""printf '{{"kind": "server", "log": "{server}"}}\n' >> "$TRITONPT_QA_LEDGER"
+        python client.py 1 || true
+        grep -c "Inference Mode is enabled" server.log
+        grep -c "Inference Mode is disabled" server.log || true
+        """,
+    )
+    seen = ledger.tally(_flag_test(), entries)
+    assert (seen.ran, seen.held) == (3, 1)  # no second client run; the first case failed, and the second grep
+    assert any("1 of 1 unittest case(s) failed" in s for s in seen.said)
+    quiet = tmp_path / "quiet"
+    quiet.mkdir()
+    assert ledger.tally(_flag_test(), _ledger(quiet, "true")).ran == 0  # nothing ran: nothing counted

@@ -1,4 +1,4 @@
-"""The zoo's rows: what the issue asks it to cover, and the README's table kept to them. The zoo itself runs in
+"""The zoo's rows: the families it must cover, and the README's table kept to them. The zoo itself runs in
 `nox -s zoo` (and its smoke in CI): it exports and serves for real."""
 
 from __future__ import annotations
@@ -6,8 +6,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from tritonpt.testing.zoo import README_END, README_START, chosen
-from tritonpt.testing.zoo.architectures import ARCHITECTURES
+from tritonpt.testing.zoo import GOAL, README_END, README_START, Row, ZooReport, chosen, refusal_problems
+from tritonpt.testing.zoo.architectures import ARCHITECTURES, EXPECTED_REFUSALS
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 
@@ -40,3 +40,41 @@ def test_the_readme_table_has_a_row_per_architecture() -> None:
     table = text[text.index(README_START) : text.index(README_END)]
     rows = re.findall(r"^\| (\S+) \(", table, flags=re.MULTILINE)
     assert rows == [a.name for a in ARCHITECTURES], "run `nox -s zoo -- --readme README.md`"
+
+
+def _row(name: str, *, exported: bool, refusal: str = "") -> Row:
+    row = Row(name=name, library="torchvision", version="0.24.1", family="classification", exported=exported)
+    row.refusal = refusal
+    if exported:
+        row.served, row.checks = True, 4
+    return row
+
+
+def test_every_expected_refusal_names_an_architecture_of_the_zoo_and_says_why() -> None:
+    names = {a.name for a in ARCHITECTURES}
+    assert set(EXPECTED_REFUSALS) <= names
+    assert all(r.says and r.why for r in EXPECTED_REFUSALS.values())
+
+
+def test_an_architecture_that_served_and_is_now_refused_fails_the_zoo_whatever_the_ratio() -> None:
+    rows = [_row(f"m{i}", exported=True) for i in range(99)] + [
+        _row("resnet18", exported=False, refusal="an op")
+    ]
+    report = ZooReport(rows=rows, server="s", seconds=1.0)
+    assert report.served_share >= GOAL
+    assert any(
+        p.startswith("resnet18: export refused it, and no refusal of it is expected")
+        for p in report.problems()
+    )
+
+
+def test_the_expected_refusal_passes_and_another_reason_or_a_serving_one_does_not() -> None:
+    name, expected = next(iter(EXPECTED_REFUSALS.items()))
+    good = [_row(name, exported=False, refusal=f"no: {expected.says}: on inputs of shapes ...")]
+    assert refusal_problems(good) == []
+    other = refusal_problems([_row(name, exported=False, refusal="an op the tracer cannot follow")])
+    assert other
+    assert "another reason than the expected one" in other[0]
+    served = refusal_problems([_row(name, exported=True)])
+    assert served
+    assert "take it off the list" in served[0]

@@ -6,10 +6,12 @@
     └── ContainerServer      an image run by Docker                                      (server/container.py)
 
 ``start()`` is one template for every runner: refuse a second start, launch, wait until ready, record the
-time it took, and stop on any failure. A runner supplies only ``_launch()`` (bring it up, set the endpoints),
-``_terminate()`` (bring it down), ``_exit_state()`` (has what runs it died, and how) and, where a graceful
-stop can hang, ``_kill()`` (bring it down at once, for :meth:`Server.kill`). Its life is one
-:class:`State`. Everything asked of the server goes through :mod:`tritonpt.client`, so it behaves the same
+time it took, and stop on any failure. A runner must supply ``_launch()`` (bring it up, set the endpoints),
+``_terminate()`` (bring it down) and ``_exit_state()`` (has what runs it died, and how). It may override
+``_kill()`` (bring it down at once, for :meth:`Server.kill`, where a graceful stop can hang), ``_await_ready()``
+(what "started" means for it), ``is_alive()``, ``reap_later()``, and what only it knows: ``log_path`` and
+``log_tail()``, ``server_pid()``, ``backend_origin()`` and ``pt2_origin()``, ``describe()``, and the hints
+(``_default_hint()``, ``_verdict_hint()``). Its life is one :class:`State`. Everything asked of the server goes through :mod:`tritonpt.client`, so it behaves the same
 whoever runs it.
 
 Failures read like testcontainers' wait strategies: what was expected, the state last seen, the last log

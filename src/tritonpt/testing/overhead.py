@@ -34,7 +34,7 @@ from tritonpt.errors import TritonPtError
 from tritonpt.server import LocalServer, TritonFlags
 
 GOAL = 1.2
-"""Issue 9's bound on harness / bare."""
+"""The harness may take at most this many times the bare script's wall time (harness / bare)."""
 
 
 class OverheadError(TritonPtError):

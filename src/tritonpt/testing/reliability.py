@@ -1,4 +1,4 @@
-"""One reliability report from the parts the reliability tiers write (issue 10).
+"""One reliability report from the parts the reliability tiers write.
 
     python -m tritonpt.testing.reliability [--reports reports]
 
@@ -10,15 +10,19 @@
 The parts and their fields (``part`` and ``tracebacks``, the "Traceback (most recent call last)" lines seen in
 what the tier captured, in every one):
 
-    faults           faults: [{fault, stage, exit_s, exit, leftovers: {processes, containers, temp_dirs,
-                     staging_dirs, partial_cache}, passed}]
+    faults           collected (every fault test pytest collected), pytest_exit (its exit status),
+                     faults: [{fault, stage, exit_s, exit, leftovers: {processes, containers, temp_dirs,
+                     staging_dirs, partial_files, partial_cache}, ran, passed}] (a row per collected fault;
+                     one that did not run says why in its exit)
     soak             requests_sent, failures, mismatches, counts: {model: {sent, request_success, inference_count,
                      expected_inference_count}}, rss_start_mb, rss_end_mb, rss_bound_mb, smoke
     fuzz             cases: {config_text, reference_files, layouts}, crashes
     export-contract  cases: [{case, exit, one_paragraph, repository_unchanged}]
     bad-requests     cases: [{case, protocol, status, live_after, parity_after}]
     lockdown         checks: [{check, passed}]
-    triton-qa        tests: [{test, suite, checks, status, seconds}] (Triton's own QA tests of the backend)
+    triton-qa        tests: [{test, suite, checks, checks_passed, status, seconds}] (Triton's own QA tests of
+                     the backend; checks_passed: the checks seen to run and hold), controls: [{test, suite,
+                     held}] (negative controls: a test with one check made to fail must fail one short)
 
 Standard library only, so that ``nox -s reliability`` needs nothing installed. A part that does not parse or
 lacks a field is named in the report and makes the command exit 1; a part that is missing is "not run".
@@ -39,13 +43,13 @@ from tritonpt.testing.parts import PARTS as PARTS_FOLDER
 
 PARTS = ("faults", "soak", "fuzz", "export-contract", "bad-requests", "lockdown", "triton-qa")
 """The parts the report knows, in the order it shows them."""
-LEFTOVER_KINDS = ("processes", "containers", "temp_dirs", "staging_dirs", "partial_cache")
+LEFTOVER_KINDS = ("processes", "containers", "temp_dirs", "staging_dirs", "partial_files", "partial_cache")
 FUZZ_KINDS = ("config_text", "reference_files", "layouts")
 DEFAULT_REPORTS = Path("reports")
 
 # What each part must hold beyond "part" and "tracebacks": field -> type (bool is not accepted for int).
 FIELDS: dict[str, dict[str, type | tuple[type, ...]]] = {
-    "faults": {"faults": list},
+    "faults": {"faults": list, "collected": int, "pytest_exit": int},
     "soak": {
         "requests_sent": int,
         "failures": int,
@@ -60,7 +64,7 @@ FIELDS: dict[str, dict[str, type | tuple[type, ...]]] = {
     "export-contract": {"cases": list},
     "bad-requests": {"cases": list},
     "lockdown": {"checks": list},
-    "triton-qa": {"tests": list},
+    "triton-qa": {"tests": list, "controls": list},
 }
 ROW_FIELDS: dict[str, dict[str, type | tuple[type, ...]]] = {
     "faults": {
@@ -69,12 +73,20 @@ ROW_FIELDS: dict[str, dict[str, type | tuple[type, ...]]] = {
         "exit_s": (int, float),
         "exit": str,
         "leftovers": dict,
+        "ran": bool,
         "passed": bool,
     },
     "export-contract": {"case": str, "exit": int, "one_paragraph": bool, "repository_unchanged": bool},
     "bad-requests": {"case": str, "protocol": str, "status": str, "live_after": bool, "parity_after": bool},
     "lockdown": {"check": str, "passed": bool},
-    "triton-qa": {"test": str, "suite": str, "checks": int, "status": str, "seconds": (int, float)},
+    "triton-qa": {
+        "test": str,
+        "suite": str,
+        "checks": int,
+        "checks_passed": int,
+        "status": str,
+        "seconds": (int, float),
+    },
 }
 SOAK_COUNTS: dict[str, type | tuple[type, ...]] = dict.fromkeys(
     ("sent", "request_success", "inference_count", "expected_inference_count"), int
@@ -204,6 +216,8 @@ class Reliability:
     written: dict[str, str] = field(default_factory=dict)  # part -> when its file was written (UTC)
     tracebacks: dict[str, int] = field(default_factory=dict)  # part -> tracebacks seen
     faults: list[dict[str, Any]] = field(default_factory=list)
+    faults_collected: int = 0
+    faults_pytest_exit: int | None = None
     leftovers: dict[str, int] = field(default_factory=dict)  # kind -> total over every fault
     soak: dict[str, Any] | None = None
     fuzz: dict[str, Any] | None = None
@@ -211,6 +225,7 @@ class Reliability:
     bad_requests: list[dict[str, Any]] = field(default_factory=list)
     lockdown: list[dict[str, Any]] = field(default_factory=list)
     triton_qa: list[dict[str, Any]] = field(default_factory=list)
+    triton_qa_controls: list[dict[str, Any]] = field(default_factory=list)
     other: dict[str, dict[str, Any]] = field(default_factory=dict)  # parts this module does not know
     goals: list[Goal] = field(default_factory=list)
 
@@ -247,6 +262,8 @@ def merge(reports: Path) -> Reliability:
         result.other[name] = parts[name]
     if "faults" in parts:
         result.faults = list(parts["faults"]["faults"])
+        result.faults_collected = int(parts["faults"]["collected"])
+        result.faults_pytest_exit = int(parts["faults"]["pytest_exit"])
         result.leftovers = {
             kind: sum(int(row["leftovers"][kind]) for row in result.faults) for kind in LEFTOVER_KINDS
         }
@@ -260,8 +277,37 @@ def merge(reports: Path) -> Reliability:
     result.bad_requests = list(parts.get("bad-requests", {}).get("cases", []))
     result.lockdown = list(parts.get("lockdown", {}).get("checks", []))
     result.triton_qa = list(parts.get("triton-qa", {}).get("tests", []))
+    result.triton_qa_controls = list(parts.get("triton-qa", {}).get("controls", []))
     result.goals = _goals(result)
     return result
+
+
+def _fault_goals(result: Reliability) -> list[Goal]:
+    """Every collected fault injected and survived, pytest passing, at least 20 of them; 0 leftovers; each exit
+    within its bound."""
+    rows = result.faults
+    ran = [row for row in rows if row["ran"]]
+    survived = sum(bool(row["passed"]) for row in rows)
+    collected = result.faults_collected
+    exit_status = result.faults_pytest_exit
+    whole = collected >= 20 and len(rows) == collected and survived == collected and exit_status == 0
+    left = sum(result.leftovers.values())
+    slowest = max((float(row["exit_s"]) for row in ran), default=0.0)
+    return [
+        Goal(
+            what="faults collected / injected / survived",
+            value=f"{collected} / {len(ran)} / {survived}, pytest exit {exit_status}",
+            goal="at least 20, every one injected and survived, pytest passed",
+            met=whole,
+        ),
+        Goal(what="leftovers after the faults", value=str(left), goal="0", met=left == 0),
+        Goal(
+            what="slowest time to exit",
+            value=f"{slowest:.1f} s",
+            goal="within each fault's bound",
+            met=bool(ran) and all(bool(row["passed"]) for row in ran),
+        ),
+    ]
 
 
 def _goals(result: Reliability) -> list[Goal]:
@@ -271,26 +317,7 @@ def _goals(result: Reliability) -> list[Goal]:
         Goal(what="tracebacks seen", value=str(total_tracebacks), goal="0", met=total_tracebacks == 0)
     )
     if "faults" in result.parts_run:
-        survived = sum(bool(row["passed"]) for row in result.faults)
-        goals.append(
-            Goal(
-                what="faults injected / survived",
-                value=f"{len(result.faults)} / {survived}",
-                goal="at least 20, every one survived",
-                met=len(result.faults) >= 20 and survived == len(result.faults),
-            )
-        )
-        left = sum(result.leftovers.values())
-        goals.append(Goal(what="leftovers after the faults", value=str(left), goal="0", met=left == 0))
-        slowest = max((float(row["exit_s"]) for row in result.faults), default=0.0)
-        goals.append(
-            Goal(
-                what="slowest time to exit",
-                value=f"{slowest:.1f} s",
-                goal="within each fault's bound",
-                met=all(bool(row["passed"]) for row in result.faults),
-            )
-        )
+        goals += _fault_goals(result)
     if result.soak is not None:
         soak = result.soak
         lost = int(soak["failures"]) + int(soak["mismatches"])
@@ -347,13 +374,23 @@ def _goals(result: Reliability) -> list[Goal]:
     if "triton-qa" in result.parts_run:
         ran = [t for t in result.triton_qa if t["status"] != "not run"]
         passed = sum(t["status"] == "passed" for t in ran)
-        passed_checks = sum(int(t["checks"]) for t in ran if t["status"] == "passed")
+        passed_checks = sum(int(t["checks_passed"]) for t in ran)
+        planned = sum(int(t["checks"]) for t in ran)
         goals.append(
             Goal(
-                what="Triton's own QA tests passed (their checks)",
-                value=f"{passed} / {len(ran)} ({passed_checks} / {sum(int(t['checks']) for t in ran)})",
-                goal="every one that runs on a CPU",
-                met=bool(ran) and passed == len(ran),
+                what="Triton's own QA tests passed (their checks, seen to hold)",
+                value=f"{passed} / {len(ran)} ({passed_checks} / {planned})",
+                goal="every one that runs on a CPU, every check",
+                met=bool(ran) and passed == len(ran) and passed_checks == planned,
+            )
+        )
+        controls = result.triton_qa_controls
+        goals.append(
+            Goal(
+                what="Triton's QA: negative controls failed one check short",
+                value=f"{sum(bool(c.get('held')) for c in controls)} of {len(controls)}",
+                goal="every one, at least one",
+                met=bool(controls) and all(c.get("held") is True for c in controls),
             )
         )
     return goals
@@ -384,13 +421,20 @@ def to_markdown(result: Reliability) -> str:
         lines += ["## Parts not run", ""]
         lines += [f"- `{name}`: no reports/reliability/parts/{name}.json" for name in result.parts_not_run]
         lines.append("")
+    lost = [row for row in result.faults if not row["passed"]]
+    if lost:
+        lines += ["## Faults that did not run or did not survive", ""]
+        lines += [f"- {row['fault']} ({row['stage']}): {row['exit']}" for row in lost]
+        lines.append("")
     if result.faults:
         lines += ["## Faults", ""]
         rows = [
             (
                 row["fault"],
                 row["stage"],
-                f"{float(row['exit_s']):.2f} s"
+                "-"
+                if not row["ran"]
+                else f"{float(row['exit_s']):.2f} s"
                 + (f" (bound {row['bound_s']:g} s)" if "bound_s" in row else ""),
                 row["exit"],
                 ", ".join(

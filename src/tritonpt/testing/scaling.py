@@ -13,7 +13,9 @@
        (validation, server start, model loads, the matrix, the rest of pytest), the server's memory, and what a
        linear fit predicts for 80 models on 8 runners
 
-This is a benchmark: no figure is judged, timings are printed, never asserted.
+This is a benchmark: timings are printed, never asserted. What is judged is what the report claims beyond
+timings: every run passes, and the merge of the two shards is the unsharded run case for case (exit 1 when
+either does not hold, naming the size).
 """
 
 from __future__ import annotations
@@ -367,11 +369,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     (reports / "scaling.json").write_text(json.dumps(body, indent=2) + "\n", encoding="utf-8")
     plot(results, reports / "scaling.png")
     print(markdown)
-    failed = [s.models for s in results if s.unsharded.exit_code != 0 or any(r.exit_code for r in s.shards)]
-    if failed:
-        print(f"error: the matrix failed at {failed} models; see {reports}/<N>/*/pytest.out", file=sys.stderr)
-        return 1
-    return 0
+    problems = verdict(results)
+    for problem in problems:
+        print(f"error: {problem}; see {reports}/<N>/*/pytest.out", file=sys.stderr)
+    return 1 if problems else 0
+
+
+def verdict(sizes: Sequence[Size]) -> list[str]:
+    """What the report claims that did not hold: a run that failed, a merge that is not the unsharded run."""
+    problems = [
+        f"the matrix failed at {s.models} models" for s in sizes
+        if s.unsharded.exit_code != 0 or any(r.exit_code for r in s.shards)
+    ]  # fmt: skip
+    problems += [
+        f"at {s.models} models the merged shards are not the unsharded run: {s.merged_detail}"
+        for s in sizes
+        if not s.merged_equal
+    ]
+    return problems
 
 
 if __name__ == "__main__":

@@ -8,7 +8,7 @@ Codes are a letter per family and a number (``C005``), in the order a model is r
     W   model_warmup                                       (warmup.py)
     M   the TorchScript model file against the config      (torchscript.py)
     A   the PT2 (AOTInductor) package against the config   (pt2.py)
-    D   the reference data that parity sends               (references.py)
+    D   the reference data that parity sends               (feeds.py)
     P   rules across the models of one server              (process.py)
 
 A problem names its rule (``Problem.rule``, shown as ``[C005]``); the README's validator table has one row per

@@ -12,7 +12,7 @@ from tritonpt import scratch
 from tritonpt.errors import TritonPtError
 from tritonpt.testing.qa import report
 from tritonpt.testing.qa.plan import PLANS
-from tritonpt.testing.qa.run import run_plan
+from tritonpt.testing.qa.run import control_held, run_plan
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -32,12 +32,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"triton-qa: {line}", file=sys.stderr, flush=True)
 
     started = time.monotonic()
-    results = []
+    results, controls = [], []
     try:
         with scratch.stop_signals_interrupt():
             for plan in PLANS:
                 if not options.suite or plan.suite.source.ref in options.suite:
-                    results += run_plan(plan, reports=options.reports, step=say)
+                    ran, checked = run_plan(plan, reports=options.reports, step=say)
+                    results += ran
+                    controls += checked
     except KeyboardInterrupt as interrupt:
         say("interrupted; the running test's processes were stopped and no report was written")
         return scratch.exit_code(interrupt)
@@ -45,14 +47,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     seconds = time.monotonic() - started
-    written = report.write(results, options.reports, seconds)
-    print(report.to_markdown(results, seconds))
+    written = report.write(results, options.reports, seconds, controls)
+    print(report.to_markdown(results, seconds, controls))
     say("written: " + ", ".join(str(p) for p in written))
     failed = [r.test for r in results if r.status not in ("passed", "not run")]
     if failed:
         print(f"error: Triton's own QA tests failed on our build: {', '.join(failed)}.", file=sys.stderr)
-        return 1
-    return 0
+    broken = [r.test for r in controls if not control_held(r)]
+    if broken:
+        print(
+            f"error: the negative control of {', '.join(broken)} did not fail by exactly one check, so the check "
+            "count cannot be trusted; its logs say what ran (reports/triton-qa/logs/).",
+            file=sys.stderr,
+        )
+    return 1 if failed or broken else 0
 
 
 if __name__ == "__main__":

@@ -5,8 +5,14 @@ run against the r25.10 build of the pytorch backend, and at r26.05, whose ``L0_t
 build. Every test of the pinned files is named here, run or not: a test that cannot run on a CPU is listed with
 its reason, never dropped.
 
-A test's ``checks`` are what its test.sh judges, counted by reading it (a unittest case, a grep of the server log
-for a count, a server that must refuse to start); its exit code is the verdict, as upstream's CI takes it.
+A test's checks are what its test.sh judges: each unittest case its clients run (``cases``) and each grep of the
+server's log whose result it compares (``log_checks``, in the order it greps), read from the pinned test.sh.
+The runner sees each check as it runs (:mod:`~tritonpt.testing.qa.ledger`): a test passes when it exits 0, every
+check of the plan ran and held, and no process of it is left. So a credited count is a count of checks seen,
+never a number written here and granted on exit 0.
+
+Checks the runner cannot see one by one (a server that must refuse to start, ``check_test_results`` re-reading
+what the unittest cases reported) are not counted; they still decide the test's exit code.
 """
 
 from __future__ import annotations
@@ -26,11 +32,43 @@ class Generator:
 
 
 @dataclass(frozen=True, kw_only=True)
+class LogCheck:
+    """A grep of the server's log that a test.sh judges: the text, and the count it requires (None: found)."""
+
+    pattern: str  # as grep is given it, after test.sh expanded its variables
+    count: int | None = None
+
+    def holds(self, count: int | None, exit_code: int) -> bool:
+        if self.count is None:
+            return exit_code == 0 and bool(count)
+        return count == self.count
+
+    def describe(self) -> str:
+        return "test.sh requires it" if self.count is None else f"test.sh requires {self.count}"
+
+
+@dataclass(frozen=True, kw_only=True)
 class UpstreamTest:
     name: str  # its folder below qa/
-    checks: int  # what its test.sh judges on a CPU (see how_counted)
+    cases: int  # unittest cases its clients run on a CPU, over every client run
+    log_checks: tuple[LogCheck, ...] = ()  # greps of the server's log its test.sh judges, in order
     how_counted: str
     not_run: str = ""  # why it cannot run here; empty when it runs
+
+    @property
+    def checks(self) -> int:
+        return self.cases + len(self.log_checks)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Control:
+    """A negative control: an upstream test with one of its checks made to fail, run beside the real ones. The
+    runner must report it failed, with exactly one check short, or the count cannot be trusted."""
+
+    test: str  # the upstream test it copies
+    old: str  # in its test.sh, replaced by ``new`` in the copy
+    new: str
+    what: str  # the check it breaks, in words
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -38,6 +76,7 @@ class Plan:
     suite: QaSuite
     generators: tuple[Generator, ...]
     tests: tuple[UpstreamTest, ...]
+    controls: tuple[Control, ...] = ()
 
     @property
     def label(self) -> str:
@@ -56,7 +95,23 @@ def _suite(ref: str) -> QaSuite:
     raise LookupError(msg)
 
 
-_FLAG_CHECKS = "2 configs (the flag true and false), each a unittest run and a count of its log line (3, one per version)"
+_FLAG_CHECKS = (
+    "2 configs (the flag true and false), each a client run of 1 unittest case and a grep of the server's log for "
+    "the flag's line (3, one per version)"
+)
+
+
+def _flag(name: str, line: str, *, on: str, off: str, note: str = "") -> UpstreamTest:
+    """One of the three tests of a boolean parameter: the flag true, then false."""
+    return UpstreamTest(
+        name=name,
+        cases=2,
+        log_checks=(LogCheck(pattern=line + on, count=3), LogCheck(pattern=line + off, count=3)),
+        how_counted=_FLAG_CHECKS + note,
+    )
+
+
+_REUSE = "Reusing TorchScript model for instance"
 
 LIBTORCH = Plan(
     suite=_suite("r25.10"),
@@ -74,35 +129,67 @@ LIBTORCH = Plan(
     tests=(
         UpstreamTest(
             name="L0_libtorch_io_names",
-            checks=8,
+            cases=8,
             how_counted="io_names_client.py's 8 unittest cases (INPUT__0 and named inputs, mixed, wrong names)",
         ),
-        UpstreamTest(name="L0_libtorch_inference_mode", checks=4, how_counted=_FLAG_CHECKS),
-        UpstreamTest(name="L0_libtorch_optimized_execution", checks=4, how_counted=_FLAG_CHECKS),
-        UpstreamTest(
-            name="L0_libtorch_disable_cudnn",
-            checks=4,
-            how_counted=_FLAG_CHECKS + "; on a CPU it checks only that the flag is logged",
+        _flag("L0_libtorch_inference_mode", "Inference Mode is ", on="enabled", off="disabled"),
+        # DISABLE_OPTIMIZED_EXECUTION true logs "disabled", false "enabled"
+        _flag("L0_libtorch_optimized_execution", "Optimized execution is ", on="disabled", off="enabled"),
+        _flag(
+            "L0_libtorch_disable_cudnn",
+            "cuDNN is ",
+            on="disabled",
+            off="enabled",
+            note="; on a CPU it checks only that the flag is logged",
         ),
         UpstreamTest(
             name="L0_libtorch_io_types",
-            checks=3,
-            how_counted="3 models the server must refuse to load, each with the backend's exact message",
+            cases=0,
+            log_checks=(
+                LogCheck(
+                    pattern="unsupported datatype TYPE_UINT32 for input 'INPUT0' for model "
+                    "'libtorch_invalid_input_type'"
+                ),
+                LogCheck(
+                    pattern="unsupported datatype TYPE_UINT64 for output 'OUTPUT__0' for model "
+                    "'libtorch_invalid_output_type'"
+                ),
+                LogCheck(pattern="input 'CORRID__2' type 'TYPE_UINT32' is not supported by PyTorch."),
+            ),
+            how_counted="3 models the server must refuse to load, each a grep of its log for the backend's exact "
+            "message (that the server did not start is judged too, and decides the exit, but is not counted)",
         ),
         UpstreamTest(
             name="L0_libtorch_shared_weights",
-            checks=4,
+            cases=2,
+            log_checks=(LogCheck(pattern=_REUSE, count=0), LogCheck(pattern=_REUSE, count=15)),
             how_counted="the 2 CPU configs (without and with ENABLE_WEIGHT_SHARING) of upstream's 3, each a "
-            "unittest of 128 concurrent requests and a count of 'Reusing TorchScript model' (0, then 15)",
+            f"client run of 1 unittest case (128 concurrent requests) and a grep of the log for '{_REUSE}' (0, "
+            "then 15)",
         ),
         UpstreamTest(
             name="L0_libtorch_instance_group_kind_model",
-            checks=6,
+            cases=2,
+            log_checks=(
+                LogCheck(pattern="SumModule - INPUT0 device: cpu, INPUT1 device: cpu"),
+                LogCheck(pattern="DiffModule - INPUT0 device: cuda:3, INPUT1 device: cuda:3"),
+                LogCheck(pattern="SumModule - INPUT0 device: cuda:2, INPUT1 device: cuda:2"),
+                LogCheck(pattern="DiffModule - INPUT0 device: cuda:0, INPUT1 device: cuda:0"),
+            ),
             how_counted="2 models, each a client run and 2 greps of the device each input was on",
             not_run="needs 4 GPUs (its gen_models.py places modules on cuda:0, cuda:2 and cuda:3 and exits "
             "below 4), and its test.sh pip-uninstalls torch and installs another from download.pytorch.org, "
             "which must never touch a pinned environment. Runs on a machine with 4 GPUs and a throwaway "
             "environment, where KIND_MODEL instance groups can be checked",
+        ),
+    ),
+    controls=(
+        Control(
+            test="L0_libtorch_inference_mode",
+            old='string_value: \\"$FLAG\\"',
+            new='string_value: \\"true\\"',
+            what="INFERENCE_MODE stays true when the loop sets it false, so the log's 'Inference Mode is disabled' "
+            "count is 0 where test.sh requires 3 (one check of 4)",
         ),
     ),
 )
@@ -116,7 +203,7 @@ TORCH_AOTI = Plan(
     tests=(
         UpstreamTest(
             name="L0_torch_aoti",
-            checks=4,
+            cases=4,
             how_counted="torch_aoti_infer_test.py's 4 unittest cases (ordinal names, call-spec names with "
             "nested dicts, 6 dtypes of an add model, torchvision ResNet50)",
         ),

@@ -1,5 +1,8 @@
-"""``reports/triton-qa.md`` and ``.json``: a row per upstream test, run or not, and the adaptations in full; the
-``triton-qa`` part of the reliability report."""
+"""``reports/triton-qa.md`` and ``.json``: a row per upstream test, run or not, the negative controls, and the
+adaptations in full; the ``triton-qa`` part of the reliability report.
+
+A check counts as passed only when it was seen to run and hold (:mod:`~tritonpt.testing.qa.ledger`): "27/27" is
+27 checks seen, not a number granted on exit 0."""
 
 from __future__ import annotations
 
@@ -11,26 +14,27 @@ from pathlib import Path
 from tritonpt.testing import parts
 from tritonpt.testing.qa import adapt
 from tritonpt.testing.qa.plan import PLANS
-from tritonpt.testing.qa.run import QaResult
+from tritonpt.testing.qa.run import QaResult, control_held
 
 
 def claim(results: Sequence[QaResult], prefix: str = "L0_libtorch") -> str:
-    """The README's sentence: checks passed of the tests that ran, for the tests named ``prefix*``."""
+    """The README's sentence: the checks seen to hold, of those the plan counts for the tests that ran, for the
+    tests named ``prefix*``."""
     ran = [r for r in results if r.test.startswith(prefix) and r.status != "not run"]
     if not ran:
         return "not run"
-    passed = sum(r.checks for r in ran if r.passed)
+    passed = sum(r.checks_passed for r in ran)
     return f"{passed}/{sum(r.checks for r in ran)} checks in {sum(r.passed for r in ran)}/{len(ran)} tests"
 
 
-def to_markdown(results: Sequence[QaResult], seconds: float) -> str:
+def to_markdown(results: Sequence[QaResult], seconds: float, controls: Sequence[QaResult] = ()) -> str:
     lines = [
         "# Triton's own QA tests against our builds",
         "",
         f"NVIDIA's L0_libtorch tests on the r25.10 build: {claim(results)}; L0_torch_aoti on the PT2 build: "
         f"{claim(results, 'L0_torch_aoti')}. {seconds:.0f} s in all.",
         "",
-        "| suite | test | build | checks | result | unittest cases (failed) | seconds | adaptations |",
+        "| suite | test | build | checks held / planned | result | unittest cases (failed) | seconds | adaptations |",
         "|---|---|---|---|---|---|---|---|",
     ]
     for r in results:
@@ -39,7 +43,7 @@ def to_markdown(results: Sequence[QaResult], seconds: float) -> str:
         )
         result = r.status if r.passed or r.status == "not run" else f"**{r.status}** (exit {r.exit_code})"
         lines.append(
-            f"| {r.ref} | {r.test} | {r.build} | {r.checks} | {result} | {cases} | "
+            f"| {r.ref} | {r.test} | {r.build} | {_held(r)} | {result} | {cases} | "
             f"{r.seconds:.1f} | {', '.join(r.adaptations) or '-'} |"
         )
     lines += ["", "## How the checks are counted, and what does not run", ""]
@@ -51,6 +55,15 @@ def to_markdown(results: Sequence[QaResult], seconds: float) -> str:
         for r in failed:
             lines.append(f"- `{r.test}` ({r.status}, exit {r.exit_code}); logs in `{r.log}`:")
             lines += [f"    - {line}" for line in r.said] or ["    - (no failure line printed)"]
+    if controls:
+        lines += ["", "## Negative controls", ""]
+        lines += ["A copy of a test with one check made to fail: it must fail, one check short.", ""]
+        for r in controls:
+            verdict = "held" if control_held(r) else "**did not hold**"
+            lines.append(
+                f"- `{r.test}` ({r.control}): {r.status}, exit {r.exit_code}, {r.checks_passed} of {r.checks} "
+                f"checks held: {verdict}."
+            )
     lines += ["", "## Adaptations", "", "Applied at run time to a scratch copy of the pinned files:", ""]
     lines += ["| key | suite | file | replaces | count | why |", "|---|---|---|---|---|---|"]
     for s in adapt.SUBSTITUTIONS:
@@ -64,24 +77,41 @@ def to_markdown(results: Sequence[QaResult], seconds: float) -> str:
     return "\n".join(lines)
 
 
-def write(results: Sequence[QaResult], reports: Path, seconds: float) -> list[Path]:
+def _held(r: QaResult) -> str:
+    return "-" if r.status == "not run" else f"{r.checks_passed} / {r.checks}"
+
+
+def write(
+    results: Sequence[QaResult], reports: Path, seconds: float, controls: Sequence[QaResult] = ()
+) -> list[Path]:
     reports.mkdir(parents=True, exist_ok=True)
     markdown, data = reports / "triton-qa.md", reports / "triton-qa.json"
-    markdown.write_text(to_markdown(results, seconds), encoding="utf-8")
+    markdown.write_text(to_markdown(results, seconds, controls), encoding="utf-8")
     body = {
         "claim": claim(results),
         "torch_aoti": claim(results, "L0_torch_aoti"),
         "seconds": round(seconds, 1),
         "tests": [asdict(r) for r in results],
+        "controls": [{**asdict(r), "held": control_held(r)} for r in controls],
         "substitutions": [asdict(s) for s in adapt.SUBSTITUTIONS],
         "around": [asdict(a) for a in adapt.AROUND],
     }
     data.write_text(json.dumps(body, indent=2) + "\n", encoding="utf-8")
     rows = [
-        {"test": r.test, "suite": r.ref, "checks": r.checks, "status": r.status, "seconds": r.seconds}
+        {
+            "test": r.test,
+            "suite": r.ref,
+            "checks": r.checks,
+            "checks_passed": r.checks_passed,
+            "status": r.status,
+            "seconds": r.seconds,
+        }
         for r in results
     ]
+    held = [{"test": r.test, "suite": r.ref, "held": control_held(r)} for r in controls]
     part = parts.write_part(
-        "triton-qa", {"tests": rows, "tracebacks": 0}, reports / parts.PARTS.relative_to("reports")
+        "triton-qa",
+        {"tests": rows, "controls": held, "tracebacks": 0},
+        reports / parts.PARTS.relative_to("reports"),
     )
     return [markdown, data, part]

@@ -1,17 +1,19 @@
 """Running one suite of Triton's QA tests: its pinned files unpacked and adapted, its models, our builds, each
-test.sh as NVIDIA's CI runs it (``bash test.sh <version>`` in its own folder), judged by its exit code.
+test.sh as NVIDIA's CI runs it (``bash test.sh <version>`` in its own folder). It passes when it exits 0, every
+check the plan counts was seen to run and hold (its ledger), and none of its processes is left; then the plan's
+negative controls, each of which must fail by exactly one check.
 
     work/                 a scratch folder, removed at the end (the tests write models and logs into it)
       server-<commit>/qa/   the pinned files, then the substitutions (adapt.py)
       triton/bin/tritonserver   the wrapper: exec server 2.51.0 with our backend directory, 127.0.0.1, free ports
-      shims/                pip, pip3 and gdb that refuse
+      shims/                pip, pip3 and gdb that refuse; python, python3 and grep that record each check
+                            (tritonpt.testing.qa.ledger) and then do as asked
       data/                 for L0_torch_aoti: the generated models as the harness serves PT2 (a linked copy)
     <reports>/triton-qa/logs/<ref>/<test>/   what each test wrote (test.out, its *.log files), kept
 """
 
 from __future__ import annotations
 
-import json
 import os
 import shlex
 import shutil
@@ -30,8 +32,8 @@ from tritonpt.backend.serving import PT2_NAME, backend_directory
 from tritonpt.backend.sources import fetch_source, sources_folder, unpack_source
 from tritonpt.errors import HINT, QaError
 from tritonpt.server.local import TritonInstall, free_ports, library_folders
-from tritonpt.testing.qa import adapt, generate
-from tritonpt.testing.qa.plan import Plan, UpstreamTest
+from tritonpt.testing.qa import adapt, generate, ledger
+from tritonpt.testing.qa.plan import Control, Plan, UpstreamTest
 from tritonpt.versions import VERSIONS
 
 TEST_TIMEOUT_S = 600
@@ -46,16 +48,19 @@ class QaResult:
     test: str
     ref: str
     build: str  # what it ran against, in words
-    checks: int
+    checks: int  # what the plan counts
     how_counted: str
     adaptations: list[str]
     status: str  # "passed", "failed", "timed out", "not run"
     seconds: float = 0.0
     exit_code: int | None = None
-    unittest: dict[str, int] = field(default_factory=dict)  # totals of its test_results.txt files
+    unittest: dict[str, int] = field(default_factory=dict)  # totals of the unittest cases its clients ran
+    checks_run: int = 0  # checks seen to run (the ledger)
+    checks_passed: int = 0  # of them, those that held
     said: list[str] = field(default_factory=list)  # its failure lines, when it failed
     reason: str = ""  # why not run
     leftovers: int = 0  # processes of its group alive after it ended (killed)
+    control: str = ""  # for a negative control: the check it breaks
     log: str = ""
 
     @property
@@ -99,7 +104,8 @@ def _wrapper(
     binary.write_text(
         "#!/bin/bash\n"
         "# tritonpt: Triton's QA tests run this as SERVER; exec keeps the pid they kill and wait for.\n"
-        f"export LD_LIBRARY_PATH={path}${{LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}}\n"
+        + ledger.server_line()
+        + f"export LD_LIBRARY_PATH={path}${{LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}}\n"
         f'exec {shlex.quote(str(install.binary))} {" ".join(shlex.quote(o) for o in options)} "$@"\n',
         encoding="utf-8",
     )
@@ -153,11 +159,13 @@ def prepared(plan: Plan, *, logs: Path, step: Step) -> Iterator[tuple[Path, dict
         values["DATA"] = str(data)
         tests = tuple(s for s in adapt.for_ref(source.ref) if adapt.GENERATION not in s.tests)
         adapt.apply(qa, tests, values)
-        path = os.pathsep.join(
-            [str(_shims(work / "shims")), str(Path(sys.executable).parent), os.environ["PATH"]]
-        )
+        grep = shutil.which("grep") or "/usr/bin/grep"
+        shims = _shims(work / "shims")
+        recording = ledger.shims(shims, grep=grep)
+        path = os.pathsep.join([str(shims), str(Path(sys.executable).parent), os.environ["PATH"]])
         env = {
             **os.environ,
+            **recording,
             "PATH": path,
             "TRITONSERVER_IPADDR": "127.0.0.1",
             "SERVER_TIMEOUT": str(SERVER_TIMEOUT_S),
@@ -169,9 +177,17 @@ def prepared(plan: Plan, *, logs: Path, step: Step) -> Iterator[tuple[Path, dict
 
 
 def run_test(
-    plan: Plan, test: UpstreamTest, qa: Path, env: dict[str, str], *, logs: Path, build: str
+    plan: Plan,
+    test: UpstreamTest,
+    qa: Path,
+    env: dict[str, str],
+    *,
+    logs: Path,
+    build: str,
+    folder: Path | None = None,
 ) -> QaResult:
-    """``bash test.sh <version>`` in the test's folder, in its own process group; what it said and left."""
+    """``bash test.sh <version>`` in the test's folder (``folder``: a copy of it), in its own process group; what
+    it said, which checks ran and held, and what it left."""
     result = QaResult(
         test=test.name,
         ref=plan.suite.source.ref,
@@ -188,34 +204,87 @@ def run_test(
     if test.not_run:
         result.adaptations = []
         return result
-    folder = qa / test.name
-    out = folder / "test.out"
+    folder = folder or qa / test.name
+    out, record = folder / "test.out", folder / "tritonpt-ledger.jsonl"
+    record.unlink(missing_ok=True)
     started = time.monotonic()
     with out.open("w", encoding="utf-8") as stream:
         process = subprocess.Popen(
             ["bash", "test.sh", plan.suite.repo_version],
             cwd=folder,
-            env=env,
+            env={**env, ledger.LEDGER_ENV: str(record)},
             stdout=stream,
             stderr=subprocess.STDOUT,
             start_new_session=True,
         )
         try:
             result.exit_code = process.wait(timeout=TEST_TIMEOUT_S)
-            result.status = "passed" if result.exit_code == 0 else "failed"
         except subprocess.TimeoutExpired:
             result.status = "timed out"
         finally:
             result.leftovers = _end_group(process)
     result.seconds = round(time.monotonic() - started, 1)
-    result.unittest = _unittest_totals(folder)
+    entries = ledger.read(record)
+    result.unittest = _unittest_totals(entries)
+    seen = ledger.tally(test, entries)
+    result.checks_run, result.checks_passed = seen.ran, seen.held
     text = out.read_text(encoding="utf-8", errors="replace")
+    if result.status != "timed out":
+        result.status = _status(result, seen)
     if not result.passed:
         result.said = [line.strip() for line in text.splitlines() if FAILURE_MARK in line and "ail" in line][
             :10
         ]
-    result.log = str(_keep_logs(folder, logs / test.name))
+        result.said += seen.said
+        if seen.ran != test.checks:
+            result.said.append(f"{seen.ran} of the {test.checks} checks the plan counts ran")
+        if result.leftovers:
+            result.said.append(
+                f"{result.leftovers} of its processes were still running after it ended (killed)"
+            )
+    result.log = str(_keep_logs(folder, logs / folder.name))
     return result
+
+
+def _status(result: QaResult, seen: ledger.Tally) -> str:
+    """Passed: exit 0, every check of the plan seen to run and hold, nothing of it left running."""
+    whole = seen.ran == result.checks and seen.held == result.checks
+    return "passed" if result.exit_code == 0 and whole and not result.leftovers else "failed"
+
+
+def run_control(
+    plan: Plan, control: Control, qa: Path, env: dict[str, str], *, logs: Path, build: str
+) -> QaResult:
+    """The control's copy of its test (beside it, so that ../common holds), one check made to fail, run as the
+    tests run; it holds when it fails with exactly one check of the plan short."""
+    test = next(t for t in plan.tests if t.name == control.test)
+    copy = qa / f"{control.test}.control"
+    if copy.exists():
+        shutil.rmtree(copy)
+    shutil.copytree(qa / control.test, copy, symlinks=True)
+    script = copy / "test.sh"
+    text = script.read_text(encoding="utf-8")
+    if text.count(control.old) != 1:
+        msg = (
+            f"Cannot make the negative control of {control.test}: its test.sh holds {text.count(control.old)} x "
+            f"{control.old!r}, not 1.\n{HINT} the pinned files changed: review the control in "
+            "src/tritonpt/testing/qa/plan.py."
+        )
+        raise QaError(msg)
+    script.write_text(text.replace(control.old, control.new), encoding="utf-8")
+    result = run_test(plan, test, qa, env, logs=logs, build=build, folder=copy)
+    result.control = control.what
+    return result
+
+
+def control_held(result: QaResult) -> bool:
+    """The control failed, every check ran, and exactly one did not hold."""
+    return (
+        result.status == "failed"
+        and result.exit_code not in (0, None)
+        and result.checks_run == result.checks
+        and result.checks_passed == result.checks - 1
+    )
 
 
 def _end_group(process: subprocess.Popen[bytes]) -> int:
@@ -245,15 +314,15 @@ def _group_members(pgid: int) -> list[int]:
     return members
 
 
-def _unittest_totals(folder: Path) -> dict[str, int]:
+def _unittest_totals(entries: list[dict[str, object]]) -> dict[str, int]:
+    """The unittest cases its clients reported, over every client run (each run writes its own test_results.txt
+    over the last one, so the file left at the end holds the last run only)."""
     totals = {"total": 0, "errors": 0, "failures": 0}
-    for path in folder.rglob("test_results.txt"):
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            continue
-        for name in totals:
-            totals[name] += int(data.get(name, 0))
+    for entry in entries:
+        results = entry.get("results") if entry.get("kind") == "client" else None
+        if isinstance(results, dict):
+            for name in totals:
+                totals[name] += int(results.get(name, 0))
     return totals if totals["total"] else {}
 
 
@@ -267,21 +336,33 @@ def _keep_logs(folder: Path, into: Path) -> Path:
     return into
 
 
-def run_plan(plan: Plan, *, reports: Path, step: Step) -> list[QaResult]:
+def run_plan(plan: Plan, *, reports: Path, step: Step) -> tuple[list[QaResult], list[QaResult]]:
+    """Every test of the plan, then its negative controls: (the tests' results, the controls')."""
     logs = reports / "triton-qa" / "logs" / plan.suite.source.ref
-    results = []
+    results, controls = [], []
+    ref = plan.suite.source.ref
     with prepared(plan, logs=logs, step=step) as (qa, env):
         build = _describe_build(plan)
         for test in plan.tests:
             if test.not_run:
-                step(f"{plan.suite.source.ref} {test.name}: not run ({test.not_run.split(',')[0]})")
+                step(f"{ref} {test.name}: not run ({test.not_run.split(',')[0]})")
             else:
-                step(f"{plan.suite.source.ref} {test.name}: bash test.sh {plan.suite.repo_version}")
+                step(f"{ref} {test.name}: bash test.sh {plan.suite.repo_version}")
             result = run_test(plan, test, qa, env, logs=logs, build=build)
             if not test.not_run:
-                step(f"{plan.suite.source.ref} {test.name}: {result.status} in {result.seconds:.1f} s")
+                step(
+                    f"{ref} {test.name}: {result.status} in {result.seconds:.1f} s, "
+                    f"{result.checks_passed}/{result.checks} checks"
+                )
             results.append(result)
-    return results
+        for control in plan.controls:
+            step(f"{ref} {control.test}, negative control ({control.what})")
+            result = run_control(plan, control, qa, env, logs=logs, build=build)
+            held = "as it must" if control_held(result) else "NOT as it must"
+            step(f"{ref} {control.test}, negative control: {result.status}, {result.checks_passed}/{result.checks} "
+                 f"checks ({held})")  # fmt: skip
+            controls.append(result)
+    return results, controls
 
 
 def _describe_build(plan: Plan) -> str:

@@ -100,7 +100,7 @@ class SoakReport:
         return data
 
     def part(self) -> dict[str, Any]:
-        """The reliability part ``soak`` (issue 10's contract, plus the verdict and the time)."""
+        """The reliability part ``soak`` (the fields tritonpt.testing.reliability reads, plus the verdict and the time)."""
         return {
             "tracebacks": count_tracebacks([*self.shown, self.aborted]),
             "requests_sent": self.requests_sent,

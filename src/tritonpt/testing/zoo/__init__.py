@@ -10,8 +10,10 @@
     -> reports/zoo/zoo.json and zoo.md: architecture, library and version, exported (or why not), served, parity
        (max error against tolerance), seconds to export; ``--readme`` writes the table into the README too
 
-Exit 1 when a model that exported does not load or misses parity (a finding to explain, not a row to hide), or
-when fewer than :data:`GOAL` of the architectures are served with parity. A refusal is a row, with its reason.
+Exit 1 when a model that exported does not load or misses parity (a finding to explain, not a row to hide), when
+export refuses an architecture that :data:`~tritonpt.testing.zoo.architectures.EXPECTED_REFUSALS` does not list
+(or for another reason than listed), when a listed one is no longer refused (the list must stay true), or when
+fewer than :data:`GOAL` of the architectures are served with parity. A refusal is a row, with its reason.
 """
 
 from __future__ import annotations
@@ -27,10 +29,10 @@ from tritonpt import checks, client, export, reference
 from tritonpt.errors import ModelLoadError, TritonPtError
 from tritonpt.repository import ModelDir
 from tritonpt.server import LocalServer, TritonFlags
-from tritonpt.testing.zoo.architectures import ARCHITECTURES, Architecture
+from tritonpt.testing.zoo.architectures import ARCHITECTURES, EXPECTED_REFUSALS, Architecture
 
 GOAL = 0.9
-"""The share of architectures that must be served with parity (issue 15)."""
+"""The share of architectures that must be served with parity."""
 README_START, README_END = "<!-- zoo:start -->", "<!-- zoo:end -->"
 
 Step = Callable[[str], None]
@@ -157,6 +159,7 @@ class ZooReport:
             if r.exported and not r.served
         ]
         found += [f"{r.name}: {f}" for r in self.rows if r.served for f in r.parity_failures]
+        found += refusal_problems(self.rows)
         if self.served_share < GOAL:
             found.append(
                 f"{self.served_share:.0%} of the architectures are served with parity; the goal is {GOAL:.0%}"
@@ -210,6 +213,29 @@ class ZooReport:
             f"{self.server}, {self.seconds:.0f} s on this machine (`nox -s zoo`).\n\n"
         )
         readme.write_text(text[:start] + summary + self.table() + text[end:], encoding="utf-8")
+
+
+def refusal_problems(rows: Sequence[Row]) -> list[str]:
+    """Refusals that are not the expected ones, and expected ones that no longer happen."""
+    found = []
+    for r in rows:
+        expected = EXPECTED_REFUSALS.get(r.name)
+        if not r.exported and expected is None:
+            found.append(
+                f"{r.name}: export refused it, and no refusal of it is expected (zoo/architectures.py "
+                f"EXPECTED_REFUSALS): {r.refusal}"
+            )
+        elif not r.exported and expected is not None and expected.says not in r.refusal:
+            found.append(
+                f"{r.name}: export refused it for another reason than the expected one ({expected.says!r}): "
+                f"{r.refusal}"
+            )
+        elif r.exported and expected is not None:
+            found.append(
+                f"{r.name}: EXPECTED_REFUSALS says export refuses it ({expected.why}), and export took it: take it "
+                "off the list if it now serves"
+            )
+    return found
 
 
 def run(architectures: Sequence[Architecture], *, reports: Path, step: Step) -> ZooReport:
