@@ -141,6 +141,7 @@ def test_a_session_in_a_matrix_is_read_through_the_step_env(tmp_path: Path) -> N
                             {"run": 'nox -s "$SESSION"', "env": {"SESSION": "${{ matrix.session }}"}},
                             {"run": "python -m nox -s merge-reports -- --into x && echo nox -s not-this"},
                             {"run": 'sudo -E env "PATH=$PATH" nox --session soak  # nox -s commented'},
+                            {"run": "nox -s container faults --no-venv"},
                         ],
                     }
                 },
@@ -153,4 +154,6 @@ def test_a_session_in_a_matrix_is_read_through_the_step_env(tmp_path: Path) -> N
         "unit",
         "merge-reports",
         "soak",
+        "container",
+        "faults",
     ]

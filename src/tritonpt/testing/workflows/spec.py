@@ -131,11 +131,16 @@ def _nox_sessions(script: str) -> list[str]:
             if word != "nox" and not (word == "-m" and words_of_line[index + 1 : index + 2] == ["nox"]):
                 continue
             rest = words_of_line[index + 1 :]
-            for position, flag in enumerate(rest):
+            taking = False
+            for flag in rest:
                 if flag in {"--", "&&", "||", ";", "|"}:
                     break
-                if flag in {"-s", "--session", "--sessions"} and position + 1 < len(rest):
-                    words.append(rest[position + 1])
+                if flag in {"-s", "--session", "--sessions"}:
+                    taking = True
+                elif flag.startswith("-"):
+                    taking = False
+                elif taking:  # nox takes several: `nox -s container faults`
+                    words.append(flag)
             break
     return words
 
