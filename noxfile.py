@@ -35,9 +35,10 @@ from tritonpt import scratch  # stdlib only, like versions
 from tritonpt.testing.crash import RERUN_ENV, crash_of, keep_crashed  # stdlib only
 from tritonpt.versions import VERSIONS  # stdlib-only module, read before any install
 
-# SIGTERM and SIGHUP of nox (a CI step cancelled, a closed terminal) end it as Ctrl-C does: nox passes SIGINT
-# on to the running command (interrupt_timeout below), whose servers and containers are stopped.
-scratch.install_stop_signals()
+# A stop sent to nox alone (a CI runner cancelling the step, systemd, `kill`) is passed on to the running command as
+# Ctrl-C, which stops its servers and containers while nox waits for it (interrupt_timeout below); SIGTERM and
+# SIGHUP end nox as Ctrl-C does. nox itself would wait without passing anything on (tritonpt.scratch).
+scratch.forward_stop_signals()
 
 nox.needs_version = ">=2025.2.9"
 nox.options.default_venv_backend = "uv"

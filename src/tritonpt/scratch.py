@@ -26,7 +26,15 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import FrameType
 
-__all__ = ["INTERRUPTS", "Interrupted", "ctrl_c_held", "folder", "remove", "stop_signals_interrupt"]
+__all__ = [
+    "INTERRUPTS",
+    "Interrupted",
+    "ctrl_c_held",
+    "folder",
+    "forward_stop_signals",
+    "remove",
+    "stop_signals_interrupt",
+]
 
 INTERRUPTS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 """The signals that end a front door the way Ctrl-C does (once :func:`stop_signals_interrupt` is in force)."""
@@ -94,6 +102,58 @@ def install_stop_signals() -> dict[signal.Signals, Handler]:
     for sig in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, _interrupt)
     return saved
+
+
+def _children() -> list[int]:
+    """This process's live child processes (/proc's parent links)."""
+    mine = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            state, parent = (entry / "stat").read_text().rsplit(")", 1)[1].split()[:2]
+        except (OSError, IndexError, ValueError):
+            continue
+        if int(parent) == os.getpid() and state != "Z":
+            mine.append(int(entry.name))
+    return mine
+
+
+def _terminal_foreground() -> bool:
+    """Whether this process runs in the foreground of a terminal, whose Ctrl-C reaches its whole group."""
+    try:
+        return os.isatty(0) and os.tcgetpgrp(0) == os.getpgrp()
+    except OSError:
+        return False
+
+
+def forward_stop_signals() -> None:
+    """For a process that runs commands and waits for them (nox): a stop that was sent to it alone is passed on to
+    its children as Ctrl-C, and only its first stop interrupts it.
+
+    A CI runner cancelling a step signals the step's process alone (GitHub's runner: SIGINT, SIGTERM 7.5 s later,
+    the process tree killed 2.5 s after that); nox then waits for its command (its ``interrupt_timeout``) but never
+    signals it, so the command would run on, and the second signal would end nox's wait and leave the command
+    without it. Here each stop is passed on (SIGINT first, SIGTERM after), except a SIGINT that a terminal sent to
+    the whole foreground group (the children have it already); the first stop interrupts this process as
+    :func:`install_stop_signals` does, later ones only pass on. Main thread only."""
+    if threading.current_thread() is not threading.main_thread():
+        return
+    stopped: list[int] = []
+
+    def handler(signum: int, frame: FrameType | None) -> None:
+        if signum != signal.SIGINT or not _terminal_foreground():
+            for child in _children():
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.kill(child, signal.SIGTERM if stopped else signal.SIGINT)
+        if stopped:
+            return
+        stopped.append(signum)  # before raising: a stop during the raise must not raise again
+        _interrupt(signum, frame)  # raises, unless it landed in a finalizer and is sent again a moment later
+        stopped.clear()  # ... and then that one interrupts
+
+    for sig in INTERRUPTS:
+        signal.signal(sig, handler)
 
 
 @contextlib.contextmanager

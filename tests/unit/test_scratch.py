@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import shutil
 import signal
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -184,3 +185,50 @@ def test_a_stop_that_lands_in_a_finalizer_is_raised_after_it(
         collect_one_then_work()
     assert finalized == ["ran to its end"]
     assert swallowed == []
+
+
+RUNNER = """
+import subprocess, sys
+from tritonpt import scratch
+scratch.forward_stop_signals()
+child = subprocess.Popen([sys.executable, "-c", sys.argv[1]])
+print("ready", flush=True)
+try:
+    child.wait()
+except KeyboardInterrupt:
+    print("interrupted", flush=True)
+    print(f"child exited {child.wait()}", flush=True)  # nox waits for its command (interrupt_timeout)
+"""
+COMMAND = """
+import signal, sys, time
+def stop(signum, frame):
+    print(f"command got {signal.Signals(signum).name}", flush=True)
+    if signum == signal.SIGTERM:
+        sys.exit(0)
+signal.signal(signal.SIGINT, stop)
+signal.signal(signal.SIGTERM, stop)
+time.sleep(60)
+"""
+
+
+@pytest.mark.timeout(60)
+def test_a_stop_sent_to_nox_alone_reaches_its_command_and_a_second_does_not_orphan_it() -> None:
+    """As GitHub's runner cancels a step: SIGINT to its process alone, then SIGTERM; nox must pass both on and
+    outlive its command (before, nox passed nothing on, and the SIGTERM ended it with the command still running)."""
+    with subprocess.Popen(
+        [sys.executable, "-c", RUNNER, COMMAND],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(Path(scratch.__file__).parents[1])},
+    ) as runner:
+        assert runner.stdout is not None
+        assert runner.stdout.readline().strip() == "ready"
+        time.sleep(0.5)  # the command has installed its handlers
+        runner.send_signal(signal.SIGINT)
+        assert runner.stdout.readline().strip() == "command got SIGINT"
+        assert runner.stdout.readline().strip() == "interrupted"
+        runner.send_signal(signal.SIGTERM)  # while it waits for the command
+        rest = runner.stdout.read().split("\n")
+        assert runner.wait(timeout=30) == 0
+    assert [line for line in rest if line] == ["command got SIGTERM", "child exited 0"]

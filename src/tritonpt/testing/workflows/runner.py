@@ -15,8 +15,9 @@ What a run is given:
     files        act's input, secret, variable and env files are empty files of the run's own: nothing of the
                  user's (``.secrets``, ``.env``, ``~/.actrc``) reaches a job
 
-A cancelled run is sent SIGINT (act cancels its jobs), then SIGTERM, then SIGKILL, each to the whole process group;
-what still carries the run's marker afterwards is counted as left behind, then killed.
+A cancelled run is cancelled as GitHub's runner cancels one (:meth:`Running.cancel`); what still runs afterwards
+(a process of the run, or one that names the run's folder, and the harness's containers that mount it) is counted
+as left behind, then killed.
 """
 
 from __future__ import annotations
@@ -43,8 +44,11 @@ from tritonpt.testing.workflows.report import Job, Report, parse, read_events, w
 from tritonpt.testing.workflows.spec import Workflow, WorkflowsError
 
 EVENTS = "act.jsonl"
-CANCEL_GRACE_S = (45.0, 15.0)
-"""Seconds after SIGINT, then after SIGTERM, before the next signal (the jobs stop servers and containers)."""
+GITHUB_CANCEL_S = (7.5, 2.5)
+"""GitHub's runner on a cancel: SIGINT to a step's entry process, SIGTERM after 7.5 s, the process tree killed after
+2.5 s more (docs.github.com, "Canceling a workflow", "Steps the runner takes to cancel a workflow run")."""
+ACT_GRACE_S = 30.0
+SETTLE_S = 3.0
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -167,20 +171,25 @@ class Running:
         return read_events(self.log) if self.log.is_file() else []
 
     def cancel(self) -> None:
-        """Stop the run as a cancelled workflow stops: SIGINT to act and every job process, then harder."""
+        """Stop the run as GitHub cancels one (its documentation, "Canceling a workflow"): SIGINT to each running
+        step's entry process (the shell of a ``run:`` step), SIGTERM 7.5 s later, and 2.5 s after that the step's
+        whole process tree is killed. act is then told to cancel the run. act alone would not do this: on SIGINT it
+        kills a step's shell and leaves the shell's children running."""
         with self._lock:
             self.cancelled = True
-            for sig, grace in ((signal.SIGINT, CANCEL_GRACE_S[0]), (signal.SIGTERM, CANCEL_GRACE_S[1])):
+            entries = [pid for pid in host.children(self.process.pid) if host.carries(pid, self.marker)]
+            for sig, grace in ((signal.SIGINT, GITHUB_CANCEL_S[0]), (signal.SIGTERM, GITHUB_CANCEL_S[1])):
+                host.signal_all(entries, sig)
+                host.wait_gone(entries, grace)
+            host.kill_trees(entries)
+            for sig, grace in ((signal.SIGINT, ACT_GRACE_S), (signal.SIGKILL, ACT_GRACE_S)):
                 if self.process.poll() is not None:
                     break
                 with contextlib.suppress(ProcessLookupError, PermissionError):
                     os.killpg(self.process.pid, sig)
                 with contextlib.suppress(subprocess.TimeoutExpired):
                     self.process.wait(timeout=grace)
-            if self.process.poll() is None:
-                with contextlib.suppress(ProcessLookupError, PermissionError):
-                    os.killpg(self.process.pid, signal.SIGKILL)
-                self.process.wait()
+            time.sleep(SETTLE_S)  # what the killed processes held (a container's stop) has its moment to go
 
     def wait(self, timeout: float | None = None) -> Result:
         """The run's result once act has ended (``timeout``: then cancel it)."""
