@@ -35,6 +35,7 @@ from typing import Any
 from tritonpt.backend.layout import CACHE_ENV, LIBRARY, MANIFEST
 from tritonpt.backend.serving import PT2_LIBRARY, PT2_NAME
 from tritonpt.image import LABEL_HARNESS
+from tritonpt.testing import procs
 from tritonpt.testing.parts import count_tracebacks
 from tritonpt.testing.qa.generate import RECORD
 from tritonpt.testing.reliability import LEFTOVER_KINDS
@@ -332,31 +333,7 @@ def _kill_group(pgid: int) -> None:
 
 def marked_processes(marker: str) -> list[tuple[int, str]]:
     """Live processes (not zombies) whose environment carries ``TRITONPT_FAULT=marker``: (pid, command line)."""
-    needle = f"{MARKER}={marker}".encode()
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit() or int(entry.name) == os.getpid():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-            if stat.rsplit(")", 1)[1].split()[0] == "Z":
-                continue
-            environ = (entry / "environ").read_bytes().split(b"\0")
-        except (OSError, IndexError):
-            continue  # it ended while we looked, or is not ours to read
-        if needle in environ:
-            found.append((int(entry.name), _command_line(entry, stat)))
-    return found
-
-
-def _command_line(entry: Path, stat: str) -> str:
-    """What a process runs, for a failure message: its command line (shortened), else its name from ``stat``."""
-    with contextlib.suppress(OSError):
-        words = (entry / "cmdline").read_bytes().rstrip(b"\0").split(b"\0")
-        line = " ".join(w.decode(errors="replace") for w in words if w)
-        if line:
-            return line if len(line) <= 160 else f"{line[:157]}..."
-    return stat.split("(", 1)[1].rsplit(")", 1)[0]
+    return [(p.pid, p.command) for p in procs.marked(MARKER, marker)]
 
 
 def cache_of(env: Mapping[str, str]) -> Path:

@@ -90,29 +90,25 @@ def test_stock_keys_are_unchanged_and_every_flavor_has_its_own(tmp_path: Path) -
 def test_the_sanitizer_adds_its_flags_to_the_configure_line(tmp_path: Path) -> None:
     torch, toolchain = Torch.locate(), Toolchain.find("cpu")
     dirs = {name: tmp_path / name for name in ("pytorch_backend", "common", "core", "backend", "googletest")}
-    line = backend.configure_command(
-        source_dirs=dirs,
-        build_dir=tmp_path / "build",
-        prefix=tmp_path / "prefix",
-        torch=torch,
-        toolchain=toolchain,
-        variant="cpu",
-        flavor=backend.STOCK.with_sanitizer("address"),
-    )
-    cxx = next(arg for arg in line if arg.startswith("-DCMAKE_CXX_FLAGS="))
+
+    def line(flavor: Flavor) -> list[str]:
+        return backend.configure_command(
+            source_dirs=dirs,
+            build_dir=tmp_path / "build",
+            prefix=tmp_path / "prefix",
+            torch=torch,
+            toolchain=toolchain,
+            variant="cpu",
+            flavor=flavor,
+        )
+
+    sanitized = line(backend.STOCK.with_sanitizer("address"))
+    cxx = next(arg for arg in sanitized if arg.startswith("-DCMAKE_CXX_FLAGS="))
     assert "-fsanitize=address" in cxx
     assert f"-isystem {tmp_path / 'prefix' / 'include'}" in cxx
-    assert "-DCMAKE_SHARED_LINKER_FLAGS=-fsanitize=address -fno-omit-frame-pointer -g" in line
-    assert "-DCMAKE_BUILD_TYPE=RelWithDebInfo" in line
-    stock = backend.configure_command(
-        source_dirs=dirs,
-        build_dir=tmp_path / "build",
-        prefix=tmp_path / "prefix",
-        torch=torch,
-        toolchain=toolchain,
-        variant="cpu",
-    )
-    assert not [arg for arg in stock if "-fsanitize" in arg]
+    assert "-DCMAKE_SHARED_LINKER_FLAGS=-fsanitize=address -fno-omit-frame-pointer -g" in sanitized
+    assert "-DCMAKE_BUILD_TYPE=RelWithDebInfo" in sanitized
+    assert not [arg for arg in line(backend.STOCK) if "-fsanitize" in arg]
 
 
 def test_find_returns_the_flavor_asked_for_and_never_another(

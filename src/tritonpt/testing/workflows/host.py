@@ -23,12 +23,12 @@ import platform
 import re
 import signal
 import sys
-import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from tritonpt import backend
+from tritonpt.testing import procs
 
 MARKER = "TRITONPT_ACT_RUN"
 """Every process of a run carries ``TRITONPT_ACT_RUN=<run id>`` in its environment: how its leftovers are found."""
@@ -91,72 +91,15 @@ def environment(
     return env, [name for name in dropped if name != MARKER]
 
 
-def _proc(pid: int) -> tuple[str, int, bytes, bytes] | None:
-    """(state, parent, environ, cmdline) of a live process, None when it is gone or unreadable."""
-    entry = Path("/proc") / str(pid)
-    try:
-        state, parent = (entry / "stat").read_text().rsplit(")", 1)[1].split()[:2]
-        return state, int(parent), (entry / "environ").read_bytes(), (entry / "cmdline").read_bytes()
-    except (OSError, IndexError, ValueError):
-        return None
-
-
-def _pids() -> list[int]:
-    return [int(p.name) for p in Path("/proc").iterdir() if p.name.isdigit() and int(p.name) != os.getpid()]
-
-
 def carries(pid: int, marker: str) -> bool:
-    found = _proc(pid)
-    return found is not None and f"{MARKER}={marker}".encode() in found[2].split(b"\0")
-
-
-def children(parent: int) -> list[int]:
-    return [
-        pid for pid in _pids() if (found := _proc(pid)) is not None and found[1] == parent and found[0] != "Z"
-    ]
-
-
-def tree(root: int) -> list[int]:
-    """``root`` and every descendant, parents first."""
-    found, pending = [], [root]
-    while pending:
-        pid = pending.pop(0)
-        found.append(pid)
-        pending += children(pid)
-    return found
-
-
-def signal_all(pids: list[int], sig: signal.Signals) -> None:
-    for pid in pids:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.kill(pid, sig)
-
-
-def wait_gone(pids: list[int], seconds: float) -> None:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline and any((f := _proc(p)) is not None and f[0] != "Z" for p in pids):
-        time.sleep(0.1)
-
-
-def kill_trees(roots: list[int]) -> None:
-    """SIGKILL each root's process tree (taken whole first, so no child is orphaned out of it)."""
-    signal_all([pid for root in roots for pid in tree(root)], signal.SIGKILL)
+    process = procs.read(pid)
+    return process is not None and f"{MARKER}={marker}".encode() in process.environ
 
 
 def marked(marker: str, folder: Path | None = None) -> list[tuple[int, str]]:
-    """Live processes (not zombies) whose environment holds ``TRITONPT_ACT_RUN=marker``, or whose command line
-    names ``folder`` (a server that left the run's environment behind still serves the run's repository)."""
-    needle = f"{MARKER}={marker}".encode()
-    inside = str(folder.resolve()).encode() if folder is not None else None
-    found = []
-    for pid in _pids():
-        proc = _proc(pid)
-        if proc is None or proc[0] == "Z":
-            continue
-        if needle in proc[2].split(b"\0") or (inside is not None and inside in proc[3]):
-            command = proc[3].replace(b"\0", b" ").decode(errors="replace").strip()
-            found.append((pid, command[:160]))
-    return found
+    """Live processes of the run (its marker in their environment), or naming ``folder`` in their command line (a
+    server that left the run's environment behind still serves the run's repository): (pid, command line)."""
+    return [(p.pid, p.command) for p in procs.marked(MARKER, marker, folder)]
 
 
 def containers(folder: Path) -> list[Any]:

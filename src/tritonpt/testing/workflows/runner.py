@@ -39,6 +39,7 @@ from pathlib import Path
 
 from tritonpt import backend, scratch
 from tritonpt.errors import HINT
+from tritonpt.testing import procs
 from tritonpt.testing.workflows import actions, host
 from tritonpt.testing.workflows.report import Job, Report, parse, read_events, write_logs
 from tritonpt.testing.workflows.spec import Workflow, WorkflowsError
@@ -177,11 +178,11 @@ class Running:
         kills a step's shell and leaves the shell's children running."""
         with self._lock:
             self.cancelled = True
-            entries = [pid for pid in host.children(self.process.pid) if host.carries(pid, self.marker)]
+            entries = [pid for pid in procs.children(self.process.pid) if host.carries(pid, self.marker)]
             for sig, grace in ((signal.SIGINT, GITHUB_CANCEL_S[0]), (signal.SIGTERM, GITHUB_CANCEL_S[1])):
-                host.signal_all(entries, sig)
-                host.wait_gone(entries, grace)
-            host.kill_trees(entries)
+                procs.signal_all(entries, sig)
+                procs.wait_gone(entries, grace)
+            procs.kill_trees(entries)
             for sig, grace in ((signal.SIGINT, ACT_GRACE_S), (signal.SIGKILL, ACT_GRACE_S)):
                 if self.process.poll() is not None:
                     break
