@@ -172,6 +172,42 @@ def test_a_missing_or_failed_shard_is_named_and_the_merge_is_incomplete(tmp_path
     assert merge.run([tmp_path / "s1", tmp_path / "s3"], tmp_path / "out") == 1
 
 
+def test_with_the_expected_count_every_shard_without_a_folder_is_named_missing(tmp_path: Path) -> None:
+    """A CI plan says how many shards ran; shards that uploaded nothing have no folder at all (gpu.yml's merge)."""
+    merged = merge.merge([], expect=3)
+    assert not merged.complete
+    assert merged.problems == [f"shard {k}/3: no report (no shard's folder was given)" for k in (1, 2, 3)]
+    assert [s["shard"] for s in merged.report.shards] == ["1/3", "2/3", "3/3"]
+    assert merge.main(["--expect", "3", "--into", str(tmp_path / "none")]) == 1
+    models = NAMES[:4]
+    part = shards.split(models, 2)[0]
+    _run(part, tmp_path / "s1", shards.Shard(index=1, count=2), len(models))
+    with pytest.raises(ShardError, match="the shards are 2 of a split, but 3 were expected"):
+        merge.merge([tmp_path / "s1"], expect=3)
+    assert [p for p in merge.merge([tmp_path / "s1"], expect=2).problems if "no report" in p] == [
+        "shard 2/2: no report among " + str(tmp_path / "s1")
+    ]
+
+
+def test_a_failed_shard_is_named_with_each_failed_check(tmp_path: Path) -> None:
+    models = NAMES[:6]
+    parts = shards.split(models, 2)
+    for index, part in enumerate(parts, start=1):
+        _run(part, tmp_path / f"s{index}", shards.Shard(index=index, count=2), len(models))
+    holder = next(index for index, part in enumerate(parts, start=1) if part)
+    junit = tmp_path / f"s{holder}" / "junit.xml"
+    tree = ET.parse(junit)  # noqa: S314 - written above
+    case = next(c for c in tree.getroot().iter("testcase") if c.get("name", "").startswith("test_parity["))
+    ET.SubElement(case, "failure", {"message": "off by one"})
+    tree.write(junit)
+    data = json.loads((tmp_path / f"s{holder}" / "summary.json").read_text())
+    data["outcomes"]["failed"] = 1
+    (tmp_path / f"s{holder}" / "summary.json").write_text(json.dumps(data))
+    merged = merge.merge([tmp_path / "s1", tmp_path / "s2"])
+    assert not merged.complete
+    assert f"shard {holder}/2: 1 check(s) failed:\n  {case.get('name')}" in merged.problems
+
+
 def test_overlapping_shards_or_two_splits_are_refused_before_anything_is_written(tmp_path: Path) -> None:
     _run(NAMES[:3], tmp_path / "a", shards.Shard(index=1, count=2), 6)
     _run(NAMES[2:6], tmp_path / "b", shards.Shard(index=2, count=2), 6)
