@@ -172,5 +172,9 @@ def test_a_matrix_entry_gets_its_own_result_whatever_act_says_of_the_matrix() ->
             {**_event(job, stage="Main", step="matrix", stepResult=outcome), "jobID": "integration"},
             {**_event(job, jobResult="failure"), "jobID": "integration"},
         ]
+    events += [  # a job act could not start (its actions could not be fetched) ran no step of its own
+        {**_event("ci/lint", step="Set up job", stepResult="success"), "jobID": "tests"},
+        {**_event("ci/lint", jobResult="failure"), "jobID": "tests"},
+    ]
     results = {j.name: j.result for j in report.parse(events, workflow="ci.yml").jobs}
-    assert results == {"ci/shard 1": "failure", "ci/shard 2": "success"}
+    assert results == {"ci/shard 1": "failure", "ci/shard 2": "success", "ci/lint": "failure"}

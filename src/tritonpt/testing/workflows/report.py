@@ -177,7 +177,8 @@ def _result(job: _Building) -> str:
     outcomes = [s.outcome for s in job.steps.values()]
     if "failure" in outcomes:
         return "failure"
-    if job.result == "failure" and outcomes and all(o in {"success", "skipped"} for o in outcomes):
+    ran = [s.outcome for s in job.steps.values() if s.stage == "Main"]  # a job act could not start has none
+    if job.result == "failure" and ran and all(o in {"success", "skipped"} for o in outcomes):
         return "success"
     return job.result
 
