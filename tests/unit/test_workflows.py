@@ -9,6 +9,7 @@ noxfile lacks), not from reading the noxfile here.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -24,9 +25,11 @@ WORKFLOWS = ROOT / ".github" / "workflows"
 
 
 def _nox(*args: str) -> subprocess.CompletedProcess[str]:
+    """nox's own answer, uncoloured (CI sets FORCE_COLOR, which nox refuses beside --no-color: seen under act)."""
+    env = {k: v for k, v in os.environ.items() if k not in {"FORCE_COLOR", "NO_COLOR"}}
     return subprocess.run(
         [sys.executable, "-m", "nox", "--no-color", "-l", *args],
-        cwd=ROOT, capture_output=True, text=True, check=False, timeout=120,
+        cwd=ROOT, capture_output=True, text=True, check=False, timeout=120, env=env,
     )  # fmt: skip
 
 
