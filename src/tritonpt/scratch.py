@@ -20,6 +20,7 @@ import contextlib
 import os
 import shutil
 import signal
+import sys
 import tempfile
 import threading
 from collections.abc import Callable, Iterator
@@ -72,6 +73,22 @@ def _in_finalizer(frame: FrameType | None) -> bool:
     return False
 
 
+def _swallowed(args: sys.UnraisableHookArgs) -> None:
+    """Python's unraisable hook, for a stop it would otherwise print and drop: raised where no exception can leave
+    (a weakref callback, a C library's callback, a finalizer the frame test above did not see; the fault tier saw
+    a Ctrl-C printed that way as a one-frame traceback while the run went on). The stop is sent again a moment
+    later, to land where it can interrupt; anything else goes to the hook that was there."""
+    stop = args.exc_value
+    if isinstance(stop, KeyboardInterrupt):
+        signum = stop.signum if isinstance(stop, Interrupted) else signal.SIGINT
+        threading.Timer(RESEND_S, os.kill, (os.getpid(), signum)).start()
+        return
+    _PREVIOUS_HOOK(args)
+
+
+_PREVIOUS_HOOK = sys.unraisablehook
+
+
 def exit_code(interrupt: KeyboardInterrupt) -> int:
     """128 + the signal's number, as a shell reports a process ended by it: 130 for Ctrl-C, 143 for SIGTERM."""
     return 128 + (interrupt.signum if isinstance(interrupt, Interrupted) else signal.SIGINT)
@@ -82,6 +99,7 @@ def stop_signals_interrupt() -> Iterator[None]:
     """Within the block, SIGTERM and SIGHUP raise :class:`Interrupted` and SIGINT raises ``KeyboardInterrupt``
     even if it was ignored on entry; the handlers found on entry are put back afterwards. Main thread only
     (elsewhere the block runs as it is: only the main thread receives signals in Python)."""
+    hook = sys.unraisablehook
     saved = install_stop_signals()
     try:
         yield
@@ -89,6 +107,7 @@ def stop_signals_interrupt() -> Iterator[None]:
         for sig, handler in saved.items():
             if handler is not None:
                 signal.signal(sig, handler)
+        sys.unraisablehook = hook
 
 
 def install_stop_signals() -> dict[signal.Signals, Handler]:
@@ -97,6 +116,7 @@ def install_stop_signals() -> dict[signal.Signals, Handler]:
     if threading.current_thread() is not threading.main_thread():
         return {}
     saved = {sig: signal.getsignal(sig) for sig in INTERRUPTS}
+    sys.unraisablehook = _swallowed  # process-wide, like the handlers; it passes on whatever is not a stop
     if saved[signal.SIGINT] in (signal.SIG_IGN, signal.SIG_DFL, None, signal.default_int_handler):
         signal.signal(signal.SIGINT, _interrupt)  # Python's own, but not swallowed in a finalizer
     for sig in (signal.SIGTERM, signal.SIGHUP):
@@ -152,6 +172,7 @@ def forward_stop_signals() -> None:
         _interrupt(signum, frame)  # raises, unless it landed in a finalizer and is sent again a moment later
         stopped.clear()  # ... and then that one interrupts
 
+    sys.unraisablehook = _swallowed
     for sig in INTERRUPTS:
         signal.signal(sig, handler)
 

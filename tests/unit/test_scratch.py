@@ -232,3 +232,28 @@ def test_a_stop_sent_to_nox_alone_reaches_its_command_and_a_second_does_not_orph
         rest = runner.stdout.read().split("\n")
         assert runner.wait(timeout=30) == 0
     assert [line for line in rest if line] == ["command got SIGTERM", "child exited 0"]
+
+
+def test_a_stop_python_drops_as_unraisable_is_sent_again_and_interrupts() -> None:
+    """A Ctrl-C that lands in a weakref callback (or any callback whose exceptions Python only prints) would be
+    lost; it is sent again a moment later and interrupts where it can."""
+    import weakref  # noqa: PLC0415
+
+    class Thing:
+        pass
+
+    def callback(_: object) -> None:
+        raise KeyboardInterrupt  # as the handler raises it when the signal lands here
+
+    def drop_and_wait(things: list[Thing]) -> None:
+        things.clear()  # the callback runs and raises; Python hands the exception to the unraisable hook
+        time.sleep(5)
+
+    things = [Thing()]
+    with scratch.stop_signals_interrupt():
+        ref = weakref.ref(things[0], callback)
+        started = time.monotonic()
+        with pytest.raises(KeyboardInterrupt):
+            drop_and_wait(things)
+        assert time.monotonic() - started < 2
+    assert ref() is None

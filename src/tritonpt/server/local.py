@@ -184,12 +184,23 @@ def server_library_folder(install: TritonInstall) -> Path | None:
         raise ServerStartError(msg)
     folder = backend.cache_root() / "server-libs" / hashed[0].stem
     link = folder / SERVER_LIBRARY
-    if link.resolve() != hashed[0].resolve():
-        folder.mkdir(parents=True, exist_ok=True)
+    if link.resolve() == hashed[0].resolve():
+        return folder
+    if not folder.is_dir():  # made whole beside it, then renamed in: never a folder without its link
+        folder.parent.mkdir(parents=True, exist_ok=True)
+        with scratch.folder(f".{folder.name}-", inside=folder.parent) as staging:
+            made = staging / "made"
+            made.mkdir()
+            (made / SERVER_LIBRARY).symlink_to(hashed[0])
+            with contextlib.suppress(OSError):  # another start made it meanwhile: fine
+                made.rename(folder)
+    if (
+        link.resolve() != hashed[0].resolve()
+    ):  # an older link (the wheel was reinstalled): replaced in one rename
         staged = folder / f".{SERVER_LIBRARY}.{os.getpid()}"
         staged.unlink(missing_ok=True)
         staged.symlink_to(hashed[0])
-        staged.replace(link)  # atomic: a concurrent start sees the old link or the new one
+        staged.replace(link)
     return folder
 
 
