@@ -1,9 +1,10 @@
-"""Shared fixtures: a repository of exported built-in models and the official pytorch backend, once per session."""
+"""Shared fixtures: a repository of exported built-in models and the official pytorch backend, once per session;
+and an environment without forced colour for what the tests start."""
 
 from __future__ import annotations
 
 import shutil
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -12,6 +13,19 @@ from tritonpt import backend, export
 from tritonpt.versions import VERSIONS
 
 from .helpers import SMALL_MODELS
+
+FORCED_COLOUR = ("FORCE_COLOR", "CLICOLOR_FORCE", "PY_COLORS")
+"""What makes rich (and most tools) colour output that is not a terminal: a CI workflow sets FORCE_COLOR for its
+logs (ci.yml does). The front doors the tests run, and whose words they read, must print plain text, as they do
+for a user whose output is a file or a pipe (seen under act: 33 system tests read ANSI codes)."""
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _no_forced_colour() -> Iterator[None]:
+    with pytest.MonkeyPatch.context() as patch:
+        for name in FORCED_COLOUR:
+            patch.delenv(name, raising=False)
+        yield
 
 
 @pytest.fixture(scope="session")
