@@ -160,16 +160,20 @@ def integration(session: nox.Session) -> None:
     With `--repository DIR` your own repository is tested as it is; otherwise the built-in set is exported
     into model_repository/ first. `--shard K/N [--shard-costs SUMMARY.json]` exports and checks one shard's
     models (tritonpt.shards), its reports in reports/shard-K-of-N/; `nox -s merge-reports` merges them.
+    `--pt2-build patched` exports the PT2 copies with dynamic_batching and serves them with our patched PT2 build.
     """
     _install(session, "test")
     args = list(session.posargs)
     shard = _option(args, "--shard") + _option(args, "--shard-costs")
     if shard and shard[0] != "--shard":
         session.error("--shard-costs balances shards; give --shard K/N with it.")
+    # --pt2-build patched: the PT2 copies exported with dynamic_batching and served by our patched PT2 build
+    pt2_build = _option(args, "--pt2-build")
+    patched = ["--pt2-patches"] if pt2_build[1:] == ["patched"] else []
     if not _repository_option(args):  # TorchScript and PT2 (NAME_pt2) copies; a shard's part only
-        session.run("invoke", "export", "--format", "both", *shard)
+        session.run("invoke", "export", "--format", "both", *shard, *pt2_build)
     # and the PT2 build where the repository holds torch_aoti models
-    session.run("invoke", "build-backend", *_repository_option(args))
+    session.run("invoke", "build-backend", *_repository_option(args), *patched)
     reports = _option(args, "--reports")
     slug = f"shard-{shard[1].replace('/', '-of-')}" if shard else ""
     folder = reports[1] if reports else f"reports/{slug}" if slug else "reports"

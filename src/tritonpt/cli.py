@@ -22,6 +22,8 @@ from tritonpt.options import (
     FORMAT_CHOICES,
     GPUS,
     INSTANCE_KINDS,
+    PT2_BUILDS,
+    Pt2Build,
     Target,
     formats_of,
     one_of,
@@ -52,6 +54,7 @@ def export(
     debug: bool,
     shard: str = "",
     shard_costs: str = "",
+    pt2_build: str = "stock",
 ) -> None:
     from tritonpt import export as exporting  # noqa: PLC0415 - torch loads only when a task needs it
     from tritonpt.repository import Split, clear_split, write_split  # noqa: PLC0415
@@ -59,6 +62,7 @@ def export(
     progress = Progress()
     with guard(debug=debug):
         formats = formats_of(one_of(model_format, FORMAT_CHOICES, option="--format", error=SpecError))
+        build = _pt2_build(pt2_build)
         kind = (
             one_of(instance_kind, INSTANCE_KINDS, option="--instance-kind", error=SpecError)
             if instance_kind
@@ -80,6 +84,7 @@ def export(
                     seed=seed,
                     step=progress,
                     model_format=each,
+                    pt2_build=build,
                     method="script" if script else None,
                     max_batch_size=max_batch_size,
                     dynamic_axes=parse_dynamic_axes(dynamic_axes, error=SpecError) if dynamic_axes else None,
@@ -130,12 +135,17 @@ def export(
                 step=progress,
                 model_formats=formats,
                 folders=folders,
+                pt2_build=build,
             )
         for result in results:
             for note in result.warnings:
                 err.print(f"[yellow]warning:[/yellow] [{result.name}] tracer: {note}")
         progress(f"validating {repository}")
-        _validate(repository)
+        _validate(repository, pt2_build=build)
+
+
+def _pt2_build(value: str) -> Pt2Build:
+    return one_of(value, PT2_BUILDS, option="--pt2-build", error=SpecError)
 
 
 def _shard_of(shard: str, costs: str) -> tuple[shards.Shard | None, shards.Costs | None]:
@@ -232,6 +242,7 @@ def serve(
     debug: bool,
     shard: str = "",
     shard_costs: str = "",
+    pt2_build: str = "stock",
 ) -> None:
     from tritonpt import backend, server  # noqa: PLC0415
     from tritonpt.repository import models, pt2_models  # noqa: PLC0415
@@ -240,6 +251,7 @@ def serve(
     progress = Progress()
     with guard(debug=debug):
         part, costs = _shard_of(shard, shard_costs)
+        build = _pt2_build(pt2_build)
         served = [m.name for m in models(repository)]
         if part is not None:
             served, total = shards.mine(repository, served, part, costs)
@@ -249,14 +261,17 @@ def serve(
                 )
                 raise ShardError(msg)
             progress(f"{part.describe()}: serving {len(served)} of {total} model(s): {', '.join(served)}")
-        _validate(repository, only=served if part is not None else None)
+        _validate(repository, only=served if part is not None else None, pt2_build=build)
         built, pt2 = None, None
         if target == "local" and not server.TritonInstall.locate(tritonserver).official_pytorch:
             built = backend.find() or backend.ensure(step=progress)
             progress(f"pytorch backend: {built.describe()}")
             if pt2_models(repository):
                 pins = VERSIONS.pt2.build
-                pt2 = backend.find(pins=pins) or backend.ensure(step=progress, pins=pins)
+                flavor = backend.of_pt2_build(build, pins)
+                pt2 = backend.find(pins=pins, flavor=flavor) or backend.ensure(
+                    step=progress, pins=pins, flavor=flavor
+                )
                 progress(f"PT2 backend (as {backend.PT2_NAME}): {pt2.describe()}")
         where = one_of(target, SERVE_TARGETS, option="--target", error=SpecError)
         gpu_choice = one_of(gpus, GPUS, option="--gpus", error=SpecError)
@@ -322,16 +337,18 @@ def tune(
         sys.exit(1)
 
 
-def validate(*, repository: Path, debug: bool) -> None:
+def validate(*, repository: Path, pt2_build: str = "stock", debug: bool) -> None:
     with guard(debug=debug):
-        _validate(repository)
+        _validate(repository, pt2_build=_pt2_build(pt2_build))
 
 
-def _validate(repository: Path, *, only: Sequence[str] | None = None) -> None:
+def _validate(
+    repository: Path, *, only: Sequence[str] | None = None, pt2_build: Pt2Build = "stock"
+) -> None:
     from tritonpt import validate as validating  # noqa: PLC0415
     from tritonpt.repository import models  # noqa: PLC0415
 
-    problems = validating.validate_repository(repository, only=only)
+    problems = validating.validate_repository(repository, only=only, pt2_build=pt2_build)
     errors = [p for p in problems if p.severity == "error"]
     if errors:
         raise ValidationError(problems)

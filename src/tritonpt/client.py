@@ -311,6 +311,49 @@ def statistics(endpoints: Endpoints, model: str) -> Statistics:
     )
 
 
+@dataclass(frozen=True, kw_only=True)
+class Split:
+    """A model's cumulative request times from the statistics extension (ns), over ``count`` requests."""
+
+    count: int  # successful requests
+    request_ns: int  # each from its arrival to its response
+    queue_ns: int
+    compute_input_ns: int
+    compute_infer_ns: int
+    compute_output_ns: int
+
+    @property
+    def in_order(self) -> bool:
+        """Whether the parts fit inside the requests: they are spans between the timestamps a backend reports
+        (exec start, compute start, compute end, exec end), which fall within each request. A backend that
+        reports them in another order makes a part longer than the requests themselves (pytorch_backend r26.05's
+        PT2 path: docs/upstream/pt2-statistics.md)."""
+        parts = self.queue_ns + self.compute_input_ns + self.compute_infer_ns + self.compute_output_ns
+        return parts <= self.request_ns
+
+    def per_request_us(self, part: int) -> float:
+        return part / self.count / 1000 if self.count else 0.0
+
+
+def split(endpoints: Endpoints, model: str) -> Split:
+    """The model's request split as the server reports it (all its versions' first entry, as statistics())."""
+    with http(endpoints) as client:
+        [stats] = client.get_inference_statistics(model)["model_stats"][:1]
+    inference = stats["inference_stats"]
+
+    def ns(key: str) -> int:
+        return int(inference[key].get("ns", 0))
+
+    return Split(
+        count=int(inference["success"]["count"]),
+        request_ns=ns("success"),
+        queue_ns=ns("queue"),
+        compute_input_ns=ns("compute_input"),
+        compute_infer_ns=ns("compute_infer"),
+        compute_output_ns=ns("compute_output"),
+    )
+
+
 # No proxies: the servers we talk to are ours or named by the user, as tritonclient's own clients do.
 _OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 

@@ -35,6 +35,15 @@ FormatChoice = Literal["torchscript", "pt2", "both"]
 FORMAT_CHOICES: tuple[FormatChoice, ...] = get_args(FormatChoice)
 
 
+Pt2Build = Literal["stock", "patched"]
+"""Which build of pytorch_backend's PT2 path serves torch_aoti models: ``stock``, the pinned sources as NVIDIA
+publishes them (the default, and what an NGC image of Triton 26.03 or later runs, bugs included:
+docs/upstream/), or ``patched``, ours with the patch set versions.toml [pt2] names (``r26.05+tritonpt.1``), which
+splits a dynamic batch, refuses a batch a package was not compiled for, survives a mismatched output type, reads
+its parameters and reports its statistics in order. Export, the validator, the server and the matrix each take it."""
+PT2_BUILDS: tuple[Pt2Build, ...] = get_args(Pt2Build)
+
+
 def formats_of(choice: FormatChoice) -> tuple[ModelFormat, ...]:
     return MODEL_FORMATS if choice == "both" else (choice,)
 

@@ -51,6 +51,18 @@ BOOL_PARAMETERS: frozenset[str] = frozenset(
 )
 INT_PARAMETERS: frozenset[str] = frozenset({"INTRA_OP_THREAD_COUNT", "INTER_OP_THREAD_COUNT"})
 KNOWN_PARAMETERS: frozenset[str] = BOOL_PARAMETERS | INT_PARAMETERS
+# What the PT2 path reads (pytorch_backend r26.05 src/pt2/model_state.cc, ParseParameters), with the same parsers:
+# only in the patched build (the stock one reads none: docs/upstream/pt2-parameters.md).
+PT2_PARAMETERS: frozenset[str] = frozenset(
+    {
+        "DISABLE_OPTIMIZED_EXECUTION",
+        "INFERENCE_MODE",
+        "DISABLE_CUDNN",
+        "ENABLE_WEIGHT_SHARING",
+        "ENABLE_CACHE_CLEANING",
+        *INT_PARAMETERS,
+    }
+)
 _STOI = re.compile(
     r"^[ \t\n\v\f\r]*([+-]?[0-9]+)"
 )  # std::stoi: C blanks, a sign, ASCII digits (as repository._STOLL)

@@ -41,6 +41,7 @@ from tritonpt.options import DEFAULT_REPOSITORY
         "format": "torchscript (default: model.pt, platform pytorch_libtorch), pt2 (torch.export + AOTInductor: model.pt2, platform torch_aoti), or both (the PT2 copy named NAME_pt2)",
         "shard": "K/N: export only this shard's part of the built-in set (as `nox -s integration -- --shard K/N` serves it)",
         "shard_costs": "a previous run's summary.json: balance the shards by its measured seconds per model (every shard the same file)",
+        "pt2_build": "the PT2 build that will serve the PT2 copies: stock (default: no dynamic_batching, which stock serves wrong) or patched (ours: dynamic_batching written as for TorchScript)",
         "debug": "show tracebacks",
     },
 )
@@ -60,6 +61,7 @@ def export(
     format: str = "torchscript",
     shard: str = "",
     shard_costs: str = "",
+    pt2_build: str = "stock",
     debug: bool = False,
 ) -> None:
     """Export models to a Triton model repository with eager-PyTorch reference outputs, then validate it."""
@@ -81,6 +83,7 @@ def export(
         debug=debug,
         shard=shard,
         shard_costs=shard_costs,
+        pt2_build=pt2_build,
     )
 
 
@@ -169,6 +172,7 @@ def build_backend(
         "tritonserver": "tritonserver binary for target local (default: $TRITONSERVER, PATH, /opt/tritonserver, the embedded one)",
         "shard": "K/N: serve only this shard's models (the split `nox -s integration -- --shard K/N` uses)",
         "shard_costs": "a previous run's summary.json to balance the shards by (every shard the same file)",
+        "pt2_build": "which PT2 build will serve torch_aoti models: stock (default; NVIDIA's, as in NGC images) or patched (ours, r26.05+tritonpt.1: invoke build-backend --pt2-patches)",
         "debug": "show tracebacks",
     },
 )
@@ -182,6 +186,7 @@ def serve(
     tritonserver: str = "",
     shard: str = "",
     shard_costs: str = "",
+    pt2_build: str = "stock",
     debug: bool = False,
 ) -> None:
     """Validate a repository and serve it with Triton until Ctrl-C; prints the three endpoints."""
@@ -197,6 +202,7 @@ def serve(
         debug=debug,
         shard=shard,
         shard_costs=shard_costs,
+        pt2_build=pt2_build,
     )
 
 
@@ -223,13 +229,19 @@ def doctor(
 
 
 @task(
-    help={"repository": f"model repository folder (default {DEFAULT_REPOSITORY})", "debug": "show tracebacks"}
+    help={
+        "repository": f"model repository folder (default {DEFAULT_REPOSITORY})",
+        "pt2_build": "which PT2 build will serve torch_aoti models: stock (default; NVIDIA's, as in NGC images) or patched (ours, r26.05+tritonpt.1: invoke build-backend --pt2-patches)",
+        "debug": "show tracebacks",
+    }
 )
-def validate(c: Context, repository: str = str(DEFAULT_REPOSITORY), debug: bool = False) -> None:
+def validate(
+    c: Context, repository: str = str(DEFAULT_REPOSITORY), pt2_build: str = "stock", debug: bool = False
+) -> None:
     """Validate every config.pbtxt, model.pt and model.pt2 in a repository; exit 1 on any error."""
     from tritonpt import cli  # noqa: PLC0415
 
-    cli.validate(repository=Path(repository), debug=debug)
+    cli.validate(repository=Path(repository), pt2_build=pt2_build, debug=debug)
 
 
 @task(

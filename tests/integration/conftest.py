@@ -15,6 +15,8 @@ Options (after `nox -s integration --`):
                                         Triton itself says about a config you believe the validator misjudges)
     --shard K/N [--shard-costs FILE]    run the matrix for the K-th of N disjoint parts of the repository's
                                         models (tritonpt.shards), balanced by a previous summary.json's seconds
+    --pt2-build stock|patched           the PT2 build that serves torch_aoti models (target local: the cache's;
+                                        the validator judges the repository for it; default stock)
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ from tritonpt import client, reference, repository, scratch, server, shards
 from tritonpt.backend import PT2_NAME
 from tritonpt.errors import TritonPtError
 from tritonpt.export.stamp import export_seconds
-from tritonpt.options import parse_mounts
+from tritonpt.options import PT2_BUILDS, Pt2Build, parse_mounts
 from tritonpt.report import Report
 from tritonpt.server.base import Server, load_seconds
 from tritonpt.server.watchdog import Ending, Watchdog, end_now
@@ -107,6 +109,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
     group.addoption("--shard", default="", help="K/N: run the matrix for this shard's models only")
     group.addoption(
+        "--pt2-build",
+        choices=PT2_BUILDS,
+        default="stock",
+        help="the PT2 build serving torch_aoti models: stock (default) or patched (r26.05+tritonpt.1)",
+    )
+    group.addoption(
         "--shard-costs",
         default="",
         help="a previous summary.json to balance the shards by (every shard the same)",
@@ -138,7 +146,9 @@ def pytest_configure(config: pytest.Config) -> None:
             pytest.exit(str(exc), returncode=4)
         if not chosen:
             _nothing_to_run(config, shard, total, costs)
-    problems = validate_repository(folder, only=chosen if shard is not None else None)
+    problems = validate_repository(
+        folder, only=chosen if shard is not None else None, pt2_build=config.option.pt2_build
+    )
     errors = [p for p in problems if p.severity == "error"]
     if errors and not config.option.skip_validation:
         rendered = "\n\n".join(p.render() for p in errors)
@@ -252,6 +262,7 @@ def triton(pytestconfig: pytest.Config, report: Report) -> Iterator[Server]:
         mounts=parse_mounts(option.mount, option="--mount", error=TritonPtError),
         memory=option.memory,
         models=models if option.shard else (),
+        pt2_build=option.pt2_build,
     )
     started = time.perf_counter()
     try:
@@ -410,6 +421,13 @@ def gpus_expected(triton: Server) -> bool:
     if triton.kind == "local":
         return torch.cuda.is_available()
     return False  # a server at a URL: we cannot tell what it was given
+
+
+@pytest.fixture(scope="session")
+def pt2_build(pytestconfig: pytest.Config) -> Pt2Build:
+    """The PT2 build this run asked for (--pt2-build): what a server we start serves torch_aoti models with."""
+    build: Pt2Build = pytestconfig.option.pt2_build
+    return build
 
 
 @pytest.fixture(scope="session")

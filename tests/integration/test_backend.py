@@ -6,9 +6,10 @@ import pytest
 from google.protobuf import text_format
 from tritonclient.grpc.model_config_pb2 import ModelConfig, ModelInstanceGroup
 
-from tritonpt import checks
+from tritonpt import checks, client
 from tritonpt.backend import PT2_LIBRARY, PT2_NAME
 from tritonpt.client import ModelState
+from tritonpt.options import Pt2Build
 from tritonpt.report import Report
 from tritonpt.repository import PLATFORM, PT2_PLATFORM
 from tritonpt.server.base import Server
@@ -33,9 +34,8 @@ def test_served_by_the_pytorch_backend(
     triton: Server, model: Model, report: Report, strict_backend: bool
 ) -> None:
     config = triton.model_config(model.name)
-    # torch_aoti on a server before Triton 26.03: the PT2 build under its second name (backend.PT2_NAME)
-    assert config.backend == (
-        "pytorch" if model.model_format == "torchscript" or triton.pt2_origin() is None else PT2_NAME
+    assert config.backend == _backend_name(triton, model), (
+        f"{model.name} ({config.platform}) is served by backend {config.backend!r}"
     )
     runtime = triton.model_runtime(model.name)
     report.runtimes[model.name] = runtime.library
@@ -46,6 +46,18 @@ def test_served_by_the_pytorch_backend(
             "libtriton_pytorch.so (or its PT2 build). Run `invoke doctor --image ...` for an image; --no-strict-backend records "
             "without requiring it."
         )
+
+
+def _backend_name(triton: Server, model: Model) -> str:
+    """The backend a model must be served by: ``pytorch``, except torch_aoti on a server before Triton 26.03,
+    whose core takes that platform only under another backend name: the PT2 build under its second name
+    (backend.PT2_NAME), as we install it (a server we started, or one `invoke serve` started at a URL)."""
+    if model.model_format == "torchscript":
+        return "pytorch"
+    if triton.pt2_origin() is not None:
+        return PT2_NAME
+    version = str(client.server_metadata(triton.endpoints).get("version", ""))
+    return "pytorch" if VERSIONS.pt2.native(version) else PT2_NAME
 
 
 def _interface(config: ModelConfig) -> str:
@@ -68,16 +80,21 @@ def test_platform_and_interface_agree_with_the_committed_config(triton: Server, 
     assert _interface(served) == _interface(model.config)
 
 
-def test_a_pt2_model_is_served_by_the_pt2_build(triton: Server, pt2_any: Model, report: Report) -> None:
-    """The report names the build that serves torch_aoti models (pytorch_backend r26.05, under the second name
-    on server 2.51.0); TorchScript ones keep the r25.10 build, in the same server."""
+def test_a_pt2_model_is_served_by_the_pt2_build(
+    triton: Server, pt2_any: Model, report: Report, pt2_build: Pt2Build
+) -> None:
+    """The report names the build that serves torch_aoti models (pytorch_backend r26.05, stock or with our
+    patches, under the second name on server 2.51.0); TorchScript ones keep the r25.10 build, in the same server."""
     model = pt2_any
     origin = triton.pt2_origin()
     if origin is None:
         pytest.skip(
-            "this server serves torch_aoti itself (Triton 26.03 or later), or its runner cannot tell the build"
+            "this server serves torch_aoti itself (Triton 26.03 or later), or its runner cannot tell the build "
+            "(a server at a URL: test_statistics.py names the build by what it does)"
         )
     assert origin.ref == VERSIONS.pt2.build.pytorch_backend.ref
+    wanted = f"+{VERSIONS.pt2.build.patch_set}" if pt2_build == "patched" else ""
+    assert origin.flavor == wanted, f"--pt2-build {pt2_build}, served by pytorch_backend {origin.build}"
     assert triton.model_runtime(model.name).library == PT2_LIBRARY
     assert "pt2 backend" in report.environment
 

@@ -25,7 +25,7 @@ and the PT2 builds), and ``__main__`` (the command line). Two builds share all o
 
 from tritonpt.backend.build import configure_command, ensure
 from tritonpt.backend.cache import BuiltBackend, Origin, build_key, find
-from tritonpt.backend.flavor import SANITIZERS, STOCK, Flavor, Patch, Sanitizer, patched
+from tritonpt.backend.flavor import SANITIZERS, STOCK, Flavor, Patch, Sanitizer, of_pt2_build, patched
 from tritonpt.backend.layout import (
     CACHE_ENV,
     CHOICES,
@@ -70,6 +70,7 @@ __all__ = [
     "configure_command",
     "ensure",
     "fetch_sources",
+    "of_pt2_build",
     "find",
     "package_folder",
     "patched",

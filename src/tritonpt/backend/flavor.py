@@ -143,6 +143,12 @@ def patched(pins: Backend, *, sanitizer: Sanitizer | None = None, root: Path = P
     return Flavor(patch_set=pins.patch_set, patches=tuple(found), sanitizer=sanitizer)
 
 
+def of_pt2_build(build: str, pins: Backend) -> Flavor:
+    """The flavor of the PT2 build a front door names (``--pt2-build``, tritonpt.options.Pt2Build, which the
+    image's backend stage does not carry): ``patched``, the patch set of ``pins``; anything else stock."""
+    return patched(pins) if build == "patched" else STOCK
+
+
 def apply(flavor: Flavor, folder: Path) -> Iterator[tuple[str, list[str]]]:
     """Apply the flavor's patches to the source tree ``folder`` in order, yielding each one's name and what
     ``patch`` said. Each is tried first (``--dry-run``), so one that no longer applies changes nothing of the

@@ -40,7 +40,7 @@ from tritonpt.export.config import MAX_QUEUE_DELAY_US, WARMUP_COUNT, add_warmup,
 from tritonpt.export.eager import Eager, sentence
 from tritonpt.export.stamp import STAMP, builtin_fingerprint, restamp, stamp_matches, write_stamp
 from tritonpt.export.torchscript import check_reloaded, compile_model, torchscript_format
-from tritonpt.options import MODEL_FORMATS, ModelFormat
+from tritonpt.options import MODEL_FORMATS, ModelFormat, Pt2Build
 from tritonpt.repository import (
     MODEL_FILE,
     PLATFORM,
@@ -135,6 +135,7 @@ def export_factory(
     seed: int = 0,
     step: Step = _quiet,
     model_format: ModelFormat = "torchscript",
+    pt2_build: Pt2Build = "stock",
     **options: object,
 ) -> ExportResult:
     """Build a model from its factory (torch seeded), then :func:`export` it."""
@@ -150,7 +151,14 @@ def export_factory(
         )
         raise SpecError(msg) from exc
     model_spec = spec.coerce(built, name=name, **options)  # type: ignore[arg-type]
-    result = export(model_spec, repository=repository, seed=seed, step=step, model_format=model_format)
+    result = export(
+        model_spec,
+        repository=repository,
+        seed=seed,
+        step=step,
+        model_format=model_format,
+        pt2_build=pt2_build,
+    )
     return replace(result, seconds=time.perf_counter() - started)
 
 
@@ -188,10 +196,11 @@ def export_builtin(
     step: Step = _quiet,
     model_formats: Sequence[ModelFormat] = ("torchscript",),
     folders: Collection[str] | None = None,
+    pt2_build: Pt2Build = "stock",
 ) -> list[ExportResult]:
     """Export models of the built-in set by name, in each format (a PT2 copy is ``<name>_pt2``); one whose
     stamp says nothing changed is kept (unless ``force``). ``folders``: only these of the folders that makes
-    (a shard's)."""
+    (a shard's). ``pt2_build``: the PT2 build that will serve the PT2 copies (patched: with dynamic_batching)."""
     unknown = [n for n in names if n not in zoo.BUILTIN]
     if unknown:
         msg = f"Unknown built-in model(s) {', '.join(unknown)}; the built-in set is {', '.join(zoo.BUILTIN)}."
@@ -202,7 +211,8 @@ def export_builtin(
             if name not in names or (folders is not None and folder not in folders):
                 continue
             model = ModelDir(root=repository / folder)
-            fingerprint = builtin_fingerprint(f"{folder}:{model_format}", seed)
+            written_for = f"+{pt2_build}" if model_format == "pt2" and pt2_build != "stock" else ""
+            fingerprint = builtin_fingerprint(f"{folder}:{model_format}{written_for}", seed)
             if not force and stamp_matches(model, fingerprint):
                 step(
                     f"[{folder}] unchanged since its last export (model code, torch, seed): kept (--force re-exports)"
@@ -220,6 +230,7 @@ def export_builtin(
                 seed=seed,
                 step=step,
                 model_format=model_format,
+                pt2_build=pt2_build,
             )
             write_stamp(result.model, fingerprint, seconds=result.seconds)
             results.append(result)
@@ -236,8 +247,11 @@ def export(
     seed: int = 0,
     step: Step = _quiet,
     model_format: ModelFormat = "torchscript",
+    pt2_build: Pt2Build = "stock",
 ) -> ExportResult:
-    """Export one model into ``repository`` as TorchScript or as a PT2 package; see the package docstring."""
+    """Export one model into ``repository`` as TorchScript or as a PT2 package; see the package docstring.
+    ``pt2_build``: the PT2 build that will serve it (patched: dynamic_batching is written, and validated, as for
+    TorchScript)."""
     model_spec = spec.named_inputs(model_spec)
     spec.check(model_spec)
     started = time.perf_counter()
@@ -261,8 +275,8 @@ def export(
             pt2_export.input_names(model_spec),
             pt2_export.output_names(eager.structure),
         )
-        notes += pt2_export.notes(model_spec, eager.structure)
-        model_spec = pt2_export.as_written(model_spec)
+        notes += pt2_export.notes(model_spec, eager.structure, pt2_build)
+        model_spec = pt2_export.as_written(model_spec, pt2_build)
     else:
         input_names, output_names = model_spec.resolved_input_names(), eager.structure.names()
         step(f"[{name}] {'scripting' if model_spec.method == 'script' else 'tracing'}")
@@ -317,7 +331,9 @@ def export(
         reference.save(found, model)
         step(f"[{name}] validating the staged model folder")
         # As for the server it is exported for: a KIND_GPU model exported on a CPU machine is still sound.
-        validate.refuse_staged(model, repository / name, validate.validate_model(model, gpu_available=True))
+        validate.refuse_staged(
+            model, repository / name, validate.validate_model(model, gpu_available=True, pt2_build=pt2_build)
+        )
     step(f"[{name}] written to {repository / name} in {time.perf_counter() - started:.1f} s")
     return ExportResult(
         name=name,

@@ -34,6 +34,7 @@ from tritonpt import reference, spec
 from tritonpt.errors import HINT, ExportError, first_line
 from tritonpt.export.eager import Eager, sentence
 from tritonpt.export.outputs import Structure
+from tritonpt.options import Pt2Build
 from tritonpt.parity import compare
 from tritonpt.spec import ModelSpec
 
@@ -59,13 +60,13 @@ def _keys(structure: Structure) -> list[str]:
     return [".".join(str(part) for part in path) for path in structure.paths]
 
 
-def notes(model_spec: ModelSpec, structure: Structure) -> list[str]:
+def notes(model_spec: ModelSpec, structure: Structure, pt2_build: Pt2Build = "stock") -> list[str]:
     """What a PT2 export leaves out of what TorchScript's would write, said once."""
     said = []
-    if model_spec.batching and model_spec.dynamic_batching:
+    if model_spec.batching and model_spec.dynamic_batching and pt2_build == "stock":
         said.append(
             "no dynamic_batching: pytorch_backend r26.05's PT2 path returns the whole merged batch to every request "
-            "(docs/upstream/pt2-dynamic-batching.md)"
+            "(docs/upstream/pt2-dynamic-batching.md; --pt2-build patched writes it, for our patched build)"
         )
     if dict(model_spec.parameters) != dict(spec.DEFAULT_PARAMETERS) and model_spec.parameters:
         said.append(
@@ -78,9 +79,12 @@ def notes(model_spec: ModelSpec, structure: Structure) -> list[str]:
     return said
 
 
-def as_written(model_spec: ModelSpec) -> ModelSpec:
-    """The settings a PT2 config is written with: those :func:`notes` says it leaves out, left out."""
-    return replace(model_spec, dynamic_batching=False, parameters={})
+def as_written(model_spec: ModelSpec, pt2_build: Pt2Build = "stock") -> ModelSpec:
+    """The settings a PT2 config is written with: those :func:`notes` says it leaves out, left out. For the
+    patched PT2 build, which splits a dynamic batch, dynamic_batching is written as for TorchScript."""
+    return replace(
+        model_spec, dynamic_batching=model_spec.dynamic_batching and pt2_build == "patched", parameters={}
+    )
 
 
 def requirements() -> None:

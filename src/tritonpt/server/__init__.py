@@ -16,7 +16,7 @@ from pathlib import Path
 
 from tritonpt.backend import BuiltBackend
 from tritonpt.errors import HINT, ServerError
-from tritonpt.options import GPUS, TARGETS, Gpus, Mount, Target
+from tritonpt.options import GPUS, TARGETS, Gpus, Mount, Pt2Build, Target
 from tritonpt.server.base import Endpoints, ModelRuntime, ModelState, Server, ServerKind
 from tritonpt.server.local import LocalServer, TritonFlags, TritonInstall
 from tritonpt.server.url import UrlServer
@@ -57,6 +57,7 @@ def create(
     pt2_backend: BuiltBackend | None = None,
     memory: str | None = None,
     models: Sequence[str] = (),
+    pt2_build: Pt2Build = "stock",
 ) -> Server:
     """The server a target names, not started yet.
 
@@ -64,7 +65,8 @@ def create(
     ``container`` needs ``tritonpt.server.container.ContainerServer(repository=, image=, log_path=, gpus=,
     mounts=, memory=)``; ``gpus`` (``auto``, ``all``, ``none``), ``mounts`` and ``memory`` (a limit such as ``"2g"``)
     are for that target only, ``pytorch_backend``
-    (a built backend; default: the cached one for this torch) for ``local``. ``models``: the models a started
+    (a built backend; default: the cached one for this torch) and ``pt2_build`` (which PT2 build serves
+    torch_aoti models: the cache's stock one, or the patched one) for ``local``. ``models``: the models a started
     server loads (a shard's; default every model of the repository); a server at a URL loads what it loads.
     """
     load = tuple(models) or ("*",)
@@ -82,6 +84,7 @@ def create(
             log_path=log_path,
             pytorch_backend=pytorch_backend,
             pt2_backend=pt2_backend,
+            pt2_build=pt2_build,
         )
     try:
         module = importlib.import_module(CONTAINER_MODULE)

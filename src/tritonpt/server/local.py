@@ -37,6 +37,7 @@ from tritonpt import backend, scratch
 from tritonpt.backend import BuiltBackend
 from tritonpt.client import Endpoints
 from tritonpt.errors import HINT, BackendError, ServerStartError
+from tritonpt.options import Pt2Build
 from tritonpt.repository import pt2_models, write_served_copy
 from tritonpt.server.base import Server, ServerKind, State
 from tritonpt.versions import VERSIONS
@@ -152,23 +153,30 @@ def pytorch_backend_for(install: TritonInstall, built: BuiltBackend | None = Non
     return found
 
 
-def pt2_backend_for(install: TritonInstall, built: BuiltBackend | None = None) -> BuiltBackend:
+def pt2_backend_for(
+    install: TritonInstall, built: BuiltBackend | None = None, *, build: Pt2Build = "stock"
+) -> BuiltBackend:
     """The PT2 build to serve torch_aoti models with on a server older than Triton 26.03 (the given one, else
-    the cache's); ``ServerStartError`` saying how to get one."""
+    the cache's of ``build``: stock, or ours with the patches); ``ServerStartError`` saying how to get one."""
     if built is not None:
         return built
     pins = VERSIONS.pt2.build
     try:
-        found = backend.find(pins=pins)
+        found = backend.find(pins=pins, flavor=backend.of_pt2_build(build, pins))
     except BackendError as exc:
         raise ServerStartError(str(exc)) from exc
     if found is None:
         source = pins.pytorch_backend
+        name = f"{source.ref}+{pins.patch_set}" if build == "patched" else source.ref
+        how = (
+            "`invoke build-backend --pt2-patches` builds it"
+            if build == "patched"
+            else "`invoke build-backend` builds it when the repository holds torch_aoti models (--pt2 builds it anyway)"
+        )
         msg = (
-            f"Cannot serve torch_aoti (PT2) models with {install.binary} (server {install.version}), as no PT2 build "
-            f"of the pytorch backend (pytorch_backend {source.ref}) is in {backend.cache_root() / 'backends'}.\n"
-            f"{HINT} `invoke build-backend` builds it when the repository holds torch_aoti models (--pt2 builds it "
-            "anyway); `nox -s integration` does this itself."
+            f"Cannot serve torch_aoti (PT2) models with {install.binary} (server {install.version}), as no {build} "
+            f"PT2 build of the pytorch backend (pytorch_backend {name}) is in {backend.cache_root() / 'backends'}.\n"
+            f"{HINT} {how}; `nox -s integration` does this itself."
         )
         raise ServerStartError(msg)
     return found
@@ -293,12 +301,14 @@ class LocalServer(Server):
         log_path: Path | None = None,
         pytorch_backend: BuiltBackend | None = None,
         pt2_backend: BuiltBackend | None = None,
+        pt2_build: Pt2Build = "stock",
         start_timeout: float = 240.0,
         stop_timeout: float = 45.0,
         cpus: Sequence[int] = (),
     ) -> None:
         super().__init__(start_timeout=start_timeout)
         self.pt2_backend = pt2_backend  # the PT2 build, when the repository holds torch_aoti models
+        self.pt2_build = pt2_build  # which one the cache gives when none is passed: stock or patched
         self.served_copy: Path | None = None  # the repository as a pre-26.03 server is given it (torch_aoti)
         self.requested = flags
         self.cpus = tuple(cpus)  # pin the server to these cores (taskset); () = wherever the kernel puts it
@@ -405,7 +415,7 @@ class LocalServer(Server):
                 f"{VERSIONS.pt2.native_ngc} on, or with the embedded server (leave --tritonserver out)."
             )
             raise ServerStartError(msg)
-        self.pt2_backend = pt2_backend_for(self.install, self.pt2_backend)
+        self.pt2_backend = pt2_backend_for(self.install, self.pt2_backend, build=self.pt2_build)
         directory = backend.backend_directory(self.pytorch_backend, self.pt2_backend)
         with scratch.ctrl_c_held():
             self.served_copy = Path(tempfile.mkdtemp(prefix="tritonpt-served-"))

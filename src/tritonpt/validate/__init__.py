@@ -24,6 +24,7 @@ from pathlib import Path
 import torch
 
 from tritonpt.errors import Problem, ValidationError
+from tritonpt.options import Pt2Build
 from tritonpt.repository import PT2_PLATFORM, ModelDir, models
 from tritonpt.validate import config as config_rules
 from tritonpt.validate import feeds, folders, pt2, text, torchscript, warmup
@@ -34,11 +35,16 @@ __all__ = ["RULES", "Rule", "process_wide_problems", "refuse_staged", "validate_
 
 
 def validate_repository(
-    repository: Path, *, gpu_available: bool | None = None, only: Collection[str] | None = None
+    repository: Path,
+    *,
+    gpu_available: bool | None = None,
+    only: Collection[str] | None = None,
+    pt2_build: Pt2Build = "stock",
 ) -> list[Problem]:
     """Validate every model folder in a repository (or those named in ``only``: a shard's), then the rules
     across them, which always see every model of the repository (one server loads them all), also those of a
-    sharded export's split that another runner holds."""
+    sharded export's split that another runner holds. ``pt2_build``: which PT2 build will serve its torch_aoti
+    models (stock, or an NGC image of 26.03 on: every rule; patched: not those of the stock bugs it fixes)."""
     findings = Findings()
     if folders.repository_folders(repository, findings) is None:
         return list(findings)
@@ -46,11 +52,13 @@ def validate_repository(
     held = models(repository)
     for model in held:
         if only is None or model.name in only:
-            problems += validate_model(model, gpu_available=gpu_available)
+            problems += validate_model(model, gpu_available=gpu_available, pt2_build=pt2_build)
     return problems + process_wide_problems(held, repository)
 
 
-def validate_model(model: ModelDir, *, gpu_available: bool | None = None) -> list[Problem]:
+def validate_model(
+    model: ModelDir, *, gpu_available: bool | None = None, pt2_build: Pt2Build = "stock"
+) -> list[Problem]:
     """Validate one model folder; returns its problems (empty when it is sound).
 
     ``gpu_available`` is whether the server that will load it has a GPU (default: this host has one).
@@ -61,16 +69,16 @@ def validate_model(model: ModelDir, *, gpu_available: bool | None = None) -> lis
         return list(findings)
     if gpu_available is None:
         gpu_available = torch.cuda.is_available()
-    config_rules.check(model, config, findings, gpu_available=gpu_available)
+    config_rules.check(model, config, findings, gpu_available=gpu_available, pt2_build=pt2_build)
     is_pt2 = config.platform == PT2_PLATFORM
     if is_pt2:
-        pt2.check_config(model, config, findings)
+        pt2.check_config(model, config, findings, pt2_build=pt2_build)
     warmup.check(model, config, findings)
     if findings.failed:
         return list(findings)
     for model_file in folders.model_files(model, config, findings):
         if is_pt2:
-            pt2.check(model, config, model_file, findings)
+            pt2.check(model, config, model_file, findings, pt2_build=pt2_build)
             feeds.reference_feeds(model, config, findings)
         else:
             torchscript.check(model, config, model_file, findings)

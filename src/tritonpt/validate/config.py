@@ -13,6 +13,7 @@ from pathlib import Path
 from tritonclient.grpc.model_config_pb2 import ModelConfig, ModelInstanceGroup
 
 from tritonpt import dtypes, spec
+from tritonpt.options import Pt2Build
 from tritonpt.repository import PLATFORM, PT2_PLATFORM, ModelDir, default_model_file
 from tritonpt.validate.rules import Findings, all_indexed, config_type, named_index, rule
 
@@ -42,14 +43,23 @@ PLATFORMS = frozenset({PLATFORM, "libtorch", PT2_PLATFORM})
 """What selects the pytorch backend: TorchScript's names, and torch_aoti for a PT2 package (r26.03 and later)."""
 
 
-def check(model: ModelDir, config: ModelConfig, findings: Findings, *, gpu_available: bool) -> None:
+def check(
+    model: ModelDir,
+    config: ModelConfig,
+    findings: Findings,
+    *,
+    gpu_available: bool,
+    pt2_build: Pt2Build = "stock",
+) -> None:
     """Every rule of this family, in the order the config is read."""
     _identity(model, config, findings)
     _batching(model.config, config, findings)
     _tensors(model.config, config, findings)
     _serving_fields(model, config, findings)
-    if config.platform != PT2_PLATFORM:  # the PT2 path never reads them (validate.pt2, A007)
-        _parameters(model.config, config, findings)
+    if config.platform != PT2_PLATFORM:
+        _parameters(model.config, config, findings, spec.KNOWN_PARAMETERS)
+    elif pt2_build == "patched":  # the stock PT2 path never reads them (validate.pt2, A007)
+        _parameters(model.config, config, findings, spec.PT2_PARAMETERS, path_name="the PT2 path")
     for group in config.instance_group:
         if group.kind == ModelInstanceGroup.KIND_GPU and not gpu_available:
             findings.add(
@@ -248,17 +258,35 @@ def _serving_fields(model: ModelDir, config: ModelConfig, findings: Findings) ->
             )
 
 
-def _parameters(path: Path, config: ModelConfig, findings: Findings) -> None:
-    """The backend parses its own parameters at load and refuses values it cannot read; others it ignores."""
+def _parameters(
+    path: Path,
+    config: ModelConfig,
+    findings: Findings,
+    known: frozenset[str],
+    *,
+    path_name: str = "the pytorch backend",
+) -> None:
+    """The backend parses its own parameters (``known``) at load and refuses values it cannot read; others it
+    ignores. ``path_name`` says which of its paths reads them."""
     for key in sorted(config.parameters):
         value = config.parameters[key].string_value
-        if key in spec.BOOL_PARAMETERS and spec.backend_flag(value) is None:
+        if key not in known:
+            close = difflib.get_close_matches(key, sorted(known), n=1)
+            findings.add(
+                UNKNOWN_PARAMETER,
+                "warning",
+                path,
+                f"parameters {key}",
+                f"{path_name} does not read this parameter and ignores it.",
+                f"did you mean {close[0]}?" if close else f"it reads {', '.join(sorted(known))}.",
+            )
+        elif key in spec.BOOL_PARAMETERS and spec.backend_flag(value) is None:
             findings.add(
                 BAD_BOOL,
                 "error",
                 path,
                 f"parameters {key}",
-                f"{value!r} is not a boolean; the pytorch backend refuses to load the model "
+                f"{value!r} is not a boolean; {path_name} refuses to load the model "
                 f"(`failed to convert '{value}' to boolean`).",
                 'write "true" or "false" (on/off and 1/0 work too).',
             )
@@ -268,7 +296,7 @@ def _parameters(path: Path, config: ModelConfig, findings: Findings) -> None:
                 "error",
                 path,
                 f"parameters {key}",
-                f"{value!r} is not a number; the pytorch backend refuses to load the model "
+                f"{value!r} is not a number; {path_name} refuses to load the model "
                 f"(`failed to convert '{value}' to integral number`).",
                 'write a thread count such as "2" (0 or less leaves torch\'s default).',
             )
@@ -278,20 +306,12 @@ def _parameters(path: Path, config: ModelConfig, findings: Findings) -> None:
                 "error",
                 path,
                 f"parameters {key}",
-                f"{value!r} is more than a C++ int holds; std::stoi throws std::out_of_range, which the pytorch "
-                "backend does not catch, and the server aborts (SIGABRT) loading the model, taking every other "
-                "model down with it.",
+                f"{value!r} is more than a C++ int holds; std::stoi throws std::out_of_range, "
+                + (
+                    "which the PT2 path catches: it refuses to load the model."
+                    if known is spec.PT2_PARAMETERS
+                    else "which the pytorch backend does not catch, and the server aborts (SIGABRT) loading the "
+                    "model, taking every other model down with it."
+                ),
                 'write a thread count such as "2" (0 or less leaves torch\'s default).',
-            )
-        elif key not in spec.KNOWN_PARAMETERS:
-            close = difflib.get_close_matches(key, sorted(spec.KNOWN_PARAMETERS), n=1)
-            findings.add(
-                UNKNOWN_PARAMETER,
-                "warning",
-                path,
-                f"parameters {key}",
-                "the pytorch backend does not read this parameter and ignores it.",
-                f"did you mean {close[0]}?"
-                if close
-                else f"the backend reads {', '.join(sorted(spec.KNOWN_PARAMETERS))}.",
             )

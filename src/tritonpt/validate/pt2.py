@@ -31,6 +31,7 @@ from tritonclient.grpc.model_config_pb2 import ModelConfig
 
 from tritonpt import dtypes
 from tritonpt.errors import first_line
+from tritonpt.options import Pt2Build
 from tritonpt.repository import ModelDir
 from tritonpt.validate import feeds
 from tritonpt.validate.rules import Findings, config_type, dims_match, rule
@@ -55,10 +56,14 @@ _SPEC = re.compile(r'(in|out)_spec_ = R"\((.*?)\)";', re.DOTALL)
 _BUILTINS = {"builtins.tuple", "builtins.list", "builtins.dict"}
 
 
-def check_config(model: ModelDir, config: ModelConfig, findings: Findings) -> None:
-    """What the PT2 path does with a config's scheduling and parameters (read in r26.05, held against it)."""
+def check_config(
+    model: ModelDir, config: ModelConfig, findings: Findings, *, pt2_build: Pt2Build = "stock"
+) -> None:
+    """What the PT2 path does with a config's scheduling and parameters (read in r26.05, held against it). The
+    patched build (``pt2_build="patched"``) splits a dynamic batch and reads its parameters: A005 and A007 are
+    stock bugs, and the C rules hold its parameters instead (validate.config)."""
     path = model.config
-    if config.HasField("dynamic_batching"):
+    if config.HasField("dynamic_batching") and pt2_build == "stock":
         findings.add(
             DYNAMIC_BATCHING,
             "error",
@@ -66,7 +71,8 @@ def check_config(model: ModelDir, config: ModelConfig, findings: Findings) -> No
             "dynamic_batching",
             "pytorch_backend r26.05's PT2 path reads a merged batch's outputs without splitting them "
             "(first_dim_batching false): every request gets the whole batch back, mostly garbage, and no error.",
-            "remove dynamic_batching (send batches from the client), or serve the TorchScript export.",
+            "remove dynamic_batching (send batches from the client), serve it with the patched PT2 build "
+            "(`--pt2-build patched`), or serve the TorchScript export.",
         )
     if config.HasField("sequence_batching"):
         findings.add(
@@ -77,7 +83,7 @@ def check_config(model: ModelDir, config: ModelConfig, findings: Findings) -> No
             "the PT2 path refuses it at load (`Sequence batching is not supported yet.`).",
             "remove sequence_batching, or serve the TorchScript export.",
         )
-    if config.parameters:
+    if config.parameters and pt2_build == "stock":
         findings.add(
             PARAMETERS,
             "warning",
@@ -86,7 +92,7 @@ def check_config(model: ModelDir, config: ModelConfig, findings: Findings) -> No
             f"{', '.join(sorted(config.parameters))}: the PT2 path parses its parameters only when the config has "
             "none, and Triton's core always hands it a parameters map, so it never applies them (it keeps inference "
             "mode on and its thread defaults).",
-            "leave them out: they change nothing here.",
+            "leave them out: they change nothing here (the patched PT2 build, `--pt2-build patched`, reads them).",
         )
 
 
@@ -151,7 +157,14 @@ def _ordinal(name: str, prefix: str) -> int | None:
     )
 
 
-def check(model: ModelDir, config: ModelConfig, model_file: Path, findings: Findings) -> None:
+def check(
+    model: ModelDir,
+    config: ModelConfig,
+    model_file: Path,
+    findings: Findings,
+    *,
+    pt2_build: Pt2Build = "stock",
+) -> None:
     """The package against the config: its call spec, then a run with AOTInductor's input checks on."""
     path = model.config
     try:
@@ -206,6 +219,7 @@ def check(model: ModelDir, config: ModelConfig, model_file: Path, findings: Find
         out_order=[p or 0 for p in out_order],
         names=inputs,
         findings=findings,
+        pt2_build=pt2_build,
     )
 
 
@@ -218,6 +232,7 @@ def _run(
     out_order: list[int],
     names: list[str],
     findings: Findings,
+    pt2_build: Pt2Build,
 ) -> None:
     with _checked_inputs():
         try:
@@ -240,7 +255,7 @@ def _run(
             ordered[position] = torch.from_numpy(np.array(array))
         said, result = _call(loaded, ordered, names)
     if result is None:
-        _refused(model.config, config, said, findings)
+        _refused(model.config, config, said, findings, pt2_build)
         return
     produced = (
         [result]
@@ -261,8 +276,15 @@ def _run(
                 "error",
                 model.config,
                 f"output {tensor.name!r} data_type",
-                f"{config_type(tensor)} is declared, the package returns {actual}; the PT2 path's error for it frees "
-                "its message before it reads it, and server 2.51.0 was seen to crash (SIGSEGV) on it.",
+                f"{config_type(tensor)} is declared, the package returns {actual}; "
+                + (
+                    "the PT2 path's error for it frees its message before it reads it, and server 2.51.0 was seen "
+                    "to crash (SIGSEGV) on it."
+                    if pt2_build == "stock"
+                    else "the patched PT2 build fails every inference with its own error (`has datatype "
+                    f"{actual} but model configuration expects {config_type(tensor)}`), and a model_warmup fails "
+                    "at load, which server 2.51.0's core does not survive (SIGSEGV: docs/upstream/)."
+                ),
                 f"declare {actual}.",
             )
         shape = tuple(value.shape[1:]) if batch else tuple(value.shape)
@@ -304,7 +326,7 @@ def _call(loaded: Any, ordered: list[torch.Tensor], names: list[str]) -> tuple[s
             os.close(saved)
 
 
-def _refused(path: Path, config: ModelConfig, said: str, findings: Findings) -> None:
+def _refused(path: Path, config: ModelConfig, said: str, findings: Findings, pt2_build: Pt2Build) -> None:
     if "unmatched dtype" in said:
         findings.add(
             INPUT_TYPES,
@@ -322,8 +344,14 @@ def _refused(path: Path, config: ModelConfig, said: str, findings: Findings) -> 
             path,
             "max_batch_size",
             f"the package's batch axis is static ({said.removeprefix('Error: ')}): served with max_batch_size "
-            f"{config.max_batch_size}, a request of 2 or more rows comes back with row 0 right and the rest wrong, "
-            "and no error.",
+            f"{config.max_batch_size}, "
+            + (
+                "a request of 2 or more rows is not answered right (row 0 is, the rest are wrong or missing), "
+                "and no error."
+                if pt2_build == "stock"
+                else "every request of another batch size fails (the patched PT2 build: `the package computes a "
+                "fixed batch size`)."
+            ),
             "export with a dynamic batch axis (torch.export.Dim; `invoke export --format pt2` does), or set "
             "max_batch_size 0 with the full shape in dims.",
         )
