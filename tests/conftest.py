@@ -63,6 +63,13 @@ def pt2_backend() -> backend.BuiltBackend:
 
 
 @pytest.fixture(scope="session")
+def pt2_patched() -> backend.BuiltBackend:
+    """The PT2 build with our patches (pytorch_backend r26.05+tritonpt.1): from the cache, else built."""
+    pins = VERSIONS.pt2.build
+    return backend.ensure(pins=pins, flavor=backend.patched(pins))
+
+
+@pytest.fixture(scope="session")
 def exported_pt2(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """multi_io and token_encoder as PT2 packages (multi_io_pt2, token_encoder_pt2), compiled once per session
     (AOTInductor: tens of seconds each); copy before changing it."""

@@ -1,62 +1,108 @@
-"""What pytorch_backend r26.05's PT2 path does that export and the validator refuse: each held against the real
-backend, so that the day a pinned update fixes one, this fails and says which refusal to lift.
+"""pytorch_backend r26.05's PT2 path, on both of its builds, for each behaviour written up in docs/upstream/:
 
-Both are written up for NVIDIA in docs/upstream/ (config, request, expected and seen).
+    stock     NVIDIA's sources as pinned (what an NGC image of Triton 26.03 or later runs): each test shows the
+              bug, so that the day a pinned update fixes one it fails and says which refusal to lift
+    patched   ours, r26.05+tritonpt.1 (src/tritonpt/backend/patches/r26.05/): each test shows its patch's fix
+
+Each test runs once per build (ids ``stock`` and ``patched``), against the real server 2.51.0 with the PT2 build
+under its second name. docs/upstream/ holds each one in the form of NVIDIA's qa/L0_torch_aoti as well.
 """
 
 from __future__ import annotations
 
 import concurrent.futures
+import os
+import re
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
+from tritonclient.grpc.model_config_pb2 import DataType, ModelConfig
+from tritonclient.utils import InferenceServerException
 
 from tritonpt import client, reference
 from tritonpt.backend import BuiltBackend
+from tritonpt.errors import TritonPtError
 from tritonpt.repository import ModelDir, read_config, render_config
 from tritonpt.server import LocalServer, TritonFlags
 
 pytestmark = pytest.mark.slow
 
 CONCURRENT = 8
+MODEL = "multi_io_pt2"
+
+
+@pytest.fixture(params=["stock", "patched"])
+def pt2(request: pytest.FixtureRequest) -> BuiltBackend:
+    """The PT2 build under test: the stock one (pt2_backend) or ours (pt2_patched)."""
+    built: BuiltBackend = request.getfixturevalue("pt2_backend" if request.param == "stock" else "pt2_patched")
+    return built
+
+
+def _patched(pt2: BuiltBackend) -> bool:
+    return bool(pt2.flavor)
 
 
 def _serve(repository: Path, tmp_path: Path, built: BuiltBackend, pt2: BuiltBackend) -> LocalServer:
     return LocalServer(
         TritonFlags(model_repository=repository),
-        log_path=tmp_path / "tritonserver.log",
+        log_path=tmp_path / f"tritonserver-{repository.name}.log",
         pytorch_backend=built,
         pt2_backend=pt2,
     )
 
 
-def test_dynamic_batching_returns_the_merged_batch_to_every_request(
-    exported_pt2: Path, tmp_path: Path, pytorch_backend: BuiltBackend, pt2_backend: BuiltBackend
-) -> None:
-    """A5 of the validator (dynamic_batching on a PT2 model): ReadOutputTensors with first_dim_batching false."""
-    repository = tmp_path / "repository"
-    shutil.copytree(exported_pt2 / "multi_io_pt2", repository / "multi_io_pt2")
-    model = ModelDir(root=repository / "multi_io_pt2")
+def _multi_io(
+    exported_pt2: Path, tmp_path: Path, change: Callable[[ModelConfig], None], *, folder: str = "repository"
+) -> ModelDir:
+    """multi_io_pt2 as exported, in a repository of its own, its config changed by ``change``."""
+    repository = tmp_path / folder
+    shutil.copytree(exported_pt2 / MODEL, repository / MODEL)
+    model = ModelDir(root=repository / MODEL)
     config = read_config(model.config)
-    config.dynamic_batching.max_queue_delay_microseconds = 200_000  # long enough to merge every request
+    change(config)
     model.config.write_text(render_config(config), encoding="utf-8")
+    return model
+
+
+def _no_warmup(config: ModelConfig) -> None:
+    """A failing warmup kills server 2.51.0 at load, whatever the backend (test below): these run the model later."""
+    config.ClearField("model_warmup")
+
+
+def _largest(model: ModelDir) -> tuple[dict[str, np.ndarray], list[str], reference.Case]:
     ref = reference.load(model)
-    largest = max(ref.cases, key=lambda c: c.batch_size)
-    names = [i.name for i in ref.inputs]
-    outputs = [o.name for o in ref.outputs]
-    with _serve(repository, tmp_path, pytorch_backend, pt2_backend) as server:
-        server.wait_models_ready(["multi_io_pt2"])
+    case = max(ref.cases, key=lambda c: c.batch_size)
+    return dict(zip([i.name for i in ref.inputs], case.inputs, strict=True)), [o.name for o in ref.outputs], case
+
+
+# --- 0001: dynamic batching -----------------------------------------------------------------------------------
+
+
+def test_dynamic_batching(
+    exported_pt2: Path, tmp_path: Path, pytorch_backend: BuiltBackend, pt2: BuiltBackend
+) -> None:
+    """A005 (docs/upstream/pt2-dynamic-batching.md): stock reads a merged batch's outputs with first_dim_batching
+    false, every request gets the whole batch; patched splits it."""
+
+    def merge(config: ModelConfig) -> None:
+        config.dynamic_batching.max_queue_delay_microseconds = 200_000  # long enough to merge every request
+
+    model = _multi_io(exported_pt2, tmp_path, merge)
+    inputs, outputs, largest = _largest(model)
+    with _serve(model.root.parent, tmp_path, pytorch_backend, pt2) as server:
+        server.wait_models_ready([MODEL])
 
         def one(row: int) -> tuple[int, list[np.ndarray]]:
-            inputs = {n: a[row : row + 1] for n, a in zip(names, largest.inputs, strict=True)}
-            return row, client.infer(server.endpoints, "grpc", "multi_io_pt2", inputs, outputs)
+            rows = {n: a[row : row + 1] for n, a in inputs.items()}
+            return row, client.infer(server.endpoints, "grpc", MODEL, rows, outputs)
 
         with concurrent.futures.ThreadPoolExecutor(CONCURRENT) as pool:
             answers = list(pool.map(one, range(CONCURRENT)))
-        merged = client.statistics(server.endpoints, "multi_io_pt2")
+        merged = client.statistics(server.endpoints, MODEL)
     right = sum(
         all(
             got.shape == want[row : row + 1].shape and np.allclose(got, want[row : row + 1], atol=1e-4)
@@ -65,10 +111,16 @@ def test_dynamic_batching_returns_the_merged_batch_to_every_request(
         for row, got_all in answers
     )
     assert merged.executions < CONCURRENT, "the batcher merged nothing: this run shows nothing about the bug"
-    assert right < CONCURRENT, (
-        f"all {CONCURRENT} merged requests came back right: the pinned PT2 backend now splits a dynamic batch. "
-        "Let export write dynamic_batching for PT2 models and turn the validator's A005 into a pass."
-    )
+    if _patched(pt2):
+        assert right == CONCURRENT, f"{pt2.describe()}: {right} of {CONCURRENT} merged requests came back right"
+    else:
+        assert right < CONCURRENT, (
+            f"all {CONCURRENT} merged requests came back right: the pinned PT2 backend now splits a dynamic batch. "
+            "Let export write dynamic_batching for PT2 models on stock too and lift the validator's A005."
+        )
+
+
+# --- 0002: a static batch axis ---------------------------------------------------------------------------------
 
 
 class Halve(torch.nn.Module):
@@ -76,10 +128,9 @@ class Halve(torch.nn.Module):
         return x * 0.5 + 1.0
 
 
-def test_a_static_batch_axis_serves_rows_after_the_first_wrong(
-    tmp_path: Path, pytorch_backend: BuiltBackend, pt2_backend: BuiltBackend
-) -> None:
-    """A9 of the validator: a package exported without a dynamic batch axis, served with max_batch_size 4."""
+def test_a_static_batch_axis(tmp_path: Path, pytorch_backend: BuiltBackend, pt2: BuiltBackend) -> None:
+    """A009 (docs/upstream/pt2-static-batch.md): a package exported without a dynamic batch axis, served with
+    max_batch_size 4: stock answers a batch of 4 wrong and without an error; patched refuses it, naming why."""
     repository = tmp_path / "repository"
     version = repository / "static_pt2" / "1"
     version.mkdir(parents=True)
@@ -91,12 +142,187 @@ def test_a_static_batch_axis_serves_rows_after_the_first_wrong(
         encoding="utf-8",
     )
     rows = np.arange(12, dtype=np.float32).reshape(4, 3)
-    with _serve(repository, tmp_path, pytorch_backend, pt2_backend) as server:
-        server.wait_models_ready(["static_pt2"])
-        (got,) = client.infer(server.endpoints, "http", "static_pt2", {"ARGS[0]": rows}, ["RESULT"])
     expected = rows * 0.5 + 1.0
+    with _serve(repository, tmp_path, pytorch_backend, pt2) as server:
+        server.wait_models_ready(["static_pt2"])
+        (one,) = client.infer(server.endpoints, "http", "static_pt2", {"ARGS[0]": rows[:1]}, ["RESULT"])
+        assert np.allclose(one, expected[:1]), "batch 1, the package's own, is wrong: something else broke"
+        if _patched(pt2):
+            with pytest.raises(InferenceServerException) as refused:
+                client.infer(server.endpoints, "http", "static_pt2", {"ARGS[0]": rows}, ["RESULT"])
+            assert refused.value.status() == "400"
+            assert "has batch size 1 for a batch of 4: the package computes a fixed batch size" in str(refused.value)
+            return
+        (got,) = client.infer(server.endpoints, "http", "static_pt2", {"ARGS[0]": rows}, ["RESULT"])
     assert np.allclose(got[0], expected[0]), "row 0 is wrong too: something else broke"
-    assert not np.allclose(got, expected), (
+    assert got.shape != expected.shape or not np.allclose(got, expected), (
         "a static-batch package served every row of a batch of 4 right: the pinned PT2 backend now checks or "
         "handles the batch axis. Revisit the validator's A009."
     )
+
+
+# --- 0003: an output data type other than the package's ------------------------------------------------------
+
+
+def _fp16_output(config: ModelConfig) -> None:
+    _no_warmup(config)
+    config.output[0].data_type = DataType.TYPE_FP16  # the package returns FP32
+
+
+def test_an_output_data_type_other_than_the_packages(
+    exported_pt2: Path, tmp_path: Path, pytorch_backend: BuiltBackend, pt2: BuiltBackend
+) -> None:
+    """A011 (docs/upstream/pt2-output-dtype-crash.md): stock's error for it is a use-after-free and the server
+    dies (SIGSEGV); patched answers with that error, and the server lives on."""
+    model = _multi_io(exported_pt2, tmp_path, _fp16_output)
+    inputs, outputs, _ = _largest(model)
+    with _serve(model.root.parent, tmp_path, pytorch_backend, pt2) as server:
+        server.wait_models_ready([MODEL])
+        for protocol in client.PROTOCOLS:  # twice: the first error leaves nothing broken behind
+            with pytest.raises((InferenceServerException, OSError)) as failed:
+                client.infer(server.endpoints, protocol, MODEL, inputs, outputs)
+            if not _patched(pt2):
+                ended = server.exit_state(wait=10.0)
+                assert ended is not None and "SIGSEGV" in ended, (
+                    f"the stock PT2 build survived a mismatched output type ({failed.value}): the pinned sources "
+                    "fixed THROW_TRITON_EXCEPTION's use-after-free. Revisit A011 and the differential's "
+                    "pt2_output_dtype_fp16."
+                )
+                return
+            said = str(failed.value)
+            assert 'output tensor "RESULT[0]" has datatype TYPE_FP32 but model configuration expects TYPE_FP16' in said
+            assert client.is_live(server.endpoints), f"the server died after answering {said}"
+
+
+def test_a_failing_warmup_kills_server_2_51_0(
+    exported_pt2: Path, tmp_path: Path, pytorch_backend: BuiltBackend, pt2_patched: BuiltBackend
+) -> None:
+    """Not the backend's: with the model_warmup export writes, the same model fails its warmup at load, and
+    server 2.51.0's core does not survive it (docs/upstream/core-warmup-failure.md: ~TritonModelInstance after the
+    failed warmup, SIGSEGV in InstanceQueue::DecrementConsumerCount; a TorchScript model does the same). So on
+    the patched build A011 stays an error, and the differential's mutation has no warmup."""
+
+    def fp16_with_warmup(config: ModelConfig) -> None:
+        config.output[0].data_type = DataType.TYPE_FP16
+
+    model = _multi_io(exported_pt2, tmp_path, fp16_with_warmup)
+    assert read_config(model.config).model_warmup, "export wrote no model_warmup: this shows nothing"
+    server = _serve(model.root.parent, tmp_path, pytorch_backend, pt2_patched)
+    try:
+        with pytest.raises(TritonPtError) as failed:  # the start, or the model's load, reports it
+            server.start()
+            server.wait_models_ready([MODEL])
+        ended = server.exit_state(wait=5.0) or str(failed.value)
+    finally:
+        server.stop()
+    assert "SIGSEGV" in ended, (
+        f"server 2.51.0 survived a warmup that fails ({ended}): revisit docs/upstream/core-warmup-failure.md"
+    )
+
+
+# --- 0004: parameters -------------------------------------------------------------------------------------------
+
+
+def _parameters(**values: str) -> Callable[[ModelConfig], None]:
+    def change(config: ModelConfig) -> None:
+        for key, value in values.items():
+            config.parameters[key].string_value = value
+
+    return change
+
+
+def test_a_bad_boolean_parameter(
+    exported_pt2: Path, tmp_path: Path, pytorch_backend: BuiltBackend, pt2: BuiltBackend
+) -> None:
+    """A007 (docs/upstream/pt2-parameters.md): stock never reads its parameters and loads INFERENCE_MODE "maybe";
+    patched refuses it at load, as the TorchScript path does (C017)."""
+    model = _multi_io(exported_pt2, tmp_path, _parameters(INFERENCE_MODE="maybe"))
+    with _serve(model.root.parent, tmp_path, pytorch_backend, pt2) as server:
+        server.wait_ready()
+        state = server.model_states([MODEL])[MODEL]
+    if _patched(pt2):
+        assert not state.ready
+        assert "Failed to parse 'INFERENCE_MODE' parameter" in state.reason
+        assert "failed to convert 'maybe' to boolean" in state.reason
+    else:
+        assert state.ready, (
+            f"the stock PT2 build refused INFERENCE_MODE 'maybe' ({state.reason}): the pinned sources read their "
+            "parameters now. Lift A007 for stock and let C017-C020 hold PT2 models."
+        )
+
+
+def test_a_thread_count_beyond_an_int_is_refused_at_load(
+    exported_pt2: Path, tmp_path: Path, pytorch_backend: BuiltBackend, pt2_patched: BuiltBackend
+) -> None:
+    """C019 on the patched PT2 path: std::stoi's out_of_range is caught there (the TorchScript path aborts)."""
+    model = _multi_io(exported_pt2, tmp_path, _parameters(INTRA_OP_THREAD_COUNT="99999999999"))
+    with _serve(model.root.parent, tmp_path, pytorch_backend, pt2_patched) as server:
+        server.wait_ready()
+        state = server.model_states([MODEL])[MODEL]
+        assert server.is_alive()
+    assert not state.ready
+    assert "stoi" in state.reason or "out of range" in state.reason or "INTRA_OP_THREAD_COUNT" in state.reason
+
+
+def _threads(pid: int) -> int:
+    found = re.search(r"^Threads:\s+(\d+)", Path(f"/proc/{pid}/status").read_text(encoding="utf-8"), re.M)
+    assert found is not None
+    return int(found.group(1))
+
+
+def test_a_thread_count_is_applied(
+    exported_pt2: Path, tmp_path: Path, pytorch_backend: BuiltBackend, pt2: BuiltBackend
+) -> None:
+    """INTRA_OP_THREAD_COUNT above this host's cores: patched grows libtorch's intra-op pool to it (the server's
+    thread count after the same requests), stock ignores it. The same model and requests without it are the
+    baseline; libtorch's default is at most one thread per core."""
+    wanted = (os.cpu_count() or 1) + 4
+    seen = {}
+    for folder, change in (
+        ("without", _no_warmup),
+        ("with", _parameters(INTRA_OP_THREAD_COUNT=str(wanted))),
+    ):
+        model = _multi_io(exported_pt2, tmp_path, change, folder=folder)
+        inputs, outputs, _ = _largest(model)
+        with _serve(model.root.parent, tmp_path, pytorch_backend, pt2) as server:
+            server.wait_models_ready([MODEL])
+            for _ in range(20):
+                client.infer(server.endpoints, "grpc", MODEL, inputs, outputs)
+            assert server.pid is not None
+            seen[folder] = _threads(server.pid)
+    grown = seen["with"] - seen["without"]
+    if _patched(pt2):
+        assert grown >= wanted - (os.cpu_count() or 1), (
+            f"INTRA_OP_THREAD_COUNT {wanted}: the server has {seen['with']} threads against {seen['without']} "
+            "without it"
+        )
+    else:
+        assert grown < wanted - (os.cpu_count() or 1), (
+            f"INTRA_OP_THREAD_COUNT {wanted} grew the stock PT2 build's threads ({seen}): it reads its parameters "
+            "now. Lift A007 for stock."
+        )
+
+
+# --- 0005: statistics -------------------------------------------------------------------------------------------
+
+
+def test_the_compute_statistics(
+    exported_pt2: Path, tmp_path: Path, pytorch_backend: BuiltBackend, pt2: BuiltBackend
+) -> None:
+    """docs/upstream/pt2-statistics.md: stock reports a request's timestamps out of order (a compute infer longer
+    than the requests); patched in order, so the bench can show PT2's split."""
+    model = _multi_io(exported_pt2, tmp_path, _no_warmup)
+    inputs, outputs, _ = _largest(model)
+    with _serve(model.root.parent, tmp_path, pytorch_backend, pt2) as server:
+        server.wait_models_ready([MODEL])
+        for _ in range(10):
+            client.infer(server.endpoints, "grpc", MODEL, inputs, outputs)
+        split = client.split(server.endpoints, MODEL)
+    assert split.count == 10
+    if _patched(pt2):
+        assert split.in_order, split
+        assert 0 < split.compute_infer_ns < split.request_ns
+    else:
+        assert not split.in_order, (
+            f"the stock PT2 build reports its statistics in order ({split}): let the bench show its split"
+        )
