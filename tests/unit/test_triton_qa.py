@@ -15,7 +15,7 @@ from tritonpt.errors import QaError
 from tritonpt.testing import reliability
 from tritonpt.testing.parts import write_part
 from tritonpt.testing.qa import adapt, generate, ledger, report
-from tritonpt.testing.qa.plan import LIBTORCH, PLANS, TORCH_AOTI, Plan, UpstreamTest
+from tritonpt.testing.qa.plan import LIBTORCH, PLANS, TORCH_AOTI, Plan, UpstreamTest, lay_overlay
 from tritonpt.testing.qa.run import QaResult
 
 
@@ -26,7 +26,9 @@ def _unpacked(plan: Plan, tmp_path: Path) -> Path:
             "$TRITONPT_SOURCES is unset: these tests read the pinned qa/ tarballs there (.ci/run sets it)"
         )
     source = plan.suite.source
-    return unpack_source(source, Path(folder) / source.tarball, tmp_path / source.ref) / "qa"
+    qa = unpack_source(source, Path(folder) / source.tarball, tmp_path / source.ref) / "qa"
+    lay_overlay(plan, qa)  # our tests in upstream's form, as the harness lays them
+    return qa
 
 
 @pytest.mark.parametrize("plan", PLANS, ids=lambda p: p.suite.source.ref)

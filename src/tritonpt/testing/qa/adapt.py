@@ -27,6 +27,13 @@ _LIBTORCH_TESTS = (
 )
 _FLAG_TESTS = ("L0_libtorch_inference_mode", "L0_libtorch_optimized_execution", "L0_libtorch_disable_cudnn")
 GENERATION = "model generation"
+_OURS = (
+    "L0_torch_aoti_dynamic_batching",
+    "L0_torch_aoti_static_batch",
+    "L0_torch_aoti_output_type",
+    "L0_torch_aoti_parameters",
+    "L0_torch_aoti_statistics",
+)  # docs/upstream/qa/: the PT2 fixes' tests in upstream's form
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -143,7 +150,7 @@ SUBSTITUTIONS: tuple[Substitution, ...] = (
         old="${SERVER_IPADDR}:8000/",
         new="${SERVER_IPADDR}:@HTTP_PORT@/",
         count=4,
-        tests=("L0_torch_aoti",),
+        tests=("L0_torch_aoti", *_OURS),
         why="a free HTTP port instead of 8000 (readiness and liveness probes)",
     ),
     Substitution(
@@ -154,6 +161,30 @@ SUBSTITUTIONS: tuple[Substitution, ...] = (
         new='"127.0.0.1:@HTTP_PORT@"',
         count=4,
         tests=("L0_torch_aoti",),
+        why="the client's address and port",
+    ),
+    Substitution(
+        key="S14",
+        ref="r26.05",
+        files=(
+            "L0_torch_aoti_dynamic_batching/dynamic_batching_test.py",
+            "L0_torch_aoti_output_type/output_type_test.py",
+            "L0_torch_aoti_statistics/statistics_test.py",
+            "L0_torch_aoti_parameters/test.sh",
+        ),
+        old="localhost:8000",
+        new="127.0.0.1:@HTTP_PORT@",
+        tests=_OURS,
+        why="the client's address and port (our tests, docs/upstream/qa/, written as upstream's are)",
+    ),
+    Substitution(
+        key="S15",
+        ref="r26.05",
+        files=("L0_torch_aoti_static_batch/static_batch_test.py",),
+        old="localhost:8000",
+        new="127.0.0.1:@HTTP_PORT@",
+        count=2,
+        tests=("L0_torch_aoti_static_batch",),
         why="the client's address and port",
     ),
     Substitution(
@@ -199,6 +230,14 @@ AROUND: tuple[Around, ...] = (
         "TRITON_DIR and MODELDIR are the test's own environment overrides",
         why="core r24.10 refuses backend pytorch with platform torch_aoti; the PT2 build is installed as pt2",
         tests="L0_torch_aoti",
+    ),
+    Around(
+        key="O",
+        what="docs/upstream/qa/ of this repository is laid over the pinned qa/: our L0_torch_aoti_* tests of the "
+        "PT2 fixes and their generator, in upstream's form; each runs on the stock PT2 build (where it must fail: "
+        "it shows the bug) and on the patched one (where it must pass)",
+        why="so that each patch goes upstream with a test NVIDIA's suite can take",
+        tests="L0_torch_aoti_*",
     ),
 )
 

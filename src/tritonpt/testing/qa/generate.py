@@ -26,7 +26,7 @@ from tritonpt import scratch
 from tritonpt.backend import Step, cache_root
 from tritonpt.errors import HINT, QaError
 from tritonpt.testing.qa.adapt import GENERATION, SUBSTITUTIONS
-from tritonpt.testing.qa.plan import Plan
+from tritonpt.testing.qa.plan import Plan, overlay_digest
 
 RECORD = "generated.json"
 TAIL = 15
@@ -75,6 +75,7 @@ def inputs(plan: Plan) -> dict[str, object]:
     return {
         "commit": plan.suite.source.commit,
         "generators": [[g.script, *g.args, g.into] for g in plan.generators],
+        **({"overlay": overlay_digest(plan)} if plan.overlay else {}),
         "substitutions": [
             [s.key, s.old, s.new] for s in SUBSTITUTIONS if s.ref == ref and GENERATION in s.tests
         ],

@@ -17,9 +17,15 @@ what the unittest cases reported) are not counted; they still decide the test's 
 
 from __future__ import annotations
 
+import hashlib
+import shutil
 from dataclasses import dataclass
+from pathlib import Path
 
 from tritonpt.versions import VERSIONS, QaSuite
+
+CHECKOUT = Path(__file__).resolve().parents[4]
+"""The checkout this runs from (the harness is CI's: it runs from one)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -29,6 +35,7 @@ class Generator:
     script: str
     args: tuple[str, ...]
     into: str  # the folder below the data folder that ``--models_dir`` names
+    ours: bool = False  # from the plan's overlay (docs/upstream/qa/common/), not the pinned files
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -54,6 +61,7 @@ class UpstreamTest:
     log_checks: tuple[LogCheck, ...] = ()  # greps of the server's log its test.sh judges, in order
     how_counted: str
     not_run: str = ""  # why it cannot run here; empty when it runs
+    fixed_by: str = ""  # ours (docs/upstream/qa/): the patch it needs; it fails on the stock build, as it must
 
     @property
     def checks(self) -> int:
@@ -77,6 +85,7 @@ class Plan:
     generators: tuple[Generator, ...]
     tests: tuple[UpstreamTest, ...]
     controls: tuple[Control, ...] = ()
+    overlay: str = ""  # a folder of this repository laid over the pinned qa/ (our tests in NVIDIA's form)
 
     @property
     def label(self) -> str:
@@ -194,11 +203,24 @@ LIBTORCH = Plan(
     ),
 )
 
+OVERLAY = "docs/upstream/qa"
+"""Our tests of the PT2 fixes in the form of qa/L0_torch_aoti, to be sent upstream with the patches; the harness
+lays them over the pinned r26.05 qa/ (their models: qa/common/gen_qa_torch_aoti_batch_models.py)."""
+
+_SETTINGS = (  # L0_torch_aoti_parameters's valid settings, each logged once by the PT2 path
+    "Inference mode is enabled",
+    "Inference mode is disabled",
+    "Cache cleaning is enabled",
+    "cuDNN is disabled",
+    "Intra op thread count is set to 2",
+)
+
 TORCH_AOTI = Plan(
     suite=_suite("r26.05"),
     generators=(
         Generator(script="gen_qa_models.py", args=("--torch-aoti",), into="qa_model_repository"),
         Generator(script="gen_qa_models.py", args=("--torchvision-aoti",), into="qa_model_repository"),
+        Generator(script="gen_qa_torch_aoti_batch_models.py", args=(), into="qa_model_repository", ours=True),
     ),
     tests=(
         UpstreamTest(
@@ -207,7 +229,65 @@ TORCH_AOTI = Plan(
             how_counted="torch_aoti_infer_test.py's 4 unittest cases (ordinal names, call-spec names with "
             "nested dicts, 6 dtypes of an add model, torchvision ResNet50)",
         ),
+        UpstreamTest(
+            name="L0_torch_aoti_dynamic_batching",
+            cases=1,
+            how_counted="ours: 1 unittest case, 8 concurrent batch-1 requests merged (executions < requests), "
+            "each with its own row",
+            fixed_by="0001-pt2-dynamic-batching.patch",
+        ),
+        UpstreamTest(
+            name="L0_torch_aoti_static_batch",
+            cases=2,
+            how_counted="ours: 2 unittest cases, the package's batch 1 served, batch 4 refused",
+            fixed_by="0002-pt2-static-batch.patch",
+        ),
+        UpstreamTest(
+            name="L0_torch_aoti_output_type",
+            cases=1,
+            how_counted="ours: 1 unittest case, an FP16 output on an FP32 package answered with the backend's "
+            "error twice, the server live",
+            fixed_by="0003-pt2-output-dtype-use-after-free.patch",
+        ),
+        UpstreamTest(
+            name="L0_torch_aoti_parameters",
+            cases=0,
+            log_checks=(
+                LogCheck(pattern="failed to convert 'maybe' to boolean"),
+                *(LogCheck(pattern=line, count=1) for line in _SETTINGS),
+            ),
+            how_counted="ours: a grep of the log for INFERENCE_MODE 'maybe' refused at load (that the server did "
+            "not start is judged too, not counted), then 5 valid settings, each a grep for its line once",
+            fixed_by="0004-pt2-parameters.patch",
+        ),
+        UpstreamTest(
+            name="L0_torch_aoti_statistics",
+            cases=1,
+            how_counted="ours: 1 unittest case, the statistics' split of 10 requests fits inside them",
+            fixed_by="0005-pt2-statistics-order.patch",
+        ),
     ),
+    overlay=OVERLAY,
 )
 
 PLANS = (LIBTORCH, TORCH_AOTI)
+
+
+def overlay_digest(plan: Plan) -> str:
+    """sha256 of the overlay's generator files (``common/``: paths and contents), which the generated models'
+    cache key holds: our generator is not pinned by the suite's commit. Its tests do not change the models."""
+    if not plan.overlay:
+        return ""
+    digest = hashlib.sha256()
+    folder = CHECKOUT / plan.overlay / "common"
+    for path in sorted(p for p in folder.rglob("*") if p.is_file() and "__pycache__" not in p.parts):
+        digest.update(str(path.relative_to(folder)).encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()
+
+
+def lay_overlay(plan: Plan, qa: Path) -> None:
+    """Lay the plan's overlay (ours, from this checkout) over the unpacked ``qa/``; nothing for upstream's own."""
+    if plan.overlay:
+        shutil.copytree(
+            CHECKOUT / plan.overlay, qa, dirs_exist_ok=True, ignore=shutil.ignore_patterns("__pycache__")
+        )

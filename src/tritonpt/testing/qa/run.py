@@ -14,6 +14,7 @@ negative controls, each of which must fail by exactly one check.
 
 from __future__ import annotations
 
+import fnmatch
 import os
 import shlex
 import shutil
@@ -33,7 +34,7 @@ from tritonpt.backend.sources import fetch_source, sources_folder, unpack_source
 from tritonpt.errors import HINT, QaError
 from tritonpt.server.local import TritonInstall, free_ports, library_folders
 from tritonpt.testing.qa import adapt, generate, ledger
-from tritonpt.testing.qa.plan import Control, Plan, UpstreamTest
+from tritonpt.testing.qa.plan import CHECKOUT, Control, Plan, UpstreamTest, lay_overlay
 from tritonpt.versions import VERSIONS
 
 TEST_TIMEOUT_S = 600
@@ -41,6 +42,8 @@ SERVER_TIMEOUT_S = 120  # util.sh's wait for a ready server (its default)
 SHIMS = ("pip", "pip3", "gdb")
 TOOLS = ("bash", "curl", "jq", "sed")
 FAILURE_MARK = "***"
+EXPECTED = "failed, as on stock"
+"""One of our tests of the PT2 fixes on the stock build: it fails there, showing the bug its patch fixes."""
 
 
 @dataclass(kw_only=True)
@@ -51,7 +54,8 @@ class QaResult:
     checks: int  # what the plan counts
     how_counted: str
     adaptations: list[str]
-    status: str  # "passed", "failed", "timed out", "not run"
+    status: str  # "passed", "failed", "timed out", "not run", or EXPECTED for ours on the stock build
+    pt2_build: str = ""  # the PT2 build it ran against (PT2 suites): stock or patched
     seconds: float = 0.0
     exit_code: int | None = None
     unittest: dict[str, int] = field(default_factory=dict)  # totals of the unittest cases its clients ran
@@ -67,6 +71,11 @@ class QaResult:
     def passed(self) -> bool:
         return self.status == "passed"
 
+    @property
+    def as_it_must(self) -> bool:
+        """Passed, or (ours, on the stock build) failed: it shows the bug its patch fixes."""
+        return self.status in ("passed", EXPECTED, "not run")
+
 
 def _tools_present() -> None:
     missing = [tool for tool in TOOLS if shutil.which(tool) is None]
@@ -78,11 +87,32 @@ def _tools_present() -> None:
         raise QaError(msg)
 
 
-def _builds(plan: Plan, step: Step) -> tuple[BuiltBackend, BuiltBackend | None]:
-    """The r25.10 build, and for a PT2 suite the PT2 build, from the cache or built from the pinned sources."""
+def _builds(plan: Plan, step: Step, pt2_build: str) -> tuple[BuiltBackend, BuiltBackend | None]:
+    """The r25.10 build, and for a PT2 suite the PT2 build (stock or patched), from the cache or built from the
+    pinned sources."""
     pytorch = backend.ensure(step=step)
-    pt2 = backend.ensure(pins=VERSIONS.pt2.build, step=step) if plan.suite.backend == PT2_NAME else None
+    pins = VERSIONS.pt2.build
+    pt2 = (
+        backend.ensure(pins=pins, step=step, flavor=backend.of_pt2_build(pt2_build, pins))
+        if plan.suite.backend == PT2_NAME
+        else None
+    )
     return pytorch, pt2
+
+
+def _overlay(plan: Plan) -> Path | None:
+    """Our files to lay over the pinned qa/ (docs/upstream/qa/ of the checkout this runs from)."""
+    if not plan.overlay:
+        return None
+    folder = CHECKOUT / plan.overlay
+    if not folder.is_dir():
+        msg = (
+            f"Cannot run the {plan.label} suite's tests of our PT2 fixes: {folder} is missing (they live in a "
+            f"checkout of this repository, not in an installed package).\n{HINT} run `nox -s triton-qa` from a "
+            "checkout."
+        )
+        raise QaError(msg)
+    return folder
 
 
 def _wrapper(
@@ -128,16 +158,21 @@ def _shims(at: Path) -> Path:
 
 
 @contextmanager
-def prepared(plan: Plan, *, logs: Path, step: Step) -> Iterator[tuple[Path, dict[str, str]]]:
+def prepared(
+    plan: Plan, *, logs: Path, step: Step, pt2_build: str = "stock"
+) -> Iterator[tuple[Path, dict[str, str]]]:
     """A scratch copy of the suite's qa/ with everything in place; yields it and the tests' environment."""
     _tools_present()
     source = plan.suite.source
     tarball = fetch_source(source, sources_folder(), step=step)
-    pytorch, pt2 = _builds(plan, step)
+    pytorch, pt2 = _builds(plan, step, pt2_build)
     install = TritonInstall.locate()
     ports = free_ports(3)
+    overlay = _overlay(plan)
     with scratch.folder("tritonpt-qa-") as work:
         qa = unpack_source(source, tarball, work / "src") / "qa"
+        if overlay is not None:
+            lay_overlay(plan, qa)
         wrapper = _wrapper(
             work / "triton",
             install,
@@ -185,6 +220,7 @@ def run_test(
     logs: Path,
     build: str,
     folder: Path | None = None,
+    pt2_build: str = "",
 ) -> QaResult:
     """``bash test.sh <version>`` in the test's folder (``folder``: a copy of it), in its own process group; what
     it said, which checks ran and held, and what it left."""
@@ -197,9 +233,10 @@ def run_test(
         adaptations=[
             s.key for s in adapt.SUBSTITUTIONS if s.ref == plan.suite.source.ref and test.name in s.tests
         ]
-        + [a.key for a in adapt.AROUND if a.tests in ("all", test.name)],
+        + [a.key for a in adapt.AROUND if a.tests == "all" or fnmatch.fnmatchcase(test.name, a.tests)],
         status="not run",
         reason=test.not_run,
+        pt2_build=pt2_build,
     )
     if test.not_run:
         result.adaptations = []
@@ -231,6 +268,8 @@ def run_test(
     text = out.read_text(encoding="utf-8", errors="replace")
     if result.status != "timed out":
         result.status = _status(result, seen)
+    if test.fixed_by and pt2_build == "stock":  # ours: it must fail on stock, showing its bug
+        result.status = EXPECTED if result.status == "failed" else f"{result.status} on stock"
     if not result.passed:
         result.said = [line.strip() for line in text.splitlines() if FAILURE_MARK in line and "ail" in line][
             :10
@@ -336,19 +375,23 @@ def _keep_logs(folder: Path, into: Path) -> Path:
     return into
 
 
-def run_plan(plan: Plan, *, reports: Path, step: Step) -> tuple[list[QaResult], list[QaResult]]:
-    """Every test of the plan, then its negative controls: (the tests' results, the controls')."""
-    logs = reports / "triton-qa" / "logs" / plan.suite.source.ref
+def run_plan(
+    plan: Plan, *, reports: Path, step: Step, pt2_build: str = "stock"
+) -> tuple[list[QaResult], list[QaResult]]:
+    """Every test of the plan, then its negative controls: (the tests' results, the controls'); a PT2 suite
+    against the PT2 build ``pt2_build`` (stock or patched)."""
+    pt2 = plan.suite.backend == PT2_NAME
+    ref = f"{plan.suite.source.ref}{'-' + pt2_build if pt2 else ''}"
+    logs = reports / "triton-qa" / "logs" / ref
     results, controls = [], []
-    ref = plan.suite.source.ref
-    with prepared(plan, logs=logs, step=step) as (qa, env):
-        build = _describe_build(plan)
+    with prepared(plan, logs=logs, step=step, pt2_build=pt2_build) as (qa, env):
+        build = _describe_build(plan, pt2_build)
         for test in plan.tests:
             if test.not_run:
                 step(f"{ref} {test.name}: not run ({test.not_run.split(',')[0]})")
             else:
                 step(f"{ref} {test.name}: bash test.sh {plan.suite.repo_version}")
-            result = run_test(plan, test, qa, env, logs=logs, build=build)
+            result = run_test(plan, test, qa, env, logs=logs, build=build, pt2_build=pt2_build if pt2 else "")
             if not test.not_run:
                 step(
                     f"{ref} {test.name}: {result.status} in {result.seconds:.1f} s, "
@@ -365,8 +408,10 @@ def run_plan(plan: Plan, *, reports: Path, step: Step) -> tuple[list[QaResult], 
     return results, controls
 
 
-def _describe_build(plan: Plan) -> str:
-    pins = VERSIONS.pt2.build if plan.suite.backend == PT2_NAME else VERSIONS.backend
+def _describe_build(plan: Plan, pt2_build: str = "stock") -> str:
+    pt2 = plan.suite.backend == PT2_NAME
+    pins = VERSIONS.pt2.build if pt2 else VERSIONS.backend
     source = pins.pytorch_backend
-    how = f", installed as backends/{PT2_NAME}/" if plan.suite.backend == PT2_NAME else ""
-    return f"pytorch_backend {source.ref} ({source.commit[:7]}){how}, server {VERSIONS.embedded.server}"
+    flavor = backend.of_pt2_build(pt2_build, pins).label if pt2 else ""
+    how = f", installed as backends/{PT2_NAME}/" if pt2 else ""
+    return f"pytorch_backend {source.ref}{flavor} ({source.commit[:7]}){how}, server {VERSIONS.embedded.server}"
