@@ -258,9 +258,11 @@ def gpu(session: nox.Session) -> None:
 
 def _bench(session: nox.Session, args: list[str], *, harness: bool) -> None:
     _install(session, "test", "bench")
+    # --pt2-build patched: PT2 copies exported with dynamic_batching, served by our patched PT2 build
+    patched = _option(args, "--pt2-build")[1:] == ["patched"]
     if not any(arg.startswith("--repository") for arg in args):
-        session.run("invoke", "export")
-    session.run("invoke", "build-backend")
+        session.run("invoke", "export", *(["--format", "both", "--pt2-build", "patched"] if patched else []))
+    session.run("invoke", "build-backend", *(["--pt2-patches"] if patched else []))
     session.run("python", "-m", "tritonpt.bench", *args)
     if harness:  # the harness against a bare script, and the first command by stage (nox runs nox for it)
         session.run(

@@ -35,6 +35,7 @@ from tritonclient.grpc.model_config_pb2 import ModelConfig
 from tritonpt import client, perf_analyzer, reference, repository, spec
 from tritonpt.client import PROTOCOLS, Endpoints
 from tritonpt.errors import TritonPtError
+from tritonpt.options import Pt2Build
 from tritonpt.repository import ModelDir
 
 SIDES = ("eager", *PROTOCOLS)
@@ -255,6 +256,11 @@ def served(
             raise BenchError(msg)
         with report.open(encoding="utf-8") as handle:
             row = next(csv.DictReader(handle))
+    split = {
+        "compute_input_us": float(row["Server Compute Input"]),
+        "compute_infer_us": float(row["Server Compute Infer"]),
+        "compute_output_us": float(row["Server Compute Output"]),
+    }
     return Measurement(
         model=model.name,
         case=case.id,
@@ -266,19 +272,17 @@ def served(
         p90_ms=float(row["p90 latency"]) / 1000,
         p99_ms=float(row["p99 latency"]) / 1000,
         queue_us=float(row["Server Queue"]),
-        # The PT2 path reports its compute timestamps in the wrong order (docs/upstream/pt2-statistics.md):
-        # its split of a request is no figure, so none is shown.
-        **(
-            {}
-            if config.platform == repository.PT2_PLATFORM
-            else {
-                "compute_input_us": float(row["Server Compute Input"]),
-                "compute_infer_us": float(row["Server Compute Infer"]),
-                "compute_output_us": float(row["Server Compute Output"]),
-            }
-        ),
+        # A backend that reports its compute timestamps in the wrong order (the stock PT2 path:
+        # docs/upstream/pt2-statistics.md) gives a split longer than the requests: no figure, so none is shown.
+        **(split if _fits(split, float(row["p99 latency"])) else {}),
         stable=stable,
     )
+
+
+def _fits(split: dict[str, float], p99_us: float) -> bool:
+    """Whether a request's compute split (perf_analyzer's averages, in us) fits inside its p99 latency: the parts
+    are spans between timestamps that fall within each request, unless the backend reports them out of order."""
+    return all(v >= 0 for v in split.values()) and sum(split.values()) <= p99_us
 
 
 # --- The first request after a load ------------------------------------------------------------------------------
@@ -305,7 +309,9 @@ class FirstRequest:
         return self.first_ms / self.warm_ms if self.warm_ms else 0.0
 
 
-def first_requests(model: ModelDir, config: ModelConfig, *, warmup: bool, servers: int = 3) -> FirstRequest:
+def first_requests(
+    model: ModelDir, config: ModelConfig, *, warmup: bool, servers: int = 3, pt2_build: Pt2Build = "stock"
+) -> FirstRequest:
     """Start ``servers`` fresh servers for ``model`` (``config``, its model_warmup kept or removed) and time the
     first, second and next requests on each."""
     from tritonpt.server import LocalServer, TritonFlags  # noqa: PLC0415
@@ -322,7 +328,9 @@ def first_requests(model: ModelDir, config: ModelConfig, *, warmup: bool, server
     for _ in range(servers):
         with repository.one_model(model, served_config) as folder:
             started = time.perf_counter()
-            with LocalServer(TritonFlags(model_repository=folder, load_model=(model.name,))) as server:
+            with LocalServer(
+                TritonFlags(model_repository=folder, load_model=(model.name,)), pt2_build=pt2_build
+            ) as server:
                 server.wait_models_ready([model.name])
                 loads.append(time.perf_counter() - started)
                 with client.grpc(server.endpoints) as grpc:

@@ -25,6 +25,7 @@ from tritonpt.bench import (
 from tritonpt.bench.report import BenchReport
 from tritonpt.client import PROTOCOLS
 from tritonpt.errors import TritonPtError
+from tritonpt.options import PT2_BUILDS, Pt2Build
 from tritonpt.versions import VERSIONS
 
 
@@ -37,8 +38,10 @@ def run(
     servers: int = 3,
     pin: Pinning | None = None,
     step: Callable[[str], None] = lambda _: None,
+    pt2_build: Pt2Build = "stock",
 ) -> BenchReport:
-    """Measure every case of every chosen model: eager first, then one server for the served sides."""
+    """Measure every case of every chosen model: eager first, then one server for the served sides (its PT2
+    models served by the PT2 build ``pt2_build``)."""
     from tritonpt.server import LocalServer, TritonFlags  # noqa: PLC0415
 
     chosen = [m for m in repository.models(repository_dir) if not names or m.name in names]
@@ -61,7 +64,9 @@ def run(
                     cores=pin.server if pin else (),
                 )
             )
-    with LocalServer(TritonFlags(model_repository=repository_dir), cpus=pin.server if pin else ()) as server:
+    with LocalServer(
+        TritonFlags(model_repository=repository_dir), cpus=pin.server if pin else (), pt2_build=pt2_build
+    ) as server:
         server.wait_models_ready([m.name for m in chosen])
         for model in chosen:
             for case in cases_for(configs[model.name]):
@@ -85,7 +90,9 @@ def run(
     for model in chosen:
         for warmup in (False, True) if configs[model.name].model_warmup else (False,):
             step(f"[{model.name}] first request after a load, {'with' if warmup else 'without'} model_warmup")
-            cold.append(first_requests(model, configs[model.name], warmup=warmup, servers=servers))
+            cold.append(
+                first_requests(model, configs[model.name], warmup=warmup, servers=servers, pt2_build=pt2_build)
+            )
     environment = {
         "torch": torch.__version__,
         "eager": "the config's INTRA_OP_THREAD_COUNT (else "
@@ -125,6 +132,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="pin the server (and eager) and perf_analyzer to separate cores with taskset, e.g. 1:0",
     )
     parser.add_argument(
+        "--pt2-build",
+        choices=PT2_BUILDS,
+        default="stock",
+        help="the PT2 build serving torch_aoti models: stock (default) or patched (r26.05+tritonpt.1)",
+    )
+    parser.add_argument(
         "--install-perf-analyzer",
         type=Path,
         metavar="WHEEL",
@@ -156,6 +169,7 @@ def _main(options: argparse.Namespace, say: Callable[[str], None]) -> int:
             servers=1 if options.smoke else 3,
             pin=Pinning.parse(options.pin) if options.pin else None,
             step=say,
+            pt2_build=options.pt2_build,
         )
         written = report.write(options.reports)
     except TritonPtError as exc:

@@ -217,34 +217,76 @@ def _backend_of_model(config: ModelConfig | None) -> str | None:
     return str(config.platform)
 
 
+def _pt2_build_of(label: str, versions: Versions) -> str:
+    """``stock`` or ``patched`` from an ``io.tritonpt.pt2-backend`` label (``r26.05 55bbe27``,
+    ``r26.05+tritonpt.1 55bbe27``), with what it means for the model."""
+    ref = label.partition(" ")[0]
+    patch_set = versions.pt2.build.patch_set
+    if patch_set and ref.endswith(f"+{patch_set}"):
+        return (
+            f"patched ({ref}: our fixes of docs/upstream/ applied; validate and export for it with "
+            "--pt2-build patched)"
+        )
+    return f"stock ({ref}: the bugs of docs/upstream/ apply; export and validate as for stock, the default)"
+
+
+def _local_pt2_builds(versions: Versions) -> str:
+    """Which PT2 builds this host's cache holds, for the local server (`invoke serve`)."""
+    from tritonpt import backend  # noqa: PLC0415 - reads the cache folder only
+
+    pins = versions.pt2.build
+    found = []
+    for build in ("stock", "patched"):
+        try:
+            built = backend.find(pins=pins, flavor=backend.of_pt2_build(build, pins))
+        except Exception:  # a host without torch: no build can match  # noqa: BLE001
+            built = None
+        if built is not None:
+            found.append(f"{build} (pytorch_backend {built.origin.build})")
+    held = ", ".join(found) if found else "none yet (`invoke build-backend` builds the stock one)"
+    return f"cached here: {held}; `invoke serve` serves with the stock one unless given --pt2-build patched"
+
+
 def _check_pt2_server(model: repository.ModelDir, backend: Backend, versions: Versions) -> Result:
-    """A torch_aoti model needs Triton 26.03 or later, or the PT2 build installed under the second name."""
+    """A torch_aoti model needs Triton 26.03 or later, or the PT2 build installed under the second name; which
+    build serves it (stock or ours, patched) says which of its bugs apply."""
     name = f"model {model.name} server"
     pt2 = versions.pt2
     if not backend.image:
         return Result.skip(
             name,
             f"no --image: `invoke serve` and the matrix serve this torch_aoti model on the embedded server "
-            f"{versions.embedded.server}, through the PT2 build installed as backends/{pt2.backend_name}/",
+            f"{versions.embedded.server}, through the PT2 build installed as backends/{pt2.backend_name}/: "
+            f"{_local_pt2_builds(versions)}",
             fix="Pass --image TAG to check the image that will serve it.",
         )
     if backend.server and pt2.native(backend.server):
         return Result.ok(
             name,
-            f"torch_aoti: server {backend.server} (Triton {backend.ngc or '?'}) serves it itself ({backend.source})",
+            f"torch_aoti: server {backend.server} (Triton {backend.ngc or '?'}) serves it itself ({backend.source}), "
+            "with NVIDIA's stock PT2 path of that release: the bugs of docs/upstream/ apply (the validator's "
+            "default, --pt2-build stock, judges for it)",
         )
     if backend.pt2:
         return Result.ok(
             name,
             f"torch_aoti: server {backend.server or '?'} predates Triton {pt2.native_ngc}, and the image carries the "
             f"PT2 build ({backend.pt2}) as backends/{pt2.backend_name}/: the harness serves it as on the embedded "
-            "server (a copy of the repository whose torch_aoti configs name that backend)",
+            f"server (a copy of the repository whose torch_aoti configs name that backend); that build is "
+            f"{_pt2_build_of(backend.pt2, versions)}",
         )
+    serving = [r.ngc for r in versions.triton_releases if pt2.native(r.server)]
+    releases = (
+        f"the releases of versions.toml that do: {', '.join(serving)}"
+        if serving
+        else f"versions.toml's release table holds none yet (Triton {pt2.native_ngc} and later do)"
+    )
     return Result.fail(
         name,
         f"torch_aoti needs Triton {pt2.native_ngc} (server {pt2.native_server}) or later, and the image runs server "
         f"{backend.server or 'unknown'} ({backend.source}); its core refuses the platform (`unexpected platform "
-        "type` or `unexpected 'platform' and 'backend' pair`)",
+        f"type` or `unexpected 'platform' and 'backend' pair`). Images that serve it: {releases}, or an image of "
+        f"ours carrying the PT2 build as backends/{pt2.backend_name}/",
         f"Serve PT2 models from an image of Triton {pt2.native_ngc} or later, export this model as TorchScript "
         "(`invoke export --format torchscript`), or serve it on the embedded server (`invoke serve`).",
     )
