@@ -342,9 +342,7 @@ def validate(*, repository: Path, pt2_build: str = "stock", debug: bool) -> None
         _validate(repository, pt2_build=_pt2_build(pt2_build))
 
 
-def _validate(
-    repository: Path, *, only: Sequence[str] | None = None, pt2_build: Pt2Build = "stock"
-) -> None:
+def _validate(repository: Path, *, only: Sequence[str] | None = None, pt2_build: Pt2Build = "stock") -> None:
     from tritonpt import validate as validating  # noqa: PLC0415
     from tritonpt.repository import models  # noqa: PLC0415
 

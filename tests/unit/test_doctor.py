@@ -432,7 +432,11 @@ def _pt2_repository(tmp_path: Path) -> Path:
         (replace(DEFAULT, image=False), Status.SKIP, "embedded server"),
         (DEFAULT, Status.FAIL, "torch_aoti needs Triton 26.03"),
         (replace(DEFAULT, pt2="r26.05 55bbe27"), Status.OK, "that build is stock (r26.05"),
-        (replace(DEFAULT, pt2="r26.05+tritonpt.1 55bbe27"), Status.OK, "that build is patched (r26.05+tritonpt.1"),
+        (
+            replace(DEFAULT, pt2="r26.05+tritonpt.1 55bbe27"),
+            Status.OK,
+            "that build is patched (r26.05+tritonpt.1",
+        ),
         (replace(DEFAULT, server="2.67.0", ngc="26.03"), Status.OK, "NVIDIA's stock PT2 path"),
     ],
     ids=["no-image", "ngc-25.10", "stand-in-with-pt2", "stand-in-with-patched-pt2", "ngc-26.03"],

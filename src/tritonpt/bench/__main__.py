@@ -91,7 +91,9 @@ def run(
         for warmup in (False, True) if configs[model.name].model_warmup else (False,):
             step(f"[{model.name}] first request after a load, {'with' if warmup else 'without'} model_warmup")
             cold.append(
-                first_requests(model, configs[model.name], warmup=warmup, servers=servers, pt2_build=pt2_build)
+                first_requests(
+                    model, configs[model.name], warmup=warmup, servers=servers, pt2_build=pt2_build
+                )
             )
     environment = {
         "torch": torch.__version__,

@@ -239,7 +239,7 @@ def _local_pt2_builds(versions: Versions) -> str:
     for build in ("stock", "patched"):
         try:
             built = backend.find(pins=pins, flavor=backend.of_pt2_build(build, pins))
-        except Exception:  # a host without torch: no build can match  # noqa: BLE001
+        except Exception:  # a host without torch, or a cache it cannot read: no build to name here
             built = None
         if built is not None:
             found.append(f"{build} (pytorch_backend {built.origin.build})")

@@ -10,7 +10,6 @@ import unittest
 import numpy as np
 import test_util as tu
 import tritonclient.http as http
-from tritonclient.utils import InferenceServerException
 
 MODEL_NAME = "torch_aoti_batch_float32"
 REQUESTS = 8

@@ -10,7 +10,6 @@ import unittest
 import numpy as np
 import test_util as tu
 import tritonclient.http as http
-from tritonclient.utils import InferenceServerException
 
 MODEL_NAME = "torch_aoti_batch_float32"
 REQUESTS = 10
@@ -28,7 +27,10 @@ class StatisticsTest(tu.TestResultCollector):
             stats = client.get_inference_statistics(MODEL_NAME)["model_stats"][0]["inference_stats"]
         self.assertEqual(int(stats["success"]["count"]), REQUESTS)
         request_ns = int(stats["success"]["ns"])
-        parts = {key: int(stats[key]["ns"]) for key in ("queue", "compute_input", "compute_infer", "compute_output")}
+        parts = {
+            key: int(stats[key]["ns"])
+            for key in ("queue", "compute_input", "compute_infer", "compute_output")
+        }
         # Each part is a span between timestamps that fall within each request (exec start, compute start,
         # compute end, exec end): together they cannot be longer than the requests.
         self.assertLessEqual(sum(parts.values()), request_ns, parts)

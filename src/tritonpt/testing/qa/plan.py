@@ -61,7 +61,9 @@ class UpstreamTest:
     log_checks: tuple[LogCheck, ...] = ()  # greps of the server's log its test.sh judges, in order
     how_counted: str
     not_run: str = ""  # why it cannot run here; empty when it runs
-    fixed_by: str = ""  # ours (docs/upstream/qa/): the patch it needs; it fails on the stock build, as it must
+    fixed_by: str = (
+        ""  # ours (docs/upstream/qa/): the patch it needs; it fails on the stock build, as it must
+    )
 
     @property
     def checks(self) -> int:
