@@ -265,3 +265,17 @@ def test_export_writes_a_warmup_of_one_reference_sample(exported_small: Path) ->
         assert list(entry.dims) == list(array.shape[1:])
         assert entry.data_type == tensor.data_type
         assert (model.root / "warmup" / entry.input_data_file).read_bytes() == array[:1].tobytes()
+
+
+def test_a_pt2_config_carries_dynamic_batching_only_for_the_patched_build() -> None:
+    """The stock PT2 path returns a merged batch to every request (docs/upstream/pt2-dynamic-batching.md); our
+    patched build splits it, so export writes dynamic_batching for it as for TorchScript. Parameters never."""
+    from tritonpt.export import pt2 as pt2_export  # noqa: PLC0415
+
+    model_spec = spec.coerce((torch.nn.Linear(4, 2), (torch.randn(1, 4),)), name="lin")
+    assert model_spec.dynamic_batching
+    assert model_spec.parameters
+    stock = pt2_export.as_written(model_spec)
+    patched = pt2_export.as_written(model_spec, "patched")
+    assert (stock.dynamic_batching, patched.dynamic_batching) == (False, True)
+    assert stock.parameters == patched.parameters == {}

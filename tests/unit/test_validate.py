@@ -663,3 +663,44 @@ def test_a_model_that_returns_a_list_of_tensors_is_refused_as_the_backend_refuse
     problem = _one(validate_model(model, gpu_available=False), "error", "outputs")
     assert problem.rule == "M007"
     assert "received List[Tensor]" in problem.message
+
+
+_PT2_CONFIG = """
+name: "m_pt2"
+platform: "torch_aoti"
+max_batch_size: 8
+input { name: "ARGS[0]" data_type: TYPE_FP32 dims: 4 }
+output { name: "RESULT" data_type: TYPE_FP32 dims: 4 }
+dynamic_batching { }
+parameters { key: "INFERENCE_MODE" value { string_value: "maybe" } }
+parameters { key: "INTRA_OP_THREAD_COUNT" value { string_value: "2" } }
+parameters { key: "ENABLE_JIT_PROFILING" value { string_value: "true" } }
+"""
+
+
+@pytest.mark.parametrize("build", ["stock", "patched"])
+def test_the_pt2_build_decides_which_rules_hold_a_pt2_config(tmp_path: Path, build: str) -> None:
+    """Stock (NVIDIA's, NGC's): A005 and A007 guard its bugs and the C rules never see PT2 parameters; patched:
+    dynamic batching is served and the parameters are read, so the C rules hold them with the PT2 path's keys."""
+    from google.protobuf import text_format  # noqa: PLC0415
+    from tritonclient.grpc.model_config_pb2 import ModelConfig  # noqa: PLC0415
+
+    from tritonpt.validate import config as config_rules  # noqa: PLC0415
+    from tritonpt.validate import pt2  # noqa: PLC0415
+    from tritonpt.validate.rules import Findings  # noqa: PLC0415
+
+    model = ModelDir(root=tmp_path / "m_pt2")
+    config = text_format.Parse(_PT2_CONFIG, ModelConfig())
+    findings = Findings()
+    config_rules.check(model, config, findings, gpu_available=False, pt2_build=build)
+    pt2.check_config(model, config, findings, pt2_build=build)
+    found = {(p.rule, p.severity, p.field) for p in findings}
+    if build == "stock":
+        assert found == {("A005", "error", "dynamic_batching"), ("A007", "warning", "parameters")}
+    else:
+        assert found == {
+            ("C017", "error", "parameters INFERENCE_MODE"),
+            ("C020", "warning", "parameters ENABLE_JIT_PROFILING"),  # a TorchScript-only key the PT2 path ignores
+        }
+        [refused] = [p for p in findings if p.rule == "C017"]
+        assert "the PT2 path refuses to load the model" in refused.message
