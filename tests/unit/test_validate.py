@@ -698,9 +698,10 @@ def test_the_pt2_build_decides_which_rules_hold_a_pt2_config(tmp_path: Path, bui
     if build == "stock":
         assert found == {("A005", "error", "dynamic_batching"), ("A007", "warning", "parameters")}
     else:
+        # ENABLE_JIT_PROFILING: a TorchScript-only key, which the PT2 path ignores
         assert found == {
             ("C017", "error", "parameters INFERENCE_MODE"),
-            ("C020", "warning", "parameters ENABLE_JIT_PROFILING"),  # a TorchScript-only key the PT2 path ignores
+            ("C020", "warning", "parameters ENABLE_JIT_PROFILING"),
         }
         [refused] = [p for p in findings if p.rule == "C017"]
         assert "the PT2 path refuses to load the model" in refused.message
