@@ -103,7 +103,8 @@ def models(plan: Plan, common: Path, *, log: Path, cache: Path | None = None, st
         timings = {}
         for generator in plan.generators:
             label = " ".join([generator.script, *generator.args])
-            step(f"{plan.suite.source.ref}: generating models with {label} (upstream's generator)")
+            whose = "ours, docs/upstream/qa/common" if generator.ours else "upstream's generator"
+            step(f"{plan.suite.source.ref}: generating models with {label} ({whose})")
             started = time.monotonic()
             _generate(common, generator.script, generator.args, made / generator.into, log)
             timings[label] = round(time.monotonic() - started, 1)
