@@ -10,7 +10,9 @@
 # One build definition: the backend stage runs `python3 -m tritonpt.backend`, the code behind
 # `invoke build-backend`, on the pinned sources of versions.toml [backend] (pytorch_backend, backend, core,
 # common at r25.10, RapidJSON, googletest; sha256 checked) with CMake from the PyPI wheel. The context carries
-# all of them, so the stage needs no GitHub and no PyPI. r25.10's backend API (1.19) is the server's.
+# all of them, so the stage needs no GitHub and no PyPI. r25.10's backend API (1.19) is the server's. The PT2 build
+# ([pt2]: pytorch_backend r26.05 against server 2.51.0's own core r24.10) is built the same way beside it, stock or
+# with our patches (PT2_FLAVOR), so that the image serves torch_aoti models as the embedded server does.
 #
 # SEEN (2026-12-01, CPU only): CI builds the backend stage (`--target backend`, BACKEND_VARIANT=cpu) on an offline
 #   stand-in of the devel base (Debian bookworm with the same torch 2.9.1 wheel); the same code built outside
@@ -42,7 +44,14 @@ RUN apt-get update \
     && rm -rf /var/lib/apt/lists/*
 COPY python/ /build/python/
 COPY third_party/ /build/third_party/
+# And the PT2 build (pytorch_backend [pt2], r26.05) beside it, as backends/pt2/libtriton_pt2.so: server 2.51.0's core
+# takes torch_aoti only under a backend name it does not know. Stock unless PT2_FLAVOR names our patch set
+# (`invoke build-image --recipe pytorch --pt2-build patched` passes "+tritonpt.1").
+ARG PT2_FLAVOR
 RUN PYTHONPATH=/build/python python3 -m tritonpt.backend --sources /build/third_party \
+        --variant "${BACKEND_VARIANT}" --cache /build/cache --copy-to /opt/tritonserver/backends \
+    && PYTHONPATH=/build/python python3 -m tritonpt.backend --sources /build/third_party \
+        --pt2 ${PT2_FLAVOR:+--pt2-patches} \
         --variant "${BACKEND_VARIANT}" --cache /build/cache --copy-to /opt/tritonserver/backends \
     && rm -rf /build/cache
 
@@ -56,6 +65,7 @@ RUN apt-get update \
     && apt-get install -y --no-install-recommends patchelf \
     && rm -rf /var/lib/apt/lists/*
 COPY --from=backend /opt/tritonserver/backends/pytorch/ /opt/tritonserver/backends/pytorch/
+COPY --from=backend /opt/tritonserver/backends/pt2/ /opt/tritonserver/backends/pt2/
 RUN python -m pip install --no-cache-dir --no-deps --target /tmp/pytriton "nvidia-pytriton==${PYTRITON_VERSION}" \
     && wheel=/tmp/pytriton/pytriton/tritonserver \
     && py="$(python -c 'import sys; print("%d.%d" % sys.version_info[:2])')" \
@@ -73,10 +83,11 @@ RUN python -m pip install --no-cache-dir --no-deps --target /tmp/pytriton "nvidi
         echo "error: nvidia-pytriton ${PYTRITON_VERSION} has no libtritonserver; expected server ${EMBEDDED_SERVER_VERSION}." >&2; \
         exit 1; \
     fi \
-    && patchelf --replace-needed libtritonserver.so "${server_lib}" \
-        /opt/tritonserver/backends/pytorch/libtriton_pytorch.so \
-    && patchelf --set-rpath "\$ORIGIN:${torch_dir}/lib:${site}/nvidia/cuda_runtime/lib" \
-        /opt/tritonserver/backends/pytorch/libtriton_pytorch.so \
+    && for library in /opt/tritonserver/backends/pytorch/libtriton_pytorch.so \
+            /opt/tritonserver/backends/pt2/libtriton_pt2.so; do \
+        patchelf --replace-needed libtritonserver.so "${server_lib}" "${library}" \
+        && patchelf --set-rpath "\$ORIGIN:${torch_dir}/lib:${site}/nvidia/cuda_runtime/lib" "${library}"; \
+    done \
     && rm -rf /tmp/pytriton
 
 # --- 3. The image: the user's runtime base + /opt/tritonserver ---------------------------------------------
@@ -89,6 +100,9 @@ ARG EMBEDDED_SERVER_VERSION
 ARG EMBEDDED_NGC
 ARG PYTORCH_BACKEND_REF
 ARG PYTORCH_BACKEND_COMMIT
+ARG PT2_BACKEND_REF
+ARG PT2_BACKEND_COMMIT
+ARG PT2_FLAVOR
 ARG BACKEND_VARIANT=gpu
 ARG TRITONPT_VERSION
 SHELL ["/bin/bash", "-o", "pipefail", "-c"]
@@ -106,7 +120,8 @@ ENV TRITON_SERVER_VERSION=${EMBEDDED_SERVER_VERSION} \
 
 # Fail now, not at model load, if a library cannot be found or the torch is not the one asked for.
 RUN missing="$(ldd /opt/tritonserver/bin/tritonserver /opt/tritonserver/backends/python/triton_python_backend_stub \
-            /opt/tritonserver/backends/pytorch/libtriton_pytorch.so | grep 'not found' || true)" \
+            /opt/tritonserver/backends/pytorch/libtriton_pytorch.so /opt/tritonserver/backends/pt2/libtriton_pt2.so \
+            | grep 'not found' || true)" \
     && if [ -n "${missing}" ]; then echo "error: unresolved libraries:" >&2; echo "${missing}" >&2; exit 1; fi \
     && have="$(python -c 'import torch; print(torch.__version__.split("+")[0])')" \
     && if [ "${have}" != "${TORCH_VERSION}" ]; then \
@@ -134,6 +149,7 @@ LABEL org.opencontainers.image.title="tritonpt Triton ${EMBEDDED_SERVER_VERSION}
       io.tritonpt.backend-ref="${PYTORCH_BACKEND_REF}" \
       io.tritonpt.backend-commit="${PYTORCH_BACKEND_COMMIT}" \
       io.tritonpt.backend-variant="${BACKEND_VARIANT}" \
+      io.tritonpt.pt2-backend="${PT2_BACKEND_REF}${PT2_FLAVOR} ${PT2_BACKEND_COMMIT}" \
       io.tritonpt.pytriton="${PYTRITON_VERSION}"
 
 WORKDIR /opt/tritonserver

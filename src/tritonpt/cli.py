@@ -167,17 +167,26 @@ def build_image(
     ngc: str | None,
     sources: str | None,
     debug: bool,
+    pt2_build: str = "stock",
 ) -> None:
     from tritonpt import image  # noqa: PLC0415 - docker-py loads only when asked
 
     progress = Progress()
     with guard(debug=debug):
+        build = one_of(pt2_build, PT2_BUILDS, option="--pt2-build", error=ImageError)
+        if build != "stock" and recipe != "pytorch":
+            msg = (
+                f"Cannot build the {recipe} recipe with --pt2-build {build}: only the pytorch recipe builds the PT2 "
+                "backend (an NGC image runs NVIDIA's own, stock)."
+            )
+            raise ImageError(msg)
         progress(f"building docker/{recipe}.Dockerfile")
         built = image.build_image(
             recipe=recipe,
             tag=tag,
             no_cache=no_cache,
-            build_args=parse_assignments(
+            build_args=(image.pt2_flavor_arg(build) if recipe == "pytorch" else {})
+            | parse_assignments(
                 build_args, option="--build-arg", example="TRITON_NGC=25.09", error=ImageError
             ),
             ngc=ngc,

@@ -213,6 +213,8 @@ def derived_build_args(versions: Versions = VERSIONS) -> dict[str, str]:
       NGC release it was taken from (versions.toml ``[embedded]``).
     - ``PYTORCH_BACKEND_REF`` / ``PYTORCH_BACKEND_COMMIT``: the pinned pytorch_backend source (versions.toml
       ``[backend]``) the recipe builds with :mod:`tritonpt.backend`; ``BACKEND_VARIANT``: ``gpu``.
+    - ``PT2_BACKEND_REF`` / ``PT2_BACKEND_COMMIT``: the PT2 build's pytorch_backend (versions.toml ``[pt2]``), built
+      beside it as backends/pt2/; ``PT2_FLAVOR``: "" (stock) or ``+<patch_set>`` (ours, :func:`pt2_flavor_arg`).
     - ``TRITONPT_VERSION``: this package's version, for the ``org.opencontainers.image.version`` label.
     """
     try:
@@ -225,9 +227,17 @@ def derived_build_args(versions: Versions = VERSIONS) -> dict[str, str]:
         "EMBEDDED_NGC": versions.embedded.ngc,
         "PYTORCH_BACKEND_REF": versions.backend.pytorch_backend.ref,
         "PYTORCH_BACKEND_COMMIT": versions.backend.pytorch_backend.commit,
+        "PT2_BACKEND_REF": versions.pt2.build.pytorch_backend.ref,
+        "PT2_BACKEND_COMMIT": versions.pt2.build.pytorch_backend.commit,
+        "PT2_FLAVOR": "",  # stock; "+<patch_set>" builds ours (pt2_flavor_arg)
         "BACKEND_VARIANT": "gpu",
         "TRITONPT_VERSION": own_version,
     }
+
+
+def pt2_flavor_arg(pt2_build: str, versions: Versions = VERSIONS) -> dict[str, str]:
+    """The ``PT2_FLAVOR`` build argument for a PT2 build (``--pt2-build``): "" stock, ``+tritonpt.1`` patched."""
+    return {"PT2_FLAVOR": f"+{versions.pt2.build.patch_set}" if pt2_build == "patched" else ""}
 
 
 def recipe_build_args(ngc: str | None = None, versions: Versions = VERSIONS) -> dict[str, str]:
@@ -304,10 +314,11 @@ def stage_context(
         ignore=shutil.ignore_patterns("__pycache__"),
     )
     (dest / "third_party").mkdir()
-    for path in backend.fetch_sources(
-        backend.sources_folder(sources), step=on_line or (lambda _: None)
-    ).values():
-        shutil.copy2(path, dest / "third_party" / path.name)
+    for pins in (VERSIONS.backend, VERSIONS.pt2.build):  # the TorchScript build and the PT2 one beside it
+        for path in backend.fetch_sources(
+            backend.sources_folder(sources), step=on_line or (lambda _: None), backend=pins
+        ).values():
+            shutil.copy2(path, dest / "third_party" / path.name)
 
 
 def run_build(

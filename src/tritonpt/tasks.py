@@ -96,6 +96,7 @@ def export(
         "build_arg": "override one build argument for this build, KEY=VALUE (repeatable); defaults come from versions.toml",
         "ngc": "another supported Triton release for the ngc recipe, e.g. 25.09",
         "sources": "pytorch recipe: folder of the pytorch backend's source tarballs (default $TRITONPT_SOURCES; else GitHub)",
+        "pt2_build": "pytorch recipe: the PT2 backend built beside the TorchScript one, stock (default) or patched (ours, r26.05+tritonpt.1)",
         "debug": "show tracebacks",
     },
 )
@@ -107,6 +108,7 @@ def build_image(
     build_arg: list[str] | None = None,
     ngc: str = "",
     sources: str = "",
+    pt2_build: str = "stock",
     debug: bool = False,
 ) -> None:
     """Build the Triton + PyTorch 2.9 image from a recipe in docker/, with every version from versions.toml."""
@@ -119,6 +121,7 @@ def build_image(
         build_args=build_arg or [],
         ngc=ngc or None,
         sources=sources or None,
+        pt2_build=pt2_build,
         debug=debug,
     )
 

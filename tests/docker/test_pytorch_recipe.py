@@ -1,4 +1,5 @@
-"""docker/pytorch.Dockerfile's own backend stage, built for real on an offline stand-in of its devel base.
+"""docker/pytorch.Dockerfile's own backend stage, built for real on an offline stand-in of its devel base: the
+TorchScript build and the PT2 build beside it.
 
 The stage runs `python3 -m tritonpt.backend` (the code behind `invoke build-backend`) inside the image on the
 pinned sources the build context carries. The library it leaves in the image is then taken out and served by
@@ -24,6 +25,7 @@ from tritonpt.versions import VERSIONS
 pytestmark = pytest.mark.slow
 
 IN_IMAGE = "/opt/tritonserver/backends/pytorch"
+PT2_IN_IMAGE = f"/opt/tritonserver/backends/{backend.PT2_NAME}"  # the PT2 build, beside it
 
 
 @pytest.fixture(scope="module")
@@ -47,6 +49,55 @@ def taken_out(
         container.remove(force=True)
     shutil.move(folder / "pytorch" / backend.MANIFEST, folder / backend.MANIFEST)
     return backend.BuiltBackend.read(folder)
+
+
+@pytest.fixture(scope="module")
+def pt2_taken_out(
+    docker_client: Any, stage: str, tmp_path_factory: pytest.TempPathFactory
+) -> backend.BuiltBackend:
+    """The stage's pt2/ folder (libtriton_pt2.so and its build.json), laid out as a build of the cache is."""
+    folder = tmp_path_factory.mktemp("recipe-pt2")
+    container = docker_client.containers.create(stage, command=["true"])
+    try:
+        stream, _ = container.get_archive(PT2_IN_IMAGE)
+        with tarfile.open(fileobj=io.BytesIO(b"".join(stream))) as archive:
+            archive.extractall(folder, filter="data")
+    finally:
+        container.remove(force=True)
+    (folder / "pytorch").mkdir()
+    shutil.move(folder / backend.PT2_NAME / backend.PT2_LIBRARY, folder / "pytorch" / backend.LIBRARY)
+    shutil.move(folder / backend.PT2_NAME / backend.MANIFEST, folder / backend.MANIFEST)
+    return backend.BuiltBackend.read(folder)
+
+
+def test_the_stage_built_the_pt2_backend_beside_it(pt2_taken_out: backend.BuiltBackend) -> None:
+    """The stock PT2 build (no PT2_FLAVOR), from versions.toml [pt2]'s pins, against the image's torch."""
+    assert dict(pt2_taken_out.commits) == {s.name: s.commit for s in VERSIONS.pt2.build.sources}
+    assert (pt2_taken_out.ref, pt2_taken_out.flavor) == (VERSIONS.pt2.build.pytorch_backend.ref, "")
+    assert pt2_taken_out.torch_version == backend.Torch.locate().version
+
+
+def test_the_recipes_pt2_backend_serves_a_pt2_model_with_parity(
+    taken_out: backend.BuiltBackend, pt2_taken_out: backend.BuiltBackend, tmp_path: Path
+) -> None:
+    root = tmp_path / "repository"
+    export.export_builtin(["multi_io"], repository=root, model_formats=("pt2",))
+    [model] = repository.models(root)
+    expected = reference.load(model)
+    flags = TritonFlags(model_repository=root)
+    with LocalServer(
+        flags, log_path=tmp_path / "tritonserver.log", pytorch_backend=taken_out, pt2_backend=pt2_taken_out
+    ) as server:
+        server.wait_models_ready([model.name])
+        for case in expected.cases:
+            inputs = {i.name: a for i, a in zip(expected.inputs, case.inputs, strict=True)}
+            got = client.infer(
+                server.endpoints, "grpc", model.name, inputs, [o.name for o in expected.outputs]
+            )
+            failures = checks.mismatches(
+                checks.compare_outputs(expected.outputs, got, case.outputs, gpu=False)
+            )
+            assert not failures, "\n".join(failures)
 
 
 def test_the_stage_built_the_pinned_backend_against_the_images_torch(taken_out: backend.BuiltBackend) -> None:

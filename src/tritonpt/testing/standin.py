@@ -367,7 +367,7 @@ def stage_triton_context(
 def triton_build_args(base: str, built: BuiltBackend, pt2: BuiltBackend | None = None) -> dict[str, str]:
     """The values of testing/standin.Dockerfile's ARGs (versions.toml ``[embedded]`` and the built backends)."""
     return {
-        "PT2_BACKEND": f"{pt2.ref} {pt2.commit}" if pt2 is not None else "",
+        "PT2_BACKEND": f"{pt2.origin.build} {pt2.commit}" if pt2 is not None else "",  # r26.05[+tritonpt.1]
         "STANDIN_BASE": base,
         "PYTRITON_VERSION": VERSIONS.embedded.pytriton,
         "EMBEDDED_SERVER_VERSION": VERSIONS.embedded.server,
