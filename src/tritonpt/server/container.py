@@ -485,9 +485,14 @@ class ContainerServer(Server):
         label = self._labels.get(image.LABEL_PT2_BACKEND, "")
         if self.served_copy is None or not label:
             return None
-        ref, _, commit = label.partition(" ")
+        build, _, commit = label.partition(" ")
+        ref, plus, flavor = build.partition("+")  # "r26.05+tritonpt.1": ours, patched
         return Origin(
-            ref=ref, commit=commit, torch=self._labels.get(image.LABEL_BACKEND_TORCH, ""), variant="cpu"
+            ref=ref,
+            commit=commit,
+            torch=self._labels.get(image.LABEL_BACKEND_TORCH, ""),
+            variant="cpu",
+            flavor=f"{plus}{flavor}",
         )
 
     def reap_later(self) -> None:
