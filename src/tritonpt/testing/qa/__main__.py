@@ -62,7 +62,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     written = report.write(results, options.reports, seconds, controls)
     print(report.to_markdown(results, seconds, controls))
     say("written: " + ", ".join(str(p) for p in written))
-    failed = [f"{r.test}{' (' + r.pt2_build + ')' if r.pt2_build else ''}" for r in results if not r.as_it_must]
+    failed = [
+        f"{r.test}{' (' + r.pt2_build + ')' if r.pt2_build else ''}" for r in results if not r.as_it_must
+    ]
     if failed:
         print(f"error: Triton's own QA tests failed on our build: {', '.join(failed)}.", file=sys.stderr)
     broken = [r.test for r in controls if not control_held(r)]

@@ -140,7 +140,9 @@ def write(
     ]
     held = [{"test": r.test, "suite": r.ref, "held": control_held(r)} for r in controls]
     held += [
-        {"test": r.test, "suite": f"{r.ref} stock", "held": r.status == EXPECTED} for r in results if _on_stock(r)
+        {"test": r.test, "suite": f"{r.ref} stock", "held": r.status == EXPECTED}
+        for r in results
+        if _on_stock(r)
     ]
     part = parts.write_part(
         "triton-qa",

@@ -414,4 +414,6 @@ def _describe_build(plan: Plan, pt2_build: str = "stock") -> str:
     source = pins.pytorch_backend
     flavor = backend.of_pt2_build(pt2_build, pins).label if pt2 else ""
     how = f", installed as backends/{PT2_NAME}/" if pt2 else ""
-    return f"pytorch_backend {source.ref}{flavor} ({source.commit[:7]}){how}, server {VERSIONS.embedded.server}"
+    return (
+        f"pytorch_backend {source.ref}{flavor} ({source.commit[:7]}){how}, server {VERSIONS.embedded.server}"
+    )
