@@ -207,28 +207,49 @@ def test_an_output_data_type_other_than_the_packages(
             assert client.is_live(server.endpoints), f"the server died after answering {said}"
 
 
+WARMUP_TRIES = 8
+"""Starts of a server whose model fails its warmup, until one dies: the crash is a race (docs/upstream/
+core-warmup-failure.md: 19 of 24 starts died here, the others lived on), so one start shows nothing either way."""
+
+
 def test_a_failing_warmup_kills_server_2_51_0(
     exported_pt2: Path, tmp_path: Path, pytorch_backend: BuiltBackend, pt2_patched: BuiltBackend
 ) -> None:
     """Not the backend's: with the model_warmup export writes, the same model fails its warmup at load, and
-    server 2.51.0's core does not survive it (docs/upstream/core-warmup-failure.md: ~TritonModelInstance after the
-    failed warmup, SIGSEGV in InstanceQueue::DecrementConsumerCount; a TorchScript model does the same). So on
-    the patched build A011 stays an error, and the differential's mutation has no warmup."""
+    server 2.51.0's core often does not survive it (docs/upstream/core-warmup-failure.md: ~TritonModelInstance after
+    the failed warmup, SIGSEGV in InstanceQueue::DecrementConsumerCount; a TorchScript model does the same). So on
+    the patched build A011 stays an error, and the differential's mutation has no warmup.
+
+    Each start must refuse the model with its warmup's error, and end in SIGSEGV or live on; one of
+    WARMUP_TRIES starts at least must die of it, so that a server that fixes it says so."""
 
     def fp16_with_warmup(config: ModelConfig) -> None:
         config.output[0].data_type = DataType.TYPE_FP16
 
     model = _multi_io(exported_pt2, tmp_path, fp16_with_warmup)
     assert read_config(model.config).model_warmup, "export wrote no model_warmup: this shows nothing"
-    server = _serve(model.root.parent, tmp_path, pytorch_backend, pt2_patched)
-    try:
-        with pytest.raises(TritonPtError) as failed:  # the start, or the model's load, reports it
-            _start_and_load(server)
-        ended = server.exit_state(wait=5.0) or str(failed.value)
-    finally:
-        server.stop()
-    assert "SIGSEGV" in ended, (
-        f"server 2.51.0 survived a warmup that fails ({ended}): revisit docs/upstream/core-warmup-failure.md"
+    ends = []
+    for _ in range(WARMUP_TRIES):
+        server = _serve(model.root.parent, tmp_path, pytorch_backend, pt2_patched)
+        try:
+            with pytest.raises(TritonPtError) as failed:  # the start, or the model's load, reports it
+                _start_and_load(server)
+            ended = server.exit_state(wait=5.0)
+            if ended is None:
+                assert client.is_live(server.endpoints), (
+                    f"the server neither died nor answers: {failed.value}"
+                )
+        finally:
+            server.stop()
+        assert ended is None or "SIGSEGV" in ended, f"a start ended otherwise: {ended}"
+        if ended is None:
+            assert "failed to run warmup sample" in str(failed.value), failed.value
+        ends.append(ended)
+        if ended is not None:
+            break
+    assert any(ends), (
+        f"server 2.51.0 survived {len(ends)} of {len(ends)} starts whose warmup fails: revisit "
+        "docs/upstream/core-warmup-failure.md"
     )
 
 
