@@ -70,9 +70,9 @@ def _matrix(session: nox.Session, reports: str, *args: str) -> None:
     (tritonpt.testing.crash: SIGABRT, SIGSEGV, ...; never a failed check) is kept in <reports>/crashed-run and
     run once more, saying so. A second crash fails the session. Without it, the first answer stands.
     """
-    command = ("tests/integration", "--reports", reports, f"--junitxml={reports}/junit.xml", *args)
+    command = ("python", "-m", "tritonpt.matrix", "--reports", reports, *args)
     try:
-        _pytest(session, *command)
+        session.run(*command, interrupt_timeout=30.0, terminate_timeout=10.0)
     except nox.command.CommandFailed:
         crash = crash_of(Path(reports)) if os.environ.get(RERUN_ENV) == "1" else None
         if crash is None:
@@ -82,7 +82,7 @@ def _matrix(session: nox.Session, reports: str, *args: str) -> None:
             f"Triton crashed on its own during the matrix (its run is kept in {kept}):\n{crash}\n"
             f"{RERUN_ENV}=1: running the matrix once more; a second crash fails this session."
         )
-        _pytest(session, *command)
+        session.run(*command, interrupt_timeout=30.0, terminate_timeout=10.0)
 
 
 def _option(args: list[str], name: str) -> list[str]:
@@ -156,7 +156,8 @@ def integration(session: nox.Session) -> None:
     """Export the built-in models (TorchScript and PT2), build the official pytorch backend, serve them, run the matrix.
 
     The backend is built from the pinned sources ($TRITONPT_SOURCES, else GitHub) or reused from the cache.
-    Arguments after `--` go to pytest, e.g. `nox -s integration -- --target url --url http://host:8000 -k parity`.
+    Arguments after `--` go to the matrix (`python -m tritonpt.matrix`, what `tritonpt check` runs: its options and
+    pytest's), e.g. `nox -s integration -- --target url --url http://host:8000 -k parity`.
     With `--repository DIR` your own repository is tested as it is; otherwise the built-in set is exported
     into model_repository/ first. `--shard K/N [--shard-costs SUMMARY.json]` exports and checks one shard's
     models (tritonpt.shards), its reports in reports/shard-K-of-N/; `nox -s merge-reports` merges them.
@@ -169,11 +170,9 @@ def integration(session: nox.Session) -> None:
         session.error("--shard-costs balances shards; give --shard K/N with it.")
     # --pt2-build patched: the PT2 copies exported with dynamic_batching and served by our patched PT2 build
     pt2_build = _option(args, "--pt2-build")
-    patched = ["--pt2-patches"] if pt2_build[1:] == ["patched"] else []
     if not _repository_option(args):  # TorchScript and PT2 (NAME_pt2) copies; a shard's part only
         session.run("invoke", "export", "--format", "both", *shard, *pt2_build)
-    # and the PT2 build where the repository holds torch_aoti models
-    session.run("invoke", "build-backend", *_repository_option(args), *patched)
+    # the matrix (python -m tritonpt.matrix, as `tritonpt check` runs it) builds or reuses the backends it needs
     reports = _option(args, "--reports")
     slug = f"shard-{shard[1].replace('/', '-of-')}" if shard else ""
     folder = reports[1] if reports else f"reports/{slug}" if slug else "reports"
@@ -250,9 +249,9 @@ def gpu(session: nox.Session) -> None:
     session.run("invoke", "export", *shard)
     session.run("invoke", "build-image", "--recipe", options.recipe, "--tag", tag)
     session.run("invoke", "doctor", "--image", tag)
-    _pytest(
-        session, "tests/integration", "--target", "container", "--image", tag, "--gpus", "all", "--strict-backend",
-        "--reports", reports, f"--junitxml={reports}/junit.xml", *shard, *pytest_args,
+    session.run(
+        "python", "-m", "tritonpt.matrix", "--target", "container", "--image", tag, "--gpus", "all",
+        "--strict-backend", "--reports", reports, *shard, *pytest_args, interrupt_timeout=30.0, terminate_timeout=10.0,
     )  # fmt: skip
 
 

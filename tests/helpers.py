@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import shutil
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -31,11 +33,35 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def matrix_command(repository: Path, reports: Path, *args: str) -> list[str]:
-    """`pytest tests/integration` as a person runs it, on ``repository``, writing its reports to ``reports``."""
+    """The matrix as a person runs it (`python -m tritonpt.matrix`, what `tritonpt check` runs), on ``repository``,
+    writing its reports to ``reports``."""
     return [
-        sys.executable, "-m", "pytest", "tests/integration", "-p", "no:cacheprovider", "-q",
+        sys.executable, "-m", "tritonpt.matrix", "-q",
         "--repository", str(repository), "--reports", str(reports), *args,
     ]  # fmt: skip
+
+
+def installed_venv(work: Path, *requirements: str, deps: bool) -> Path:
+    """A fresh venv in ``work``/venv holding a wheel built from this checkout, plus ``requirements``; with
+    ``deps`` its dependencies too (from uv's cache, as nox's sessions get theirs). Needs uv (nox sessions have it)."""
+    uv = shutil.which("uv")
+    if uv is None:
+        import pytest  # noqa: PLC0415 - helpers are imported by tests only
+
+        pytest.skip("uv is not on PATH (nox sessions have it): it builds the wheel and the venv")
+    subprocess.run(
+        [uv, "build", "--wheel", "--out-dir", str(work / "dist"), str(ROOT)],
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
+    [wheel] = sorted((work / "dist").glob("tritonpt-*.whl"))
+    venv = work / "venv"
+    subprocess.run([uv, "venv", "-q", "-p", sys.executable, str(venv)], check=True, timeout=120)
+    install = [uv, "pip", "install", "-q", "-p", str(venv / "bin" / "python")]
+    install += [] if deps else ["--no-deps"]
+    subprocess.run([*install, str(wheel), *requirements], check=True, capture_output=True, timeout=600)
+    return venv
 
 
 def invoke_command(*args: str) -> list[str]:

@@ -212,7 +212,6 @@ def build_backend(
 ) -> None:
     from tritonpt import backend  # noqa: PLC0415
     from tritonpt.repository import pt2_models  # noqa: PLC0415
-    from tritonpt.versions import VERSIONS  # noqa: PLC0415
 
     progress = Progress()
     with guard(debug=debug):
@@ -220,24 +219,67 @@ def build_backend(
         sanitizer = (
             one_of(sanitize, backend.SANITIZERS, option="--sanitize", error=SpecError) if sanitize else None
         )
-        stock = backend.STOCK.with_sanitizer(sanitizer)
-        builds = [(VERSIONS.backend, stock)]
         held = pt2_models(repository)
-        if pt2 or pt2_patches or held:
-            if held and not (pt2 or pt2_patches):
-                progress(
-                    f"{repository} holds torch_aoti (PT2) models ({', '.join(m.name for m in held)}): the PT2 build too"
-                )
-            pins = VERSIONS.pt2.build
-            builds.append((pins, backend.patched(pins, sanitizer=sanitizer) if pt2_patches else stock))
-        made = [
-            backend.ensure(sources=sources, variant=choice, force=force, step=progress, pins=b, flavor=f)
-            for b, f in builds
-        ]
-    for label, built in zip((b.label for b, _ in builds), made, strict=True):
+        if held and not (pt2 or pt2_patches):
+            progress(
+                f"{repository} holds torch_aoti (PT2) models ({', '.join(m.name for m in held)}): the PT2 build too"
+            )
+        made = backend.ensure_serving(
+            pt2=bool(pt2 or pt2_patches or held),
+            pt2_patches=pt2_patches,
+            sanitizer=sanitizer,
+            sources=sources,
+            variant=choice,
+            force=force,
+            step=progress,
+        )
+    for pins, built in made:
+        label = pins.label
         if built.cached:
             progress(f"cached: {built.describe()} (built in {built.seconds:.1f} s)")
         out.print(f"{label:<8} {built.library}\nkey      {built.key}")
+
+
+def check(
+    *,
+    repository: Path,
+    target: str,
+    url: str,
+    grpc_url: str,
+    metrics_url: str,
+    image: str,
+    gpus: str,
+    mounts: Sequence[str],
+    tritonserver: str,
+    reports: str,
+    shard: str,
+    shard_costs: str,
+    pt2_build: str,
+    pytest_args: str,
+) -> None:
+    """The matrix (tritonpt.matrix) with these options; its exit code is the command's."""
+    import shlex  # noqa: PLC0415
+
+    from invoke.exceptions import Exit  # noqa: PLC0415
+
+    from tritonpt.matrix import run  # noqa: PLC0415 - loads torch and pytest: only this task needs them
+
+    args = ["--repository", str(repository), "--target", target, "--reports", reports, "--gpus", gpus]
+    named = {
+        "--url": url,
+        "--grpc-url": grpc_url,
+        "--metrics-url": metrics_url,
+        "--image": image,
+        "--tritonserver": tritonserver,
+        "--shard": shard,
+        "--shard-costs": shard_costs,
+    }
+    args += [arg for name, value in named.items() if value for arg in (name, value)]
+    args += [arg for mount in mounts for arg in ("--mount", mount)]
+    args += ["--pt2-build", pt2_build, *shlex.split(pytest_args)]
+    code = run.main(args)
+    if code:
+        raise Exit(code=code)
 
 
 def serve(

@@ -30,7 +30,7 @@ from tritonpt.errors import HINT, ShardError, TritonPtError
 from tritonpt.report import Report, ShardState
 
 SUMMARY = "summary.json"
-PARTS = Path("reliability/parts")  # below a report folder: tritonpt.testing.parts writes there
+PARTS = Path("reliability/parts")  # below a report folder: tritonpt.parts writes there
 JUNIT = "junit.xml"
 TOTALS = ("tests", "failures", "errors", "skipped")
 T = TypeVar("T")
@@ -287,7 +287,7 @@ def _worst(kinds: Sequence[str]) -> int:
 
 
 def junit_key(node_id: str) -> str:
-    """A node id as junit.xml names the case: ``classname::name`` (``tests.integration.test_x::test_y[a-b]``)."""
+    """A node id as junit.xml names the case: ``classname::name`` (``tritonpt.matrix.test_x::test_y[a-b]``)."""
     path, *rest = node_id.split("::")
     return "::".join([".".join([path.removesuffix(".py").replace("/", "."), *rest[:-1]]), *rest[-1:]])
 

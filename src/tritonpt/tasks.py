@@ -9,6 +9,7 @@ The same tasks answer to `invoke` in a checkout (the root tasks.py imports them)
     invoke build-image build a Triton + PyTorch 2.9 image from a recipe in docker/
     invoke doctor      diagnose this host (and an image): Docker, GPU, driver, glibc, libraries, models
     invoke serve       run a local Triton on a repository until Ctrl-C
+    invoke check       the integration matrix on a repository: health, backend, platform, parity, batching, errors
     invoke tune        search one model's config space on the real backend; --apply writes the winner
 
 `invoke --help TASK` (or `tritonpt --help TASK`) shows each task's options.
@@ -161,6 +162,63 @@ def build_backend(
         sanitize=sanitize or None,
         repository=Path(repository),
         debug=debug,
+    )
+
+
+@task(
+    iterable=["mount"],
+    help={
+        "repository": f"model repository folder (default {DEFAULT_REPOSITORY})",
+        "target": "auto (default: url with --url, container with --image, else local), local, container or url",
+        "url": "HTTP URL of a running server (target url), e.g. http://127.0.0.1:8000",
+        "grpc_url": "gRPC host:port of that server (default: port 8001 on its host)",
+        "metrics_url": "metrics URL of that server (default: port 8002 on its host)",
+        "image": "image to run for target container",
+        "gpus": "target container: auto (when the engine can hand them out), all (demand them) or none",
+        "mount": "target container: one more bind mount HOST_PATH:/CONTAINER/PATH[:ro|rw] (repeatable)",
+        "tritonserver": "tritonserver binary for target local (default: $TRITONSERVER, PATH, /opt/tritonserver, the embedded one)",
+        "reports": "where junit.xml, summary.md and .json and the server log go (default reports)",
+        "shard": "K/N: check only this shard's models (the split `invoke export --shard K/N` made)",
+        "shard_costs": "a previous run's summary.json to balance the shards by (every shard the same file)",
+        "pt2_build": "which PT2 build serves torch_aoti models: stock (default; NVIDIA's) or patched (ours, r26.05+tritonpt.1)",
+        "pytest": 'more pytest arguments, as one string, e.g. "-k parity -x"',
+    },
+)
+def check(
+    c: Context,
+    repository: str = str(DEFAULT_REPOSITORY),
+    target: str = "auto",
+    url: str = "",
+    grpc_url: str = "",
+    metrics_url: str = "",
+    image: str = "",
+    gpus: str = "auto",
+    mount: list[str] | None = None,
+    tritonserver: str = "",
+    reports: str = "reports",
+    shard: str = "",
+    shard_costs: str = "",
+    pt2_build: str = "stock",
+    pytest: str = "",
+) -> None:
+    """Run the integration matrix on a repository (the backend built or reused first); exit 0 only when it passes."""
+    from tritonpt import cli  # noqa: PLC0415
+
+    cli.check(
+        repository=Path(repository),
+        target=target,
+        url=url,
+        grpc_url=grpc_url,
+        metrics_url=metrics_url,
+        image=image,
+        gpus=gpus,
+        mounts=mount or [],
+        tritonserver=tritonserver,
+        reports=reports,
+        shard=shard,
+        shard_costs=shard_costs,
+        pt2_build=pt2_build,
+        pytest_args=pytest,
     )
 
 

@@ -20,8 +20,8 @@ import pytest
 
 from tritonpt import image
 from tritonpt.errors import DockerUnavailable, ImageError
+from tritonpt.parts import count_tracebacks, write_part
 from tritonpt.testing import standin
-from tritonpt.testing.parts import count_tracebacks, write_part
 
 LOCKDOWN_MODULE = "test_lockdown.py"
 LOCKDOWN_CHECKS = pytest.StashKey[dict[str, dict[str, Any]]]()

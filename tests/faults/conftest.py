@@ -1,6 +1,6 @@
 """The fault tier: what each fault test shares, the fault table at the end, and the `faults` reliability part.
 
-Each test starts a front door (`pytest tests/integration`, `invoke export|build-backend|serve`) as a person
+Each test starts a front door (`the matrix (python -m tritonpt.matrix)`, `invoke export|build-backend|serve`) as a person
 runs it, injects one fault, and records an :class:`~tests.faults.injector.Outcome`: the time from the fault to
 the exit, the exit, and what was left (processes, containers, temporary folders, staging folders, partial files
 and partial cache entries). The table is printed at the end and written to reports/reliability/parts/faults.json.
@@ -23,8 +23,8 @@ import pytest
 
 from tritonpt import image
 from tritonpt.errors import DockerUnavailable, ImageError
+from tritonpt.parts import PARTS, write_part
 from tritonpt.testing import standin
-from tritonpt.testing.parts import PARTS, write_part
 from tritonpt.testing.reliability import LEFTOVER_KINDS
 
 from .injector import FaultRun, Outcome

@@ -35,8 +35,8 @@ from typing import Any
 from tritonpt.backend.layout import CACHE_ENV, LIBRARY, MANIFEST
 from tritonpt.backend.serving import PT2_LIBRARY, PT2_NAME
 from tritonpt.image import LABEL_HARNESS
+from tritonpt.parts import count_tracebacks
 from tritonpt.testing import procs
-from tritonpt.testing.parts import count_tracebacks
 from tritonpt.testing.qa.generate import RECORD
 from tritonpt.testing.reliability import LEFTOVER_KINDS
 

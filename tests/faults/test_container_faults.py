@@ -1,4 +1,4 @@
-"""Faults of the container lane: `pytest tests/integration --target container` on our ngc recipe built on the
+"""Faults of the container lane: `the matrix (python -m tritonpt.matrix) --target container` on our ngc recipe built on the
 offline stand-in, while its container is killed, runs out of memory, is stopped, its run gets Ctrl-C, or the
 Docker engine itself stops.
 
@@ -211,7 +211,7 @@ def test_ctrl_c_of_the_container_lane_removes_its_container(
     moment: str,
 ) -> None:
     run = fault(
-        "Ctrl-C of pytest tests/integration",
+        "Ctrl-C of the matrix (python -m tritonpt.matrix)",
         f"matrix, {moment} (container)",
         CTRL_C_BOUND_S,
         docker=docker_engine,

@@ -1,4 +1,4 @@
-"""Faults of a local Triton while `pytest tests/integration` runs, and Ctrl-C of that run.
+"""Faults of a local Triton while `the matrix (python -m tritonpt.matrix)` runs, and Ctrl-C of that run.
 
 A dead server must end the run within 10 s with one paragraph (what died, how, the last log lines, a Hint:),
 no traceback, the reports written saying "aborted", and nothing left behind. The small models' matrix takes
@@ -76,7 +76,9 @@ def test_a_local_server_that_dies_ends_the_run(
 def test_ctrl_c_of_the_matrix_stops_its_server(
     fault: Callable[..., FaultRun], record: Callable[[Outcome], Outcome], moment: str
 ) -> None:
-    run = fault("Ctrl-C of pytest tests/integration", f"matrix, {moment} (local)", CTRL_C_BOUND_S)
+    run = fault(
+        "Ctrl-C of the matrix (python -m tritonpt.matrix)", f"matrix, {moment} (local)", CTRL_C_BOUND_S
+    )
     reports = _matrix_run(run)
     log = reports / "tritonserver.log"
     if moment == "during server start":
@@ -119,7 +121,9 @@ def test_a_stop_signal_to_the_matrix_stops_its_server(
     fault: Callable[..., FaultRun], record: Callable[[Outcome], Outcome], name: str
 ) -> None:
     sig, code = STOP_SIGNALS[name]
-    run = fault(f"{name} of pytest tests/integration", "matrix, mid-matrix (local)", CTRL_C_BOUND_S)
+    run = fault(
+        f"{name} of the matrix (python -m tritonpt.matrix)", "matrix, mid-matrix (local)", CTRL_C_BOUND_S
+    )
     reports = _matrix_run(run)
     run.wait_file(reports / "tritonserver.log", STARTED, START_TIMEOUT_S)
     time.sleep(MOMENTS["mid-matrix"])
@@ -132,7 +136,9 @@ def test_a_sigkilled_matrix_takes_its_server_along(
     fault: Callable[..., FaultRun], record: Callable[[Outcome], Outcome]
 ) -> None:
     """Nothing of pytest runs after SIGKILL: the server's parent-death signal ends it (prctl PR_SET_PDEATHSIG)."""
-    run = fault("SIGKILL of pytest tests/integration", "matrix, mid-matrix (local)", DEAD_BOUND_S)
+    run = fault(
+        "SIGKILL of the matrix (python -m tritonpt.matrix)", "matrix, mid-matrix (local)", DEAD_BOUND_S
+    )
     reports = _matrix_run(run)
     run.wait_file(reports / "tritonserver.log", STARTED, START_TIMEOUT_S)
     time.sleep(MOMENTS["mid-matrix"])

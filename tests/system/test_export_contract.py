@@ -24,7 +24,7 @@ from typing import Any
 import pytest
 
 from tritonpt import export
-from tritonpt.testing.parts import count_tracebacks, write_part
+from tritonpt.parts import count_tracebacks, write_part
 
 from . import contract_models
 

@@ -6,12 +6,12 @@ nothing more to answer ``--help`` and to find the recipes as package data.
 
 from __future__ import annotations
 
-import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+
+from ..helpers import installed_venv
 
 pytestmark = pytest.mark.slow
 
@@ -20,26 +20,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 @pytest.fixture(scope="module")
 def venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    uv = shutil.which("uv")
-    if uv is None:
-        pytest.skip("uv is not on PATH (nox sessions have it); it builds the wheel and the venv")
-    work = tmp_path_factory.mktemp("install")
-    subprocess.run(
-        [uv, "build", "--wheel", "--out-dir", str(work / "dist"), str(ROOT)],
-        check=True,
-        capture_output=True,
-        timeout=300,
-    )
-    [wheel] = sorted((work / "dist").glob("tritonpt-*.whl"))
-    subprocess.run([uv, "venv", "-q", "-p", sys.executable, str(work / "venv")], check=True, timeout=120)
-    python = work / "venv" / "bin" / "python"
-    subprocess.run(
-        [uv, "pip", "install", "-q", "-p", str(python), "--no-deps", str(wheel), "invoke"],
-        check=True,
-        capture_output=True,
-        timeout=300,
-    )
-    return work / "venv"
+    return installed_venv(tmp_path_factory.mktemp("install"), "invoke", deps=False)
 
 
 def _run(venv: Path, *command: str) -> subprocess.CompletedProcess[str]:

@@ -57,7 +57,7 @@ def test_the_merged_shards_report_what_the_whole_run_reports(
     assert rows == {(r["model"], r["protocol"], r["case"], r["output"]) for r in whole["parity"]}  # type: ignore[attr-defined]
 
 
-BAD = "tests/integration/test_bad_requests.py::test_bad_request_gets_its_answer_and_the_server_stays_right"
+BAD = "tritonpt/matrix/test_bad_requests.py::test_bad_request_gets_its_answer_and_the_server_stays_right"
 
 
 def _merged_is_whole(whole_folder: Path, folders: list[Path]) -> merge.Merged:

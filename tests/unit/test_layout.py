@@ -17,6 +17,7 @@ ROOT = PACKAGE.parents[1]
 # Bottom first: a stage may import only the stages before it (and, inside a subpackage, its own modules).
 LAYERS = (
     "errors",
+    "parts",
     "scratch",
     "fetch",
     "versions",
@@ -38,6 +39,7 @@ LAYERS = (
     "report",
     "shards",
     "merge",
+    "matrix",
     "bench",
     "tune",
     "doctor",

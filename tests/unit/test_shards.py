@@ -77,15 +77,13 @@ def _row(model: str, protocol: str) -> ParityRow:
 
 def _cases(models: list[str]) -> list[tuple[str, str, str]]:
     """The checks one run of these models has: (classname, name, outcome), as pytest's junit.xml writes them."""
-    cases = [
-        ("tests.integration.test_health", f"test_live_and_ready[{p}]", "passed") for p in ("http", "grpc")
-    ]
+    cases = [("tritonpt.matrix.test_health", f"test_live_and_ready[{p}]", "passed") for p in ("http", "grpc")]
     for m in models:
-        cases += [("tests.integration.test_backend", f"test_model_is_ready[{m}]", "passed")]
+        cases += [("tritonpt.matrix.test_backend", f"test_model_is_ready[{m}]", "passed")]
         cases += [
-            ("tests.integration.test_parity", f"test_parity[{m}-b1-{p}]", "passed") for p in ("http", "grpc")
+            ("tritonpt.matrix.test_parity", f"test_parity[{m}-b1-{p}]", "passed") for p in ("http", "grpc")
         ]
-        cases += [("tests.integration.test_health", f"test_gpu[{m}]", "skipped")]
+        cases += [("tritonpt.matrix.test_health", f"test_gpu[{m}]", "skipped")]
     return cases
 
 
@@ -309,7 +307,7 @@ def test_a_check_with_an_empty_parameter_set_counts_only_where_no_shard_ran_it_o
 def _probed(folder: Path, index: int, models: list[str], probe: str, batches: bool, outcome: str) -> None:
     _run(models, folder, shards.Shard(index=index, count=2), 4)
     data = json.loads((folder / "summary.json").read_text())
-    node = "tests/integration/test_bad_requests.py::test_bad[shorten-http]"
+    node = "tritonpt/matrix/test_bad_requests.py::test_bad[shorten-http]"
     data["checks"][node] = [outcome]
     data["probes"] = {"torchscript": {"model": probe, "batches": batches}}
     data["probe_checks"] = {node: "torchscript"}
@@ -320,7 +318,7 @@ def _probed(folder: Path, index: int, models: list[str], probe: str, batches: bo
     case = ET.SubElement(
         suite,
         "testcase",
-        {"classname": "tests.integration.test_bad_requests", "name": "test_bad[shorten-http]"},
+        {"classname": "tritonpt.matrix.test_bad_requests", "name": "test_bad[shorten-http]"},
     )
     if outcome == "skipped":
         ET.SubElement(case, "skipped", {"message": f"{probe} has no input to shorten"})
@@ -348,8 +346,8 @@ def test_a_probe_check_is_taken_from_the_shard_whose_probe_one_run_would_pick(
     _probed(tmp_path / "s2", 2, ["m3", "m4"], *second)
     merged = merge.merge([tmp_path / "s1", tmp_path / "s2"])
     assert merged.complete, merged.problems
-    node = "tests/integration/test_bad_requests.py::test_bad[shorten-http]"
+    node = "tritonpt/matrix/test_bad_requests.py::test_bad[shorten-http]"
     assert merged.report.checks[node] == [expected]
-    key = "tests.integration.test_bad_requests::test_bad[shorten-http]"
+    key = "tritonpt.matrix.test_bad_requests::test_bad[shorten-http]"
     assert merge.cases(merged.junit)[key] == ["skipped" if expected == "skipped" else "passed"]
     assert merge.junit_key(node) == key

@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 
 from tritonpt import repository
+from tritonpt.parts import TRACEBACK, count_tracebacks, write_part
 from tritonpt.testing import soak
-from tritonpt.testing.parts import TRACEBACK, count_tracebacks, write_part
 
 
 @pytest.fixture(scope="module")

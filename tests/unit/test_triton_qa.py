@@ -12,8 +12,8 @@ import pytest
 
 from tritonpt.backend.sources import unpack_source
 from tritonpt.errors import QaError
+from tritonpt.parts import write_part
 from tritonpt.testing import reliability
-from tritonpt.testing.parts import write_part
 from tritonpt.testing.qa import adapt, generate, ledger, report
 from tritonpt.testing.qa.plan import LIBTORCH, PLANS, TORCH_AOTI, Plan, UpstreamTest, lay_overlay
 from tritonpt.testing.qa.run import QaResult

@@ -41,8 +41,8 @@ from tritonclient.grpc.model_config_pb2 import DataType, ModelConfig
 
 from tritonpt import spec
 from tritonpt.errors import Problem
+from tritonpt.parts import count_tracebacks, write_part
 from tritonpt.repository import parse_config
-from tritonpt.testing.parts import count_tracebacks, write_part
 from tritonpt.validate import validate_repository
 
 from ..helpers import SMALL_MODELS

@@ -23,7 +23,7 @@ and the PT2 builds), and ``__main__`` (the command line). Two builds share all o
 (versions.toml [backend], r25.10) and the PT2 one ([pt2], r26.05), each passed as ``pins``.
 """
 
-from tritonpt.backend.build import configure_command, ensure
+from tritonpt.backend.build import configure_command, ensure, ensure_serving
 from tritonpt.backend.cache import BuiltBackend, Origin, build_key, find
 from tritonpt.backend.flavor import SANITIZERS, STOCK, Flavor, Patch, Sanitizer, of_pt2_build, patched
 from tritonpt.backend.layout import (
@@ -69,6 +69,7 @@ __all__ = [
     "cache_root",
     "configure_command",
     "ensure",
+    "ensure_serving",
     "fetch_sources",
     "find",
     "of_pt2_build",

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from tritonpt import scratch
 from tritonpt.backend.cache import BuiltBackend, build_key
-from tritonpt.backend.flavor import STOCK, Flavor, apply
+from tritonpt.backend.flavor import STOCK, Flavor, Sanitizer, apply, patched
 from tritonpt.backend.layout import (
     DEFINITION,
     FETCHED,
@@ -149,6 +149,29 @@ def ensure(
         pins=pins,
         flavor=flavor,
     )
+
+
+def ensure_serving(
+    *,
+    pt2: bool,
+    pt2_patches: bool = False,
+    sanitizer: Sanitizer | None = None,
+    sources: Path | str | None = None,
+    variant: Choice = "cpu",
+    force: bool = False,
+    step: Step = _quiet,
+) -> list[tuple[Backend, BuiltBackend]]:
+    """The builds a server needs: the TorchScript one, and with ``pt2`` the PT2 one (our patched build with
+    ``pt2_patches``); each instrumented with ``sanitizer`` if one is named. From the cache, else built."""
+    stock = STOCK.with_sanitizer(sanitizer)
+    wanted = [(VERSIONS.backend, stock)]
+    if pt2:
+        pins = VERSIONS.pt2.build
+        wanted.append((pins, patched(pins, sanitizer=sanitizer) if pt2_patches else stock))
+    return [
+        (pins, ensure(sources=sources, variant=variant, force=force, step=step, pins=pins, flavor=flavor))
+        for pins, flavor in wanted
+    ]
 
 
 def _build(

@@ -2,7 +2,7 @@
 
     python -m tritonpt.testing.overhead [--repository DIR] [--reports DIR] [--nox "python3 -m nox"]
 
-    harness   pytest tests/integration on the repository, as the integration session runs it, timed from
+    harness   the matrix (python -m tritonpt.matrix) on the repository, as the integration session runs it, timed from
               launch to exit; its summary.json says how many inference requests each model was sent
     bare      ``python -m tritonpt.testing.overhead --bare SUMMARY``, timed the same way: start the same
               local server, ask the three ports once, send each model that many requests (the reference cases
@@ -112,7 +112,7 @@ class Overhead:
             "",
             "| | seconds |",
             "|---|---|",
-            f"| the integration matrix (pytest tests/integration, launch to exit) | {self.harness_s:.1f} |",
+            f"| the integration matrix (python -m tritonpt.matrix, launch to exit) | {self.harness_s:.1f} |",
             f"| a bare script: the same server, the same {self.requests} inference requests with parity | {self.bare_s:.1f} |",
             f"| **harness / bare** | **{self.ratio:.2f}** ({'within' if self.ratio <= GOAL else 'above'} the {GOAL}x goal) |",
             "",
@@ -139,9 +139,9 @@ def measure(repository_dir: Path, reports: Path, nox: Sequence[str]) -> Overhead
     backend_s, _ = _timed([python, "-m", "invoke", "build-backend"], what="invoke build-backend")
     with tempfile.TemporaryDirectory(prefix="tritonpt-overhead-") as folder:
         matrix_reports = Path(folder)
-        say("the matrix: pytest tests/integration")
+        say("the matrix: python -m tritonpt.matrix")
         harness_s, _ = _timed(
-            [python, "-m", "pytest", "tests/integration", "-q", "-p", "no:cacheprovider",
+            [python, "-m", "tritonpt.matrix", "-q",
              "--repository", str(repository_dir), "--reports", str(matrix_reports)],
             what="the integration matrix",
         )  # fmt: skip

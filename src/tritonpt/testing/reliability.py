@@ -2,7 +2,7 @@
 
     python -m tritonpt.testing.reliability [--reports reports]
 
-    reports/reliability/parts/<part>.json   one per tier, written at its end (tritonpt.testing.parts.write_part)
+    reports/reliability/parts/<part>.json   one per tier, written at its end (tritonpt.parts.write_part)
       -> read and checked (each is an object with "part" and "tracebacks", plus its own fields)
       -> reports/reliability.md and reports/reliability.json: faults injected and survived, time to exit of each,
          leftovers found, soak requests sent and lost, fuzz cases tried, tracebacks seen, parts not run
@@ -39,7 +39,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tritonpt.testing.parts import PARTS as PARTS_FOLDER
+from tritonpt.parts import PARTS as PARTS_FOLDER
 
 PARTS = ("faults", "soak", "fuzz", "export-contract", "bad-requests", "lockdown", "triton-qa")
 """The parts the report knows, in the order it shows them."""
@@ -107,7 +107,7 @@ class PartError(ValueError):
 
 
 def parts_folder(reports: Path) -> Path:
-    """Where the tiers write their parts (:data:`tritonpt.testing.parts.PARTS` below ``reports``)."""
+    """Where the tiers write their parts (:data:`tritonpt.parts.PARTS` below ``reports``)."""
     return reports / PARTS_FOLDER.relative_to(DEFAULT_REPORTS)
 
 

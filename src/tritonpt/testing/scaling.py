@@ -38,7 +38,7 @@ from tritonpt.errors import TritonPtError
 SOURCES = ("multi_io", "token_encoder", "fixed_shape", "scripted_gate")
 """The built-in models copied: the small ones (resnet18 would measure resnet18)."""
 SIZES = (1, 5, 20, 50)
-ROOT = Path(__file__).resolve().parents[3]  # the checkout: tests/integration is run from it
+ROOT = Path(__file__).resolve().parents[3]  # the checkout: the matrix is run from it
 STAGES = ("validation", "server start and loads", "matrix", "rest of pytest")
 """Where a run's wall time goes. With --strict-readiness the server answers ready once every model loaded, so
 its start and the loads are one stage; each model's own load time (from the server's log) is in load_s."""
@@ -96,8 +96,8 @@ class Run:
 
 def _command(repo: Path, reports: Path, shard: str = "") -> list[str]:
     return [
-        sys.executable, "-m", "pytest", "tests/integration", "-q", "-p", "no:cacheprovider",
-        "--repository", str(repo), "--reports", str(reports), f"--junitxml={reports}/junit.xml",
+        sys.executable, "-m", "tritonpt.matrix", "-q",
+        "--repository", str(repo), "--reports", str(reports),
         *(["--shard", shard] if shard else []),
     ]  # fmt: skip
 

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import asdict
 from pathlib import Path
 
-from tritonpt.testing import parts
+from tritonpt import parts
 from tritonpt.testing.qa import adapt
 from tritonpt.testing.qa.plan import PLANS
 from tritonpt.testing.qa.run import EXPECTED, QaResult, control_held

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from tritonpt import repository, scratch
 from tritonpt.errors import TritonPtError
-from tritonpt.testing.parts import PARTS
+from tritonpt.parts import PARTS
 from tritonpt.testing.soak import CONCURRENCY, REQUESTS, SMOKE_REQUESTS, soak
 
 

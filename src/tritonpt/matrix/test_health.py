@@ -7,7 +7,7 @@ import pytest
 from tritonpt import checks, client
 from tritonpt.server.base import Server
 
-from .matrix import Model
+from .models import Model
 
 
 def test_live_and_ready(triton: Server, protocol: client.Protocol) -> None:

@@ -23,17 +23,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import grpc
+import grpc  # type: ignore[import-untyped]  # grpcio ships no stubs
 import numpy as np
 import pytest
 from tritonclient.grpc import service_pb2
 from tritonclient.utils import InferenceServerException
 
 from tritonpt import client, dtypes
+from tritonpt.client import Array
+from tritonpt.parts import count_tracebacks, write_part
 from tritonpt.server.base import Server
-from tritonpt.testing.parts import count_tracebacks, write_part
 
-from .matrix import CLIENT_ERROR, Model, aftermath, probe_model, unbatched_model
+from .models import CLIENT_ERROR, Model, aftermath, probe_model, unbatched_model
 
 OK = {"http": "200", "grpc": "StatusCode.OK"}
 BIG = 64 * 2**20
@@ -65,7 +66,7 @@ class Context:
     wire: client.Protocol
 
     @property
-    def inputs(self) -> dict[str, np.ndarray]:
+    def inputs(self) -> dict[str, Array]:
         """The probe's first reference case, by input name: a good request to spoil."""
         return dict(zip(self.probe.input_names, self.probe.reference.cases[0].inputs, strict=True))
 
@@ -75,7 +76,7 @@ class Context:
 
 def _through_client(
     ctx: Context,
-    inputs: dict[str, np.ndarray],
+    inputs: dict[str, Array],
     *,
     model: Model | None = None,
     outputs: list[str] | None = None,
@@ -109,7 +110,7 @@ def _post(ctx: Context, body: bytes, *, header_length: int | None, json_only: bo
 
 
 def _http_header(
-    inputs: dict[str, np.ndarray], overrides: dict[str, dict[str, Any]] | None = None
+    inputs: dict[str, Array], overrides: dict[str, dict[str, Any]] | None = None
 ) -> dict[str, Any]:
     """The JSON part of a binary-extension request: each input's shape, datatype and binary_data_size."""
     return {
@@ -145,7 +146,7 @@ def _model_infer(ctx: Context, request: bytes) -> Answer:
 
 
 def _grpc_request(
-    ctx: Context, inputs: dict[str, np.ndarray], raw: list[bytes], datatypes: dict[str, str] | None = None
+    ctx: Context, inputs: dict[str, Array], raw: list[bytes], datatypes: dict[str, str] | None = None
 ) -> bytes:
     request = service_pb2.ModelInferRequest(model_name=ctx.probe.name)
     for name, array in inputs.items():
@@ -154,10 +155,10 @@ def _grpc_request(
         tensor.datatype = (datatypes or {}).get(name) or dtypes.from_numpy(array.dtype).wire
         tensor.shape.extend(array.shape)
     request.raw_input_contents.extend(raw)
-    return request.SerializeToString()
+    return bytes(request.SerializeToString())
 
 
-def _raw(inputs: dict[str, np.ndarray]) -> list[bytes]:
+def _raw(inputs: dict[str, Array]) -> list[bytes]:
     return [np.ascontiguousarray(array).tobytes() for array in inputs.values()]
 
 

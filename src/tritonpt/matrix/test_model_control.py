@@ -11,7 +11,7 @@ from tritonpt import checks, client
 from tritonpt.report import Report
 from tritonpt.server.base import Server
 
-from .matrix import Model
+from .models import Model
 
 
 def test_unload_and_load_again(triton: Server, model: Model, report: Report) -> None:

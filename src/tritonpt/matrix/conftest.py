@@ -24,7 +24,7 @@ from __future__ import annotations
 import contextlib
 import platform
 import time
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from pathlib import Path
 
 import pytest
@@ -42,7 +42,7 @@ from tritonpt.server.watchdog import Ending, Watchdog, end_now
 from tritonpt.validate import validate_repository
 from tritonpt.versions import VERSIONS
 
-from .matrix import PROBES, Model
+from .models import PROBES, Model
 
 FAILURE_GRACE_S = 8.0
 """After a failed check, how long the run waits while the server does not answer, so that a server going down
@@ -348,8 +348,10 @@ def _abort(config: pytest.Config, instance: Server, report: Report, reports: Pat
 
 
 @pytest.hookimpl(wrapper=True)
-def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[pytest.TestReport]:
-    report: pytest.TestReport = yield
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    report = yield
     if REPORT in item.config.stash:
         collected = item.config.stash[REPORT]
         if report.when == "call":
@@ -410,7 +412,7 @@ def _shard_in_junit(pytestconfig: pytest.Config, record_testsuite_property: obje
     shard = pytestconfig.stash[REPORT].shard if REPORT in pytestconfig.stash else None
     if shard is not None and callable(record_testsuite_property):
         record_testsuite_property("tritonpt.shard", f"{shard['index']}/{shard['count']}")
-        record_testsuite_property("tritonpt.shard.models", ",".join(shard["models"]))  # type: ignore[arg-type]
+        record_testsuite_property("tritonpt.shard.models", ",".join(shard["models"]))
 
 
 @pytest.fixture(scope="session")

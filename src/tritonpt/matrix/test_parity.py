@@ -5,19 +5,19 @@ from __future__ import annotations
 import concurrent.futures
 import itertools
 
-import numpy as np
 import pytest
 
 from tritonpt import checks, client
+from tritonpt.client import Array
 from tritonpt.parity import Comparison
 from tritonpt.report import ParityRow, Report
 from tritonpt.server.base import Server
 
-from .matrix import Model
+from .models import Model
 
 
 def _compare_outputs(
-    triton: Server, model: Model, got: list[np.ndarray], expected: tuple[np.ndarray, ...]
+    triton: Server, model: Model, got: list[Array], expected: tuple[Array, ...]
 ) -> list[Comparison]:
     gpu = checks.served_on_gpu(triton.model_config(model.name))
     return checks.compare_outputs(model.reference.outputs, got, expected, gpu=gpu)

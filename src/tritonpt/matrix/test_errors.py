@@ -9,7 +9,7 @@ from tritonclient.utils import InferenceServerException
 from tritonpt import client
 from tritonpt.server.base import Server
 
-from .matrix import CLIENT_ERROR, NOT_FOUND, Model, aftermath, probe_model
+from .models import CLIENT_ERROR, NOT_FOUND, Model, aftermath, probe_model
 
 _OTHER_DTYPE = {np.dtype(np.float32): np.float64, np.dtype(np.int64): np.float32}
 

@@ -12,7 +12,7 @@ from tritonpt.report import Report
 from tritonpt.server.base import Server
 from tritonpt.versions import VERSIONS
 
-from .matrix import Model
+from .models import Model
 
 STOCK_SAYS = (
     "statistics out of order: the stock r26.05 PT2 path (or a release with the same bug), "

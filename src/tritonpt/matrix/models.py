@@ -36,7 +36,7 @@ class Model:
 
     @property
     def batching(self) -> bool:
-        return self.config.max_batch_size > 0
+        return bool(self.config.max_batch_size > 0)
 
     @property
     def dynamic_batching(self) -> bool:

@@ -15,7 +15,7 @@ from tritonpt.repository import PLATFORM, PT2_PLATFORM
 from tritonpt.server.base import Server
 from tritonpt.versions import VERSIONS
 
-from .matrix import Model
+from .models import Model
 
 
 @pytest.fixture(scope="module")

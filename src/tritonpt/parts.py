@@ -1,4 +1,5 @@
-"""The reliability report's parts: each reliability tier writes one JSON object, ``<folder>/<part>.json``.
+"""The reliability report's parts: each tier that judges reliability writes one JSON object, ``<folder>/<part>.json``
+(the integration matrix's bad-request probes among them, so this is runtime code, not a test helper).
 
     write_part("soak", {...})     reports/reliability/parts/soak.json, written atomically (temp file + rename)
     count_tracebacks(*texts)      how often "Traceback (most recent call last)" appears in what a tier captured

@@ -1,0 +1,128 @@
+"""`tritonpt check` as a team runs it in its own repository: the wheel installed into a fresh venv (its
+dependencies and the torch pins included), in a folder with no checkout, on a module of the team's own.
+
+Green: ``tritonpt export --model my_models:build && tritonpt check`` exits 0 and writes the reports, the same
+checks (by id) as this checkout's ``python -m tritonpt.matrix`` (what ``nox -s integration`` runs) on the same
+repository. Red: the same repository with its model file replaced by another export's (other weights, the
+references left as they were) exits non-zero, and its junit.xml names the parity checks that failed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import textwrap
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+from tritonpt.versions import VERSIONS
+
+from ..helpers import ROOT, installed_venv, matrix_command
+
+pytestmark = pytest.mark.slow
+
+USER_MODULE = textwrap.dedent(
+    """
+    import torch
+
+    class Scale(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.weight = torch.nn.Parameter(torch.randn(5))
+
+        def forward(self, x):
+            return x * self.weight
+
+    def build():
+        return Scale(), (torch.randn(2, 5),)
+    """
+)
+
+
+@pytest.fixture(scope="module")
+def venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    pins = (f"torch=={VERSIONS.pytorch.torch}", f"torchvision=={VERSIONS.pytorch.torchvision}")
+    return installed_venv(tmp_path_factory.mktemp("check"), *pins, deps=True)
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    """A team's folder: its own module, nothing of this checkout."""
+    folder = tmp_path / "project"
+    folder.mkdir()
+    (folder / "my_models.py").write_text(USER_MODULE, encoding="utf-8")
+    assert ROOT not in folder.parents
+    return folder
+
+
+def _tritonpt(venv: Path, project: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    return subprocess.run(
+        [str(venv / "bin" / "tritonpt"), *args],
+        cwd=project,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=1800,  # a cold cache builds the backend first
+    )
+
+
+def _outcomes(junit: Path) -> dict[str, str]:
+    """Each check's id (file::name, the file relative to the package's folder) and its outcome."""
+    found = {}
+    for case in ET.parse(junit).getroot().iter("testcase"):  # noqa: S314 - our own reports
+        failed = case.find("failure") is not None or case.find("error") is not None
+        outcome = "failed" if failed else "skipped" if case.find("skipped") is not None else "passed"
+        found[f"{case.get('classname')}::{case.get('name')}"] = outcome
+    return found
+
+
+def _export(venv: Path, project: Path, *args: str) -> None:
+    done = _tritonpt(venv, project, "export", "--model", "my_models:build", "--name", "scale", *args)
+    assert done.returncode == 0, done.stderr
+
+
+def test_check_in_a_teams_own_folder_runs_the_matrix(venv: Path, project: Path, tmp_path: Path) -> None:
+    _export(venv, project)
+    done = _tritonpt(venv, project, "check")
+    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-4000:]
+    reports = project / "reports"
+    for name in ("junit.xml", "summary.md", "summary.json", "tritonserver.log"):
+        assert (reports / name).is_file(), f"tritonpt check wrote no {name}: {sorted(reports.iterdir())}"
+    installed = _outcomes(reports / "junit.xml")
+    assert "passed" in installed.values()
+    assert "failed" not in installed.values()
+    assert any(name.startswith("tritonpt.matrix.test_parity::test_parity[scale-") for name in installed)
+    summary = json.loads((reports / "summary.json").read_text(encoding="utf-8"))
+    assert list(summary["models"]) == ["scale"]
+
+    # the same matrix as this checkout's, on the same repository: the same checks, the same outcomes
+    here = tmp_path / "checkout-reports"
+    ran = subprocess.run(
+        matrix_command(project / "model_repository", here),
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=1800,
+    )
+    assert ran.returncode == 0, ran.stdout[-4000:]
+    assert _outcomes(here / "junit.xml") == installed
+
+
+def test_check_fails_a_model_that_breaks_parity(venv: Path, project: Path) -> None:
+    _export(venv, project)
+    _export(venv, project, "--seed", "1", "--repository", "other")  # the same model, other weights
+    shutil.copyfile(project / "other/scale/1/model.pt", project / "model_repository/scale/1/model.pt")
+    done = _tritonpt(venv, project, "check", "--reports", "red")
+    assert done.returncode != 0, done.stdout[-4000:]
+    failed = sorted(
+        name for name, outcome in _outcomes(project / "red" / "junit.xml").items() if outcome == "failed"
+    )
+    assert any(name.startswith("tritonpt.matrix.test_parity::test_parity[scale-") for name in failed), failed
+    assert "MISMATCH" in done.stdout
