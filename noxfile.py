@@ -194,17 +194,21 @@ def differential(session: nox.Session) -> None:
 def container(session: nox.Session) -> None:
     """Container lane without a registry: stand-in bases built offline, our ngc recipe on them, doctor, matrix.
 
-    Needs a Docker engine (`sudo bash .ci/docker-engine.sh` starts one) and root for debootstrap; skipped
-    with that reason when no engine answers.
+    Needs a Docker engine (`sudo bash .ci/docker-engine.sh` starts one) and, until the stand-in base is built,
+    root and debootstrap; skipped with the reason and the command that fixes it when either is missing.
     """
     if not _docker_answers():
         session.skip(
             "no Docker engine answers (`docker version` failed); start one with `sudo bash .ci/docker-engine.sh`"
         )
     _install(session, "test")
+    standin = ("python", "-m", "tritonpt.testing.standin", "--quiet")
+    said = str(session.run(*standin, "--why-not", silent=True)).splitlines()
+    why_not = [line for line in said if line.startswith("cannot build the stand-ins: ")]  # standin.WHY_NOT
+    if why_not:
+        session.skip(why_not[0])
     session.run("invoke", "build-backend")
     _pytest(session, "tests/docker", *session.posargs)
-    standin = ("python", "-m", "tritonpt.testing.standin", "--quiet")
     tag = session.run(*standin, "--pytorch-devel", "--prune", "--print-tag", "ngc", silent=True)
     image = str(tag).strip().splitlines()[-1]
     # The stand-in runs the host's libtorch: its containers need this session's site-packages mounted.

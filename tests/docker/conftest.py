@@ -10,8 +10,6 @@ entry per test, passed or not, written only when at least one of them ran.
 
 from __future__ import annotations
 
-import os
-import shutil
 from collections.abc import Iterator
 from importlib.util import find_spec
 from typing import Any
@@ -19,7 +17,7 @@ from typing import Any
 import pytest
 
 from tritonpt import image
-from tritonpt.errors import DockerUnavailable, ImageError
+from tritonpt.errors import DockerUnavailable
 from tritonpt.parts import count_tracebacks, write_part
 from tritonpt.testing import standin
 
@@ -42,19 +40,10 @@ def docker_client() -> Iterator[Any]:
 @pytest.fixture(scope="session")
 def standin_base(docker_client: Any) -> str:
     """The debootstrap Debian bookworm base of the stand-ins (built here when root and debootstrap allow)."""
-    try:
-        tag = standin.base_tag(standin.debian_mirror())
-    except ImageError as exc:
-        pytest.skip(f"no Debian mirror to name the stand-in base: {exc}")
-    if not docker_client.images.list(name=tag):
-        if shutil.which("debootstrap") is None:
-            pytest.skip(f"{tag} is not built and debootstrap is missing: apt-get install -y debootstrap")
-        if os.geteuid() != 0:
-            pytest.skip(
-                f"{tag} is not built and debootstrap needs root: run python -m tritonpt.testing.standin as root"
-            )
-        standin.build_base(docker_client)
-    return tag
+    reason = standin.why_not_base(docker_client)
+    if reason:
+        pytest.skip(reason)
+    return standin.build_base(docker_client).tag
 
 
 @pytest.fixture(scope="session")

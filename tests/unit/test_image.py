@@ -247,3 +247,45 @@ def test_standin_has_help() -> None:
     assert result.returncode == 0, result.stderr
     assert "debootstrap" in result.stdout
     assert "/opt/tritonpt/site-packages:ro" in result.stdout
+
+
+class _Images:
+    """A Docker client's image API holding ``tags`` only (inspect_image answers for them, else ImageNotFound)."""
+
+    def __init__(self, tags: set[str]) -> None:
+        self.api = self
+        self.tags = tags
+
+    def inspect_image(self, tag: str) -> dict[str, object]:
+        if tag not in self.tags:
+            raise image.docker_module().errors.ImageNotFound(tag)
+        return {"Id": "sha256:0", "Size": 1}
+
+
+@pytest.mark.parametrize(
+    ("built", "tools", "root", "expected"),
+    [
+        (True, False, False, ""),  # built once: nothing else is needed
+        (False, True, True, ""),  # buildable here
+        (
+            False,
+            False,
+            True,
+            "without debootstrap and tar: install it (sudo apt-get install -y debootstrap tar)",
+        ),
+        (False, True, False, "as a normal user: build the stand-in base once as root"),
+    ],
+)
+def test_why_not_base_names_what_is_missing_and_the_fix(
+    monkeypatch: pytest.MonkeyPatch, built: bool, tools: bool, root: bool, expected: str
+) -> None:
+    mirror = "http://deb.example/debian"
+    tag = standin.base_tag(mirror)
+    monkeypatch.setattr(standin.shutil, "which", lambda tool: f"/usr/sbin/{tool}" if tools else None)
+    monkeypatch.setattr(standin.os, "geteuid", lambda: 0 if root else 1000)
+    reason = standin.why_not_base(_Images({tag} if built else set()), mirror)  # type: ignore[arg-type]
+    if not expected:
+        assert reason == ""
+    else:
+        assert reason.startswith(f"{tag} is not built. ")
+        assert expected in reason

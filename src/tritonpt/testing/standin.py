@@ -230,6 +230,39 @@ def _result(client: DockerClient, role: str, tag: str, *, cached: bool, seconds:
     )
 
 
+WHY_NOT = "cannot build the stand-ins: "
+"""How ``--why-not`` starts its line, where other output (a library's warning) may surround it."""
+
+
+def _cannot_debootstrap() -> str:
+    """Why this process cannot build the base (a tool missing, not root), with the command that fixes it; ""."""
+    missing = [tool for tool in ("debootstrap", "tar") if shutil.which(tool) is None]
+    if missing:
+        return (
+            f"Cannot build the stand-in base without {' and '.join(missing)}: install it "
+            f"(sudo apt-get install -y {' '.join(missing)}), then run this again."
+        )
+    if os.geteuid() != 0:
+        return (
+            "Cannot run debootstrap as a normal user: build the stand-in base once as root "
+            "(sudo python -m tritonpt.testing.standin), then run this again."
+        )
+    return ""
+
+
+def why_not_base(client: DockerClient, mirror: str | None = None) -> str:
+    """Why the stand-in base is neither built nor buildable here, with the command that fixes it; "" when it is
+    built, or this process can build it."""
+    try:
+        tag = base_tag(mirror or debian_mirror())
+    except ImageError as exc:
+        return f"No Debian mirror to build the stand-in base from: {exc}"
+    if _existing(client, tag) is not None:
+        return ""
+    reason = _cannot_debootstrap()
+    return f"{tag} is not built. {reason}" if reason else ""
+
+
 def base_tag(mirror: str) -> str:
     """``tritonpt-standin:base-bookworm-<hash of suite, variant, packages, mirror>``."""
     inputs = {"suite": SUITE, "variant": "minbase", "packages": sorted(PACKAGES), "mirror": mirror}
@@ -249,13 +282,9 @@ def build_base(
     tag = base_tag(mirror)
     if not force and _existing(client, tag) is not None:
         return _result(client, "base", tag, cached=True, seconds=0.0)
-    for tool in ("debootstrap", "tar"):
-        if shutil.which(tool) is None:
-            msg = f"Cannot build the stand-in base without {tool}: install it (apt-get install -y {tool})."
-            raise ImageError(msg)
-    if os.geteuid() != 0:
-        msg = "Cannot run debootstrap as a normal user: build the stand-in base as root (sudo), or in CI."
-        raise ImageError(msg)
+    reason = _cannot_debootstrap()
+    if reason:
+        raise ImageError(reason)
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="tritonpt-standin-", dir=workdir) as tmp:
         root = Path(tmp) / "rootfs"
@@ -589,9 +618,22 @@ def main(argv: Sequence[str] | None = None) -> int:
         choices=("base", "triton", "ngc", "pytorch-devel"),
         help="print only this image's tag on stdout (for scripts: the ngc one is what the container lane runs)",
     )
+    parser.add_argument(
+        "--why-not",
+        action="store_true",
+        help=f"print why the stand-ins cannot be built here (no engine, no debootstrap, not root) with the fix, "
+        f"on a line that starts '{WHY_NOT}', or nothing when they can, and build nothing",
+    )
     options = parser.parse_args(argv)
     if options.print_mount:
         print(" ".join(m.volume() for m in host_mounts()))
+        return 0
+    if options.why_not:
+        try:
+            reason = why_not_base(image.docker_client(), options.mirror)
+        except TritonPtError as exc:
+            reason = str(exc)
+        print(f"{WHY_NOT}{reason}" if reason else "")
         return 0
 
     def echo(line: str) -> None:
