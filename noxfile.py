@@ -170,8 +170,9 @@ def integration(session: nox.Session) -> None:
         session.error("--shard-costs balances shards; give --shard K/N with it.")
     # --pt2-build patched: the PT2 copies exported with dynamic_batching and served by our patched PT2 build
     pt2_build = _option(args, "--pt2-build")
-    if not _repository_option(args):  # TorchScript and PT2 (NAME_pt2) copies; a shard's part only
-        session.run("invoke", "export", "--format", "both", *shard, *pt2_build)
+    if not _repository_option(args):  # TorchScript and PT2 (NAME_pt2) copies, a shard's part only, with the
+        # backend builds side by side (a first run overlaps them)
+        session.run("invoke", "export", "--format", "both", *shard, *pt2_build, "--build-backend")
     # the matrix (python -m tritonpt.matrix, as `tritonpt check` runs it) builds or reuses the backends it needs
     reports = _option(args, "--reports")
     slug = f"shard-{shard[1].replace('/', '-of-')}" if shard else ""

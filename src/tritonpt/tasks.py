@@ -43,6 +43,7 @@ from tritonpt.options import DEFAULT_REPOSITORY
         "shard": "K/N: export only this shard's part of the built-in set (as `nox -s integration -- --shard K/N` serves it)",
         "shard_costs": "a previous run's summary.json: balance the shards by its measured seconds per model (every shard the same file)",
         "pt2_build": "the PT2 build that will serve the PT2 copies: stock (default: no dynamic_batching, which stock serves wrong) or patched (ours: dynamic_batching written as for TorchScript)",
+        "build_backend": "also build (or find cached) the backends the repository needs, side by side with the export (a first run overlaps the two)",
         "debug": "show tracebacks",
     },
 )
@@ -63,6 +64,7 @@ def export(
     shard: str = "",
     shard_costs: str = "",
     pt2_build: str = "stock",
+    build_backend: bool = False,
     debug: bool = False,
 ) -> None:
     """Export models to a Triton model repository with eager-PyTorch reference outputs, then validate it."""
@@ -85,6 +87,7 @@ def export(
         shard=shard,
         shard_costs=shard_costs,
         pt2_build=pt2_build,
+        build_backend=build_backend,
     )
 
 

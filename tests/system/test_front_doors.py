@@ -3,6 +3,8 @@ one-paragraph errors included."""
 
 from __future__ import annotations
 
+import os
+import signal
 import subprocess
 import sys
 import textwrap
@@ -13,6 +15,7 @@ import pytest
 
 from tritonpt import reference
 from tritonpt.repository import ModelDir, read_config
+from tritonpt.testing import procs
 
 from ..helpers import invoke_command
 
@@ -114,3 +117,46 @@ def test_invoke_validate_reports_and_exits_1(repository_copy: Callable[..., Path
     assert 'fix: write `platform: "pytorch_libtorch"`' in done.stderr
     assert "1 error(s), 0 warning(s)." in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def _builds_beside(tmp_path: Path, sources: Path) -> subprocess.Popen[str]:
+    """`invoke export --build-backend` into tmp_path/repo, its backend builds in an empty cache of its own."""
+    env = {**os.environ, "TRITONPT_CACHE": str(tmp_path / "cache"), "TRITONPT_SOURCES": str(sources)}
+    return subprocess.Popen(
+        invoke_command("export", "--only", "multi_io", "--repository", "repo", "--build-backend"),
+        cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )  # fmt: skip
+
+
+def test_export_fails_when_the_build_beside_it_fails(tmp_path: Path) -> None:
+    (tmp_path / "no-sources").mkdir()
+    with _builds_beside(tmp_path, tmp_path / "no-sources") as done:
+        said, _ = done.communicate(timeout=600)
+    assert done.returncode == 1, said
+    assert "building the backends beside the export failed (exit 1); its last lines:" in said
+    assert "Cannot find the pytorch_backend source" in said
+    assert "Traceback" not in said
+    assert not list((tmp_path / "cache" / "backends").glob("r*")), "a failed build left a cache entry"
+
+
+def test_ctrl_c_of_export_stops_the_build_beside_it(tmp_path: Path) -> None:
+    sources = os.environ.get("TRITONPT_SOURCES")
+    if not sources:
+        pytest.skip(
+            "$TRITONPT_SOURCES is unset: a cold build beside the export needs the pinned tarballs there"
+        )
+    with _builds_beside(tmp_path, Path(sources)) as running:
+        assert running.stdout is not None
+        for line in running.stdout:  # stopped once the build compiles: its compilers are running
+            if "[backend]" in line and "building " in line:
+                break
+        running.send_signal(signal.SIGINT)
+        said, _ = running.communicate(timeout=120)
+    assert running.returncode == 130, said
+    assert "Traceback" not in said
+    cache = tmp_path / "cache" / "backends"
+    left = [p.name for p in cache.iterdir()] if cache.exists() else []
+    assert left == [], f"the stopped build left {left} in its cache"
+    inside = str(tmp_path / "cache").encode()
+    compilers = [p.command for p in procs.every() if inside in p.cmdline]
+    assert compilers == [], f"the build's processes outlived the export: {compilers}"
