@@ -2,6 +2,9 @@
 # repository exported by tritonpt.
 #
 #   invoke build-image --recipe ngc            (build args from src/tritonpt/versions.toml)
+#   invoke build-image --recipe ngc --ngc 26.05   (another release of versions.toml's table; 26.03 to 26.08 serve
+#                                                  torch_aoti with the stock backend's known bugs; a fact NVIDIA's
+#                                                  notes do not state is passed, and labelled, as "not stated")
 #   docker build -t tritonpt:ngc-25.10 --build-arg TRITON_NGC=25.10 ... - < docker/ngc.Dockerfile
 #   docker run --gpus all --shm-size=1g -p 8000:8000 -p 8001:8001 -p 8002:8002 \
 #       -v "$PWD/model_repository:/models:ro" tritonpt:ngc-25.10

@@ -51,7 +51,7 @@ from types import ModuleType
 from typing import Any, Literal, TypeAlias, cast
 
 from tritonpt.errors import DockerUnavailable, ImageError
-from tritonpt.versions import VERSIONS, Versions
+from tritonpt.versions import VERSIONS, TritonRelease, Versions
 
 DockerClient: TypeAlias = Any
 """A ``DockerClient``. docker-py ships no type information, and from the repository root mypy would
@@ -240,9 +240,30 @@ def pt2_flavor_arg(pt2_build: str, versions: Versions = VERSIONS) -> dict[str, s
     return {"PT2_FLAVOR": f"+{versions.pt2.build.patch_set}" if pt2_build == "patched" else ""}
 
 
+def ngc_release(ngc: str | None = None, versions: Versions = VERSIONS) -> TritonRelease:
+    """The release of versions.toml's table that ``--ngc`` names (an NGC tag or a server version), the default
+    when None; an unknown one is refused with what is accepted and what to do."""
+    if not ngc:
+        return versions.triton
+    try:
+        return versions.release(ngc)
+    except ValueError:
+        known = ", ".join(
+            f"{r.ngc} (server {r.server}{', torch_aoti' if r.serves_torch_aoti else ''})"
+            for r in versions.triton_releases
+        )
+        msg = (
+            f"Cannot build the ngc recipe for --ngc {ngc}: versions.toml's Triton release table has no such "
+            f"release. --ngc takes an NGC release (or its server version) of that table: {known}. Pass one of "
+            "those, or add the release's row to src/tritonpt/versions.toml ([[triton.releases]], with the facts "
+            "of NVIDIA's release notes for it) first."
+        )
+        raise ImageError(msg) from None
+
+
 def recipe_build_args(ngc: str | None = None, versions: Versions = VERSIONS) -> dict[str, str]:
     """Every value a recipe may ask for: ``Versions.build_args()`` plus :func:`derived_build_args`."""
-    return {**versions.build_args(ngc), **derived_build_args(versions)}
+    return {**versions.build_args(ngc_release(ngc, versions).ngc), **derived_build_args(versions)}
 
 
 def build_args_for(
@@ -269,9 +290,9 @@ def build_args_for(
     return {name: values[name] for name in declared if name in values}
 
 
-def default_tag(recipe: str, versions: Versions = VERSIONS) -> str:
-    """``tritonpt:ngc-25.10`` or ``tritonpt:pytorch-2.9.1``."""
-    key = versions.triton.ngc if recipe == "ngc" else versions.pytorch.torch
+def default_tag(recipe: str, versions: Versions = VERSIONS, *, ngc: str | None = None) -> str:
+    """``tritonpt:ngc-25.10`` (``tritonpt:ngc-26.05`` for ``--ngc 26.05``) or ``tritonpt:pytorch-2.9.1``."""
+    key = ngc_release(ngc, versions).ngc if recipe == "ngc" else versions.pytorch.torch
     return f"{versions.image_repository}:{recipe}-{key}"
 
 
@@ -452,7 +473,7 @@ def build_image(
     overrides = dict(build_args or {})
     text = path.read_text(encoding="utf-8")
     args = build_args_for(text, overrides=overrides, available=recipe_build_args(ngc), source=str(path))
-    tag = tag or default_tag(recipe)
+    tag = tag or default_tag(recipe, ngc=ngc)
     own = client is None
     client = client or docker_client()
     try:

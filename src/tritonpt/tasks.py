@@ -98,7 +98,7 @@ def export(
         "tag": "image tag (default tritonpt:ngc-<release> or tritonpt:pytorch-<torch>)",
         "no_cache": "build without the engine's layer cache",
         "build_arg": "override one build argument for this build, KEY=VALUE (repeatable); defaults come from versions.toml",
-        "ngc": "another supported Triton release for the ngc recipe, e.g. 25.09",
+        "ngc": "another Triton release of versions.toml for the ngc recipe, e.g. 25.09, or 26.03 to 26.08 (they serve torch_aoti)",
         "sources": "pytorch recipe: folder of the pytorch backend's source tarballs (default $TRITONPT_SOURCES; else GitHub)",
         "pt2_build": "pytorch recipe: the PT2 backend built beside the TorchScript one, stock (default) or patched (ours, r26.05+tritonpt.1)",
         "debug": "show tracebacks",

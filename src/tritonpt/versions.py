@@ -30,18 +30,29 @@ class PyTorch:
     torchscript_max_format: int
 
 
+NOT_STATED = "not stated"
+"""What is shown (README, build arguments, labels, the doctor) for a fact of a release that no source states."""
+
+
+def stated(value: str | None) -> str:
+    """``value``, or :data:`NOT_STATED` when versions.toml leaves it out."""
+    return value if value else NOT_STATED
+
+
 @dataclass(frozen=True, kw_only=True)
 class TritonRelease:
-    """One NGC Triton release and what its pytorch backend bundles."""
+    """One NGC Triton release and what its pytorch backend bundles; None where no source states a fact."""
 
     ngc: str
     server: str
-    backend_torch: str
-    cuda: str
-    min_driver: str
-    ubuntu: str
-    glibc: str
-    python: str
+    serves_torch_aoti: bool
+    """Whether the release's own pytorch backend serves ``platform: "torch_aoti"`` (26.03 on; stock, with its bugs)."""
+    backend_torch: str | None = None
+    cuda: str | None = None
+    min_driver: str | None = None
+    ubuntu: str | None = None
+    glibc: str | None = None
+    python: str | None = None
 
     @property
     def image(self) -> str:
@@ -235,6 +246,11 @@ class Versions:
         msg = f"Unknown Triton release {ngc!r}: this repository supports {known} (see {_TOML})."
         raise ValueError(msg)
 
+    @property
+    def torch_aoti_releases(self) -> tuple[TritonRelease, ...]:
+        """The releases of the table whose own pytorch backend serves ``platform: "torch_aoti"``."""
+        return tuple(r for r in self.triton_releases if r.serves_torch_aoti)
+
     def build_args(self, ngc: str | None = None) -> dict[str, str]:
         """Docker build arguments shared by every recipe in ``docker/``."""
         release = self.release(ngc or self.triton_default)
@@ -243,13 +259,13 @@ class Versions:
             "TRITON_SERVER_VERSION": release.server,
             "TRITON_IMAGE": release.image,
             "TRITON_FULL_IMAGE": release.full_image,
-            "TRITON_BACKEND_TORCH": release.backend_torch,
+            "TRITON_BACKEND_TORCH": stated(release.backend_torch),
             # NVIDIA builds the release's backend from its pytorch_backend branch; the exact commit is not published.
             "TRITON_BACKEND_REF": f"r{release.ngc}",
             "TRITON_BACKEND_COMMIT": "unpublished (NVIDIA's build)",
             "TRITON_BACKEND_VARIANT": "gpu",
-            "TRITON_CUDA": release.cuda,
-            "TRITON_MIN_DRIVER": release.min_driver,
+            "TRITON_CUDA": stated(release.cuda),
+            "TRITON_MIN_DRIVER": stated(release.min_driver),
             "PYTORCH_IMAGE": self.pytorch.image,
             "TORCH_VERSION": self.pytorch.torch,
             "TORCHVISION_VERSION": self.pytorch.torchvision,
@@ -275,12 +291,18 @@ def markdown_table(versions: Versions) -> str:
     ]
     for release in versions.triton_releases:
         default = " (default)" if release.ngc == versions.triton_default else ""
+        driver = f">= {release.min_driver}" if release.min_driver else NOT_STATED
+        aoti = (
+            "serves torch_aoti, with the stock backend's known bugs (the validator's A rules apply)"
+            if release.serves_torch_aoti
+            else "no torch_aoti"
+        )
         rows.append(
             (
                 f"Triton {release.ngc}{default}",
-                f"server {release.server}, pytorch backend libtorch {release.backend_torch}, CUDA {release.cuda}, "
-                f"driver >= {release.min_driver}, Ubuntu {release.ubuntu} (glibc {release.glibc}), Python {release.python}; "
-                f"`{release.image}`",
+                f"server {release.server}, pytorch backend libtorch {stated(release.backend_torch)}, "
+                f"CUDA {stated(release.cuda)}, driver {driver}, Ubuntu {stated(release.ubuntu)} "
+                f"(glibc {stated(release.glibc)}), Python {stated(release.python)}; {aoti}; `{release.image}`",
             )
         )
     emb = versions.embedded

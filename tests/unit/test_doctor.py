@@ -209,6 +209,36 @@ def test_no_backend_fails() -> None:
 # --- Driver -------------------------------------------------------------------------------------------------
 
 
+def test_the_doctor_lists_the_releases_that_serve_torch_aoti(tmp_path: Path) -> None:
+    """On an image whose release has no PT2 path, the doctor names every release of versions.toml that has one."""
+    results = doctor.check_models(_pt2_repository(tmp_path), DEFAULT)
+    server = next(r for r in results if r.name == "model classifier_pt2 server")
+    assert server.status is Status.FAIL
+    serving = VERSIONS.torch_aoti_releases
+    assert serving  # the table holds them: 26.03 on
+    listed = ", ".join(f"Triton {r.ngc} (server {r.server})" for r in serving)
+    assert f"whose own pytorch backend serves it: {listed}, each with the stock backend's known bugs" in (
+        server.finding
+    )
+    assert "the validator's A rules apply" in server.finding
+    assert "25.10 (server" not in server.finding.split("Images that serve it:")[1]
+    assert f"--ngc {serving[0].ngc}" in server.fix
+    assert all(r.ngc in server.fix for r in serving)
+
+
+def test_driver_and_torch_not_stated_are_said_so() -> None:
+    backend = Backend.from_release(VERSIONS.release("26.06"))  # notes name no driver; torch not recorded
+    assert (backend.min_driver, backend.torch, backend.cuda) == ("not stated", "not stated", "13.3.0")
+    result = doctor.check_driver(HostDriver(nvidia_smi="nvidia-smi", versions=("580.95.05",)), backend)
+    assert result.status is Status.WARN, result
+    assert "minimum driver is not stated" in result.finding
+    assert "CUDA 13.3.0" in result.fix
+    skipped = doctor.check_driver(HostDriver(nvidia_smi=None), backend)
+    assert skipped.status is Status.SKIP
+    assert "not stated" in skipped.finding
+    assert ">= not stated" not in skipped.finding
+
+
 @pytest.mark.parametrize(
     ("host", "min_driver", "status"),
     [
@@ -438,8 +468,9 @@ def _pt2_repository(tmp_path: Path) -> Path:
             "that build is patched (r26.05+tritonpt.1",
         ),
         (replace(DEFAULT, server="2.67.0", ngc="26.03"), Status.OK, "NVIDIA's stock PT2 path"),
+        (Backend.from_release(VERSIONS.release("26.05")), Status.OK, "the stock backend's known bugs"),
     ],
-    ids=["no-image", "ngc-25.10", "stand-in-with-pt2", "stand-in-with-patched-pt2", "ngc-26.03"],
+    ids=["no-image", "ngc-25.10", "stand-in-with-pt2", "stand-in-with-patched-pt2", "ngc-26.03", "ngc-26.05"],
 )
 def test_a_pt2_model_needs_a_server_that_takes_torch_aoti(
     tmp_path: Path, backend: Backend, status: Status, words: str

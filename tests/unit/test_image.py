@@ -140,6 +140,35 @@ def test_build_args_for_another_release() -> None:
     assert args["TRITON_SERVER_VERSION"] == "2.61.0"
 
 
+def test_ngc_recipe_build_args_for_a_release_that_serves_torch_aoti() -> None:
+    text = RECIPES["ngc"].read_text(encoding="utf-8")
+    args = image.build_args_for(text, available=image.recipe_build_args("26.05"), source="ngc")
+    assert args["TRITON_IMAGE"] == "nvcr.io/nvidia/tritonserver:26.05-pyt-python-py3"
+    assert args["TRITON_NGC"] == "26.05"
+    assert args["TRITON_SERVER_VERSION"] == "2.69.0"
+    assert args["TRITON_BACKEND_TORCH"] == "2.12.0a0"
+    assert args["TRITON_BACKEND_REF"] == "r26.05"
+    # NVIDIA's 26.05 notes were not at hand: the labels say so rather than guess.
+    assert args["TRITON_CUDA"] == "not stated"
+    assert args["TRITON_MIN_DRIVER"] == "not stated"
+    assert image.recipe_build_args("2.69.0")["TRITON_NGC"] == "26.05"  # the server version names it too
+    assert image.default_tag("ngc", ngc="26.05") == f"{VERSIONS.image_repository}:ngc-26.05"
+
+
+def test_unknown_ngc_release_is_refused_with_what_is_accepted() -> None:
+    with pytest.raises(ImageError) as caught:
+        image.recipe_build_args("26.13")
+    message = str(caught.value)
+    assert message.startswith("Cannot build the ngc recipe for --ngc 26.13")
+    for release in VERSIONS.triton_releases:
+        assert f"{release.ngc} (server {release.server}" in message
+    assert "26.05 (server 2.69.0, torch_aoti)" in message
+    assert "25.10 (server 2.62.0)" in message
+    assert "add the release's row to src/tritonpt/versions.toml" in message
+    with pytest.raises(ImageError, match=r"--ngc 24\.10"):
+        image.build_image(recipe="ngc", ngc="24.10")  # refused before any engine is asked
+
+
 def test_parse_build_args() -> None:
     def parse(*values: str) -> dict[str, str]:
         return options.parse_assignments(values, option="--build-arg", example="A=1", error=ImageError)

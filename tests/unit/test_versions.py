@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from packaging.specifiers import SpecifierSet
 
-from tritonpt.versions import VERSIONS, markdown_table
+from tritonpt.versions import NOT_STATED, VERSIONS, markdown_table
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -16,10 +16,44 @@ ROOT = Path(__file__).resolve().parents[2]
 def test_default_release_bundles_pytorch_2_9() -> None:
     assert VERSIONS.triton.ngc == "25.10"
     for release in VERSIONS.triton_releases:
-        assert release.backend_torch.startswith("2.9."), release
+        if not release.serves_torch_aoti:  # the TorchScript-only releases are the PyTorch 2.9 ones
+            assert (release.backend_torch or "").startswith("2.9."), release
     assert VERSIONS.release("2.61.0").ngc == "25.09"
     with pytest.raises(ValueError, match=r"supports 25\.10"):
         VERSIONS.release("24.10")
+
+
+def test_releases_that_serve_torch_aoti_parse_with_their_types() -> None:
+    """26.03 to 26.08, as NVIDIA's notes state them: a fact they do not state is None, never a guess."""
+    serving = VERSIONS.torch_aoti_releases
+    assert [r.ngc for r in serving] == ["26.03", "26.04", "26.05", "26.06", "26.07", "26.08"]
+    assert [r.server for r in serving] == ["2.67.0", "2.68.0", "2.69.0", "2.70.0", "2.71.0", "2.72.0"]
+    for release in VERSIONS.triton_releases:
+        assert isinstance(release.serves_torch_aoti, bool), release
+        # The field and [pt2]'s native_server say the same: 26.03 (server 2.67.0) on.
+        assert release.serves_torch_aoti == VERSIONS.pt2.native(release.server), release
+        for value in (release.backend_torch, release.cuda, release.min_driver, release.ubuntu, release.glibc):
+            assert value is None or (isinstance(value, str) and value), release
+    r2603, r2604, r2605, r2606 = (VERSIONS.release(n) for n in ("26.03", "26.04", "26.05", "26.06"))
+    assert r2603.backend_torch == "2.11.0a0+a6c236b9fd1"
+    assert (r2603.cuda, r2603.min_driver, r2603.ubuntu, r2603.glibc) == (None, None, "24.04", "2.39")
+    assert (r2604.cuda, r2604.min_driver, r2604.backend_torch) == ("13.2.1", None, "2.12.0a0")
+    assert (r2605.cuda, r2605.min_driver, r2605.ubuntu) == (None, None, None)
+    assert (r2606.cuda, r2606.backend_torch) == ("13.3.0", None)
+    assert VERSIONS.release("2.72.0").cuda == "13.4.1"
+    assert not VERSIONS.triton.serves_torch_aoti  # the default (25.10) has no PT2 path
+
+
+def test_not_stated_facts_are_shown_as_such() -> None:
+    args = VERSIONS.build_args("26.05")
+    assert args["TRITON_CUDA"] == args["TRITON_MIN_DRIVER"] == NOT_STATED
+    assert args["TRITON_BACKEND_TORCH"] == "2.12.0a0"
+    rows = {line.split(" | ")[0]: line for line in markdown_table(VERSIONS).splitlines()}
+    row = rows["| Triton 26.05"]
+    assert "CUDA not stated, driver not stated, Ubuntu not stated (glibc not stated)" in row
+    assert "serves torch_aoti, with the stock backend's known bugs (the validator's A rules apply)" in row
+    assert "None" not in markdown_table(VERSIONS)
+    assert "no torch_aoti" in rows["| Triton 25.10 (default)"]
 
 
 def test_pyproject_ranges_admit_the_pins() -> None:

@@ -36,7 +36,7 @@ from tritonpt.doctor.results import (
     parse_version,
 )
 from tritonpt.image import DockerClient
-from tritonpt.versions import VERSIONS, TritonRelease, Versions
+from tritonpt.versions import VERSIONS, TritonRelease, Versions, stated
 
 # --- Gathering facts ----------------------------------------------------------------------------------------
 
@@ -265,9 +265,9 @@ def backend_of(tag: str, info: Mapping[str, Any], versions: Versions = VERSIONS)
     backend = Backend(
         ngc=ngc or "",
         server=server or "",
-        torch=labels.get(LABEL_BACKEND_TORCH) or fallback.backend_torch,
-        min_driver=labels.get(LABEL_MIN_DRIVER) or fallback.min_driver,
-        cuda=labels.get(LABEL_CUDA) or fallback.cuda,
+        torch=labels.get(LABEL_BACKEND_TORCH) or stated(fallback.backend_torch),
+        min_driver=labels.get(LABEL_MIN_DRIVER) or stated(fallback.min_driver),
+        cuda=labels.get(LABEL_CUDA) or stated(fallback.cuda),
         source=source,
         release=release,
         pt2=labels.get(LABEL_PT2_BACKEND, ""),

@@ -32,7 +32,7 @@ from tritonpt.doctor.results import (
     _plural,
     parse_version,
 )
-from tritonpt.versions import VERSIONS, Versions
+from tritonpt.versions import NOT_STATED, VERSIONS, Versions, stated
 
 if TYPE_CHECKING:
     from tritonclient.grpc.model_config_pb2 import ModelConfig
@@ -51,12 +51,20 @@ def check_driver(host: HostDriver, backend: Backend) -> Result:
             f"the image needs no NVIDIA driver ({backend.source}: min-driver none, CUDA {backend.cuda}){has}",
         )
     if host.nvidia_smi is None:
+        if backend.min_driver == NOT_STATED:
+            need, fix = (
+                f"the image's minimum driver for CUDA {backend.cuda} is not stated",
+                f"the driver NVIDIA's CUDA Compatibility table names for CUDA {backend.cuda}.",
+            )
+        else:
+            need, fix = (
+                f"the image needs driver >= {backend.min_driver} for CUDA {backend.cuda}",
+                f"NVIDIA driver {backend.min_driver} or newer.",
+            )
         return Result.skip(
             name,
-            f"no nvidia-smi on this host (no NVIDIA driver); the image needs driver >= {backend.min_driver} "
-            f"for CUDA {backend.cuda} ({backend.source})",
-            fix=f"Run `invoke doctor` on the GPU host that will serve the models; it needs NVIDIA driver "
-            f"{backend.min_driver} or newer.",
+            f"no nvidia-smi on this host (no NVIDIA driver); {need} ({backend.source})",
+            fix=f"Run `invoke doctor` on the GPU host that will serve the models; it needs {fix}",
         )
     if host.error or not host.versions:
         return Result.fail(
@@ -66,6 +74,15 @@ def check_driver(host: HostDriver, backend: Backend) -> Result:
             "driver not installed, kernel module not loaded), then run the doctor again.",
         )
     lowest = min(host.versions, key=lambda v: parse_version(v) or (0,))
+    if backend.min_driver == NOT_STATED:
+        return Result.warn(
+            name,
+            f"host driver {lowest} on {_plural(len(host.versions), 'GPU')}; the image's minimum driver is not "
+            f"stated ({backend.source}: NVIDIA's release notes of Triton {backend.ngc or '?'} name none for "
+            f"CUDA {backend.cuda})",
+            f"Check the host driver against NVIDIA's CUDA Compatibility table for CUDA {backend.cuda} before "
+            "serving from this image.",
+        )
     if needed is None or (parse_version(lowest) or (0,)) >= needed:
         return Result.ok(
             name,
@@ -120,7 +137,7 @@ def check_glibc(
     more = f"; {_plural(len(others), 'more file')} too: {', '.join(others[:3])}{', ...' if len(others) > 3 else ''}"
     release = backend.release
     built_on = (
-        f" (Triton {release.ngc} is built on Ubuntu {release.ubuntu}, glibc {release.glibc})"
+        f" (Triton {release.ngc} is built on Ubuntu {stated(release.ubuntu)}, glibc {stated(release.glibc)})"
         if release
         else ""
     )
@@ -247,6 +264,10 @@ def _local_pt2_builds(versions: Versions) -> str:
     return f"cached here: {held}; `invoke serve` serves with the stock one unless given --pt2-build patched"
 
 
+STOCK_BUGS = "the stock backend's known bugs (docs/upstream/pt2-*.md: the validator's A rules apply)"
+"""What holds for every NGC release that serves torch_aoti: it runs NVIDIA's stock pytorch_backend PT2 path."""
+
+
 def _check_pt2_server(model: repository.ModelDir, backend: Backend, versions: Versions) -> Result:
     """A torch_aoti model needs Triton 26.03 or later, or the PT2 build installed under the second name; which
     build serves it (stock or ours, patched) says which of its bugs apply."""
@@ -260,12 +281,16 @@ def _check_pt2_server(model: repository.ModelDir, backend: Backend, versions: Ve
             f"{_local_pt2_builds(versions)}",
             fix="Pass --image TAG to check the image that will serve it.",
         )
-    if backend.server and pt2.native(backend.server):
+    # The release's row says so, or the server the image names is one of 26.03 (2.67.0) on.
+    native = (backend.release is not None and backend.release.serves_torch_aoti) or (
+        bool(backend.server) and pt2.native(backend.server)
+    )
+    if native:
         return Result.ok(
             name,
             f"torch_aoti: server {backend.server} (Triton {backend.ngc or '?'}) serves it itself ({backend.source}), "
-            "with NVIDIA's stock PT2 path of that release: the bugs of docs/upstream/ apply (the validator's "
-            "default, --pt2-build stock, judges for it)",
+            f"with NVIDIA's stock PT2 path of that release: {STOCK_BUGS} (the validator's default, --pt2-build "
+            "stock, judges for it)",
         )
     if backend.pt2:
         return Result.ok(
@@ -275,20 +300,28 @@ def _check_pt2_server(model: repository.ModelDir, backend: Backend, versions: Ve
             f"server (a copy of the repository whose torch_aoti configs name that backend); that build is "
             f"{_pt2_build_of(backend.pt2, versions)}",
         )
-    serving = [r.ngc for r in versions.triton_releases if pt2.native(r.server)]
-    releases = (
-        f"the releases of versions.toml that do: {', '.join(serving)}"
-        if serving
-        else f"versions.toml's release table holds none yet (Triton {pt2.native_ngc} and later do)"
-    )
+    serving = versions.torch_aoti_releases
+    if serving:
+        releases = (
+            "the releases of versions.toml whose own pytorch backend serves it: "
+            + ", ".join(f"Triton {r.ngc} (server {r.server})" for r in serving)
+            + f", each with {STOCK_BUGS}"
+        )
+        build = (
+            f"Build an image of one of them (`invoke build-image --recipe ngc --ngc {serving[0].ngc}`; "
+            f"--ngc takes any of {', '.join(r.ngc for r in serving)})"
+        )
+    else:
+        releases = f"versions.toml's release table holds none yet (Triton {pt2.native_ngc} and later do)"
+        build = f"Serve PT2 models from an image of Triton {pt2.native_ngc} or later"
     return Result.fail(
         name,
         f"torch_aoti needs Triton {pt2.native_ngc} (server {pt2.native_server}) or later, and the image runs server "
         f"{backend.server or 'unknown'} ({backend.source}); its core refuses the platform (`unexpected platform "
-        f"type` or `unexpected 'platform' and 'backend' pair`). Images that serve it: {releases}, or an image of "
-        f"ours carrying the PT2 build as backends/{pt2.backend_name}/",
-        f"Serve PT2 models from an image of Triton {pt2.native_ngc} or later, export this model as TorchScript "
-        "(`invoke export --format torchscript`), or serve it on the embedded server (`invoke serve`).",
+        f"type` or `unexpected 'platform' and 'backend' pair`). Images that serve it: {releases}; or an image of "
+        f"ours carrying the PT2 build as backends/{pt2.backend_name}/ (the pytorch recipe)",
+        f"{build}, export this model as TorchScript (`invoke export --format torchscript`), or serve it on the "
+        "embedded server (`invoke serve`).",
     )
 
 
@@ -401,6 +434,13 @@ def _check_model_torch(
             "Re-export the model with `invoke export` to rewrite its reference data.",
         )
     have, serve = parse_version(exported), parse_version(backend.torch)
+    if backend.torch == NOT_STATED:
+        return Result.warn(
+            name,
+            f"exported with torch {exported}; the libtorch the backend bundles is not stated ({backend.source})",
+            f"Make sure torch {exported} is not newer than the image's libtorch: read "
+            "/opt/tritonserver/backends/pytorch's libtorch version in the image, or export with an older torch.",
+        )
     if have is None or serve is None:
         return Result.warn(
             name,

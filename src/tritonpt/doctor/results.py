@@ -9,7 +9,7 @@ from enum import StrEnum
 from pathlib import Path
 
 from tritonpt import image as images
-from tritonpt.versions import TritonRelease
+from tritonpt.versions import TritonRelease, stated
 
 Version = tuple[int, ...]
 
@@ -135,7 +135,8 @@ class Backend:
     torch: str
     """The pytorch backend's libtorch version, e.g. ``2.9.0a0+145a3a7bda``."""
     min_driver: str
-    """Lowest host driver for the image's CUDA, or ``none`` (an image without CUDA, like the stand-in)."""
+    """Lowest host driver for the image's CUDA, ``none`` (an image without CUDA, like the stand-in), or
+    ``not stated`` (a release whose notes name none)."""
     cuda: str
     source: str
     """Where the values came from, for the findings: ``labels of TAG`` or ``versions.toml release 25.10``."""
@@ -151,9 +152,9 @@ class Backend:
         return cls(
             ngc=release.ngc,
             server=release.server,
-            torch=release.backend_torch,
-            min_driver=release.min_driver,
-            cuda=release.cuda,
+            torch=stated(release.backend_torch),
+            min_driver=stated(release.min_driver),
+            cuda=stated(release.cuda),
             source=source or f"versions.toml release {release.ngc}",
             release=release,
         )
