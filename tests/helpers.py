@@ -5,6 +5,7 @@ from __future__ import annotations
 import shutil
 import subprocess
 import sys
+import textwrap
 import time
 from pathlib import Path
 
@@ -27,6 +28,24 @@ def group_members(pgid: int) -> list[int]:
             members.append(int(entry.name))
     return members
 
+
+USER_MODULE = textwrap.dedent(
+    """
+    import torch
+
+    class Scale(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.weight = torch.nn.Parameter(torch.randn(5))
+
+        def forward(self, x):
+            return x * self.weight
+
+    def build():
+        return Scale(), (torch.randn(2, 5),)
+    """
+)
+"""A user's module (my_models.py): ``build`` returns a small model and its example inputs."""
 
 ROOT = Path(__file__).resolve().parents[1]
 """The repository root: front doors in subprocesses run from here."""

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import collections
 import contextlib
-import functools
 import glob
 import os
 import signal
@@ -30,7 +29,6 @@ from tritonpt.options import (
     GPUS,
     INSTANCE_KINDS,
     PT2_BUILDS,
-    ModelFormat,
     Pt2Build,
     Target,
     formats_of,
@@ -65,131 +63,111 @@ def export(
     pt2_build: str = "stock",
     build_backend: bool = False,
 ) -> None:
+    from tritonpt import export as exporting  # noqa: PLC0415 - torch loads only when a task needs it
+    from tritonpt.repository import Split, clear_split, write_split  # noqa: PLC0415
+
     progress = Progress()
     with guard(debug=debug):
         formats = formats_of(one_of(model_format, FORMAT_CHOICES, option="--format", error=SpecError))
         build = _pt2_build(pt2_build)
-        exporting = functools.partial(
-            _export,
-            model=model, name=name, repository=repository, only=only, script=script,
-            max_batch_size=max_batch_size, dynamic_axes=dynamic_axes, instance_kind=instance_kind,
-            parameters=parameters, seed=seed, force=force, formats=formats, shard=shard, shard_costs=shard_costs,
-            build=build, progress=progress,
-        )  # fmt: skip
-        if not build_backend:
-            exporting()
-            return
-        started = time.perf_counter()
-        with _backends_beside(repository, pt2="pt2" in formats, patched=build == "patched", step=progress):
-            exporting()
-            exported = time.perf_counter() - started
-            progress(f"export done in {exported:.1f} s; waiting for the backend builds beside it")
-        progress(
-            f"export {exported:.1f} s and the backends beside it: {time.perf_counter() - started:.1f} s in all"
-        )
-
-
-def _export(
-    *,
-    model: str,
-    name: str,
-    repository: Path,
-    only: Sequence[str],
-    script: bool,
-    max_batch_size: int | None,
-    dynamic_axes: Sequence[str],
-    instance_kind: str | None,
-    parameters: Sequence[str],
-    seed: int,
-    force: bool,
-    formats: tuple[ModelFormat, ...],
-    shard: str,
-    shard_costs: str,
-    build: Pt2Build,
-    progress: Progress,
-) -> None:
-    from tritonpt import export as exporting  # noqa: PLC0415 - torch loads only when a task needs it
-    from tritonpt.repository import Split, clear_split, write_split  # noqa: PLC0415
-
-    kind = (
-        one_of(instance_kind, INSTANCE_KINDS, option="--instance-kind", error=SpecError)
-        if instance_kind
-        else None
-    )
-    if model:
-        if not name:
-            msg = "--model needs --name: the model's folder and config name in the repository."
-            raise SpecError(msg)
-        if only or shard:
-            msg = "--only and --shard select built-in models; they cannot be combined with --model."
-            raise SpecError(msg)
-        factory = exporting.load_factory(*parse_factory(model, error=SpecError))
-        results = [
-            exporting.export_factory(
-                factory,
-                name=f"{name}_pt2" if len(formats) > 1 and each == "pt2" else name,
-                repository=repository,
-                seed=seed,
-                step=progress,
-                model_format=each,
-                pt2_build=build,
-                method="script" if script else None,
-                max_batch_size=max_batch_size,
-                dynamic_axes=parse_dynamic_axes(dynamic_axes, error=SpecError) if dynamic_axes else None,
-                instance_kind=kind,
-                parameters=parse_assignments(
-                    parameters, option="--parameter", example="INTRA_OP_THREAD_COUNT=4", error=SpecError
+        with contextlib.ExitStack() as beside:
+            if build_backend:
+                beside.enter_context(
+                    _backends_beside(
+                        repository, pt2="pt2" in formats, patched=build == "patched", step=progress
+                    )
                 )
-                if parameters
-                else None,
+            kind = (
+                one_of(instance_kind, INSTANCE_KINDS, option="--instance-kind", error=SpecError)
+                if instance_kind
+                else None
             )
-            for each in formats
-        ]
-    else:
-        if name or script or dynamic_axes or max_batch_size is not None or instance_kind or parameters:
-            msg = (
-                "--name, --script, --max-batch-size, --dynamic-axis, --instance-kind and --parameter apply to "
-                "--model MODULE:ATTR; the built-in set carries its own settings."
-            )
-            raise SpecError(msg)
-        from tritonpt import zoo  # noqa: PLC0415
+            if model:
+                if not name:
+                    msg = "--model needs --name: the model's folder and config name in the repository."
+                    raise SpecError(msg)
+                if only or shard:
+                    msg = "--only and --shard select built-in models; they cannot be combined with --model."
+                    raise SpecError(msg)
+                factory = exporting.load_factory(*parse_factory(model, error=SpecError))
+                results = [
+                    exporting.export_factory(
+                        factory,
+                        name=f"{name}_pt2" if len(formats) > 1 and each == "pt2" else name,
+                        repository=repository,
+                        seed=seed,
+                        step=progress,
+                        model_format=each,
+                        pt2_build=build,
+                        method="script" if script else None,
+                        max_batch_size=max_batch_size,
+                        dynamic_axes=parse_dynamic_axes(dynamic_axes, error=SpecError)
+                        if dynamic_axes
+                        else None,
+                        instance_kind=kind,
+                        parameters=parse_assignments(
+                            parameters,
+                            option="--parameter",
+                            example="INTRA_OP_THREAD_COUNT=4",
+                            error=SpecError,
+                        )
+                        if parameters
+                        else None,
+                    )
+                    for each in formats
+                ]
+            else:
+                if (
+                    name
+                    or script
+                    or dynamic_axes
+                    or max_batch_size is not None
+                    or instance_kind
+                    or parameters
+                ):
+                    msg = (
+                        "--name, --script, --max-batch-size, --dynamic-axis, --instance-kind and --parameter apply to "
+                        "--model MODULE:ATTR; the built-in set carries its own settings."
+                    )
+                    raise SpecError(msg)
+                from tritonpt import zoo  # noqa: PLC0415
 
-        names = list(only) or list(zoo.BUILTIN)
-        folders = None
-        part, costs = _shard_of(shard, shard_costs)
-        if part is not None:
-            every = [f for m in formats for f, n in exporting.builtin_names(m).items() if n in names]
-            folders = shards.select(every, part, costs)
-            # The matrix splits this same list; the rules across models read the others' parameters.
-            split = Split(
-                models=tuple(every),
-                costs_digest=costs.digest if costs else "",
-                parameters=exporting.builtin_parameters(every, seed=seed),
-            )
-            write_split(repository, split)
-            progress(
-                f"{part.describe()}: {len(folders)} of {len(every)} models ({', '.join(folders) or 'none'})"
-            )
-            if not folders:
-                progress(f"{part.describe()}: nothing to export (more shards than models)")
-                return
-        else:
-            clear_split(repository)
-        results = exporting.export_builtin(
-            names,
-            repository=repository,
-            seed=seed,
-            force=force,
-            step=progress,
-            model_formats=formats,
-            folders=folders,
-            pt2_build=build,
-        )
-    for result in results:
-        for note in result.warnings:
-            err.print(f"[yellow]warning:[/yellow] [{result.name}] tracer: {note}")
-    progress(f"validating {repository}")
-    _validate(repository, pt2_build=build)
+                names = list(only) or list(zoo.BUILTIN)
+                folders = None
+                part, costs = _shard_of(shard, shard_costs)
+                if part is not None:
+                    every = [f for m in formats for f, n in exporting.builtin_names(m).items() if n in names]
+                    folders = shards.select(every, part, costs)
+                    # The matrix splits this same list; the rules across models read the others' parameters.
+                    split = Split(
+                        models=tuple(every),
+                        costs_digest=costs.digest if costs else "",
+                        parameters=exporting.builtin_parameters(every, seed=seed),
+                    )
+                    write_split(repository, split)
+                    progress(
+                        f"{part.describe()}: {len(folders)} of {len(every)} models ({', '.join(folders) or 'none'})"
+                    )
+                    if not folders:
+                        progress(f"{part.describe()}: nothing to export (more shards than models)")
+                        return
+                else:
+                    clear_split(repository)
+                results = exporting.export_builtin(
+                    names,
+                    repository=repository,
+                    seed=seed,
+                    force=force,
+                    step=progress,
+                    model_formats=formats,
+                    folders=folders,
+                    pt2_build=build,
+                )
+            for result in results:
+                for note in result.warnings:
+                    err.print(f"[yellow]warning:[/yellow] [{result.name}] tracer: {note}")
+            progress(f"validating {repository}")
+            _validate(repository, pt2_build=build)
 
 
 BESIDE_STOP_S = 30.0
@@ -219,13 +197,19 @@ def _backends_beside(repository: Path, *, pt2: bool, patched: bool, step: Progre
 
     reader = threading.Thread(target=relay, name="backend-build-output", daemon=True)
     reader.start()
+    started = time.perf_counter()
     try:
         yield
+        exported = time.perf_counter() - started
+        step(f"export done in {exported:.1f} s; waiting for the backend builds beside it")
         code = child.wait()
     except BaseException:  # a failed export, or a stop (while exporting or waiting for the build)
         _stop_group(child)
         raise
     reader.join(timeout=5.0)
+    step(
+        f"export {exported:.1f} s and the backend builds beside it: {time.perf_counter() - started:.1f} s in all"
+    )
     if code:
         said = "\n".join(tail)
         msg = (

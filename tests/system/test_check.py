@@ -13,7 +13,6 @@ import json
 import os
 import shutil
 import subprocess
-import textwrap
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -21,26 +20,9 @@ import pytest
 
 from tritonpt.versions import VERSIONS
 
-from ..helpers import ROOT, installed_venv, matrix_command
+from ..helpers import ROOT, USER_MODULE, installed_venv, matrix_command
 
 pytestmark = pytest.mark.slow
-
-USER_MODULE = textwrap.dedent(
-    """
-    import torch
-
-    class Scale(torch.nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.weight = torch.nn.Parameter(torch.randn(5))
-
-        def forward(self, x):
-            return x * self.weight
-
-    def build():
-        return Scale(), (torch.randn(2, 5),)
-    """
-)
 
 
 @pytest.fixture(scope="module")

@@ -7,7 +7,6 @@ import os
 import signal
 import subprocess
 import sys
-import textwrap
 from collections.abc import Callable
 from pathlib import Path
 
@@ -17,27 +16,9 @@ from tritonpt import reference
 from tritonpt.repository import ModelDir, read_config
 from tritonpt.testing import procs
 
-from ..helpers import invoke_command
+from ..helpers import USER_MODULE, invoke_command
 
 pytestmark = pytest.mark.slow
-
-
-USER_MODULE = textwrap.dedent(
-    """
-    import torch
-
-    class Scale(torch.nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.weight = torch.nn.Parameter(torch.randn(5))
-
-        def forward(self, x):
-            return x * self.weight
-
-    def build():
-        return Scale(), (torch.randn(2, 5),)
-    """
-)
 
 
 def _invoke(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
