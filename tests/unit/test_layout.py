@@ -107,6 +107,24 @@ def test_imports_point_only_down_the_pipeline() -> None:
     assert not upward, "\n".join(upward)
 
 
+def test_no_module_imports_another_modules_private_names() -> None:
+    """A leading underscore means "this module's own": ``from tritonpt.x import _name`` reaches into another
+    room (ruff's SLF rules hold attribute access, ``obj._name``, the same way)."""
+    crossings = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and (
+                node.level or (node.module or "").startswith("tritonpt")
+            ):
+                private = [
+                    a.name for a in node.names if a.name.startswith("_") and not a.name.startswith("__")
+                ]
+                if private:
+                    where = f"{path.relative_to(PACKAGE.parent)}:{node.lineno}"
+                    crossings.append(f"{where} imports {', '.join(private)} from {node.module or '.'}")
+    assert not crossings, "\n".join(crossings)
+
+
 def test_no_module_imports_itself_in_a_cycle() -> None:
     graph = _graph()
     state: dict[str, int] = {}  # 1: on the path, 2: done

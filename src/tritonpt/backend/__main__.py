@@ -11,7 +11,7 @@ from pathlib import Path
 from tritonpt.backend import pins
 from tritonpt.backend.build import ensure
 from tritonpt.backend.flavor import SANITIZERS, STOCK, patched
-from tritonpt.backend.layout import CACHE_ENV, CHOICES, LIBRARY, MANIFEST, SOURCES_ENV, _quiet
+from tritonpt.backend.layout import CACHE_ENV, CHOICES, LIBRARY, MANIFEST, SOURCES_ENV, quiet
 from tritonpt.backend.serving import PT2_LIBRARY, PT2_NAME
 from tritonpt.errors import BackendError
 from tritonpt.versions import VERSIONS
@@ -82,7 +82,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             variant=options.variant,
             cache=options.cache,
             force=options.force,
-            step=_quiet if options.quiet else echo,
+            step=quiet if options.quiet else echo,
             pins=build,
             flavor=flavor,
         )

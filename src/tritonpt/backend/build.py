@@ -26,10 +26,10 @@ from tritonpt.backend.layout import (
     Choice,
     Step,
     Variant,
-    _quiet,
     cache_root,
+    quiet,
 )
-from tritonpt.backend.sources import _unpack, fetch_sources, sources_folder
+from tritonpt.backend.sources import fetch_sources, sources_folder, unpack
 from tritonpt.backend.toolchain import Toolchain, Torch, check_cxx17, resolve_variant
 from tritonpt.errors import BackendError
 from tritonpt.versions import VERSIONS, Backend
@@ -116,7 +116,7 @@ def ensure(
     variant: Choice = "cpu",
     cache: Path | None = None,
     force: bool = False,
-    step: Step = _quiet,
+    step: Step = quiet,
     jobs: int | None = None,
     pins: Backend = VERSIONS.backend,
     flavor: Flavor = STOCK,
@@ -159,7 +159,7 @@ def ensure_serving(
     sources: Path | str | None = None,
     variant: Choice = "cpu",
     force: bool = False,
-    step: Step = _quiet,
+    step: Step = quiet,
 ) -> list[tuple[Backend, BuiltBackend]]:
     """The builds a server needs: the TorchScript one, and with ``pt2`` the PT2 one (our patched build with
     ``pt2_patches``); each instrumented with ``sanitizer`` if one is named. From the cache, else built."""
@@ -192,7 +192,7 @@ def _build(
     check_cxx17(toolchain.cxx)  # only a build needs it; a cache hit asks the compiler its version alone
     log = _Log(entry.parent.parent / "logs" / f"{key}.log")
     with contextlib.closing(log), _staging(entry.parent, key) as staging:
-        source_dirs = _unpack(tarballs, staging / "src", step, backend=pins)
+        source_dirs = unpack(tarballs, staging / "src", step, backend=pins)
         _apply_patches(log, flavor, source_dirs["pytorch_backend"], step)
         prefix, build_dir = staging / "rapidjson", staging / "build"
         step("configuring and installing RapidJSON (headers) into the build folder")

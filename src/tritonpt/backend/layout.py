@@ -53,7 +53,7 @@ FETCHED: Mapping[str, str] = {
 Step = Callable[[str], None]
 
 
-def _quiet(_: str) -> None:
+def quiet(_: str) -> None:
     pass
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from tritonpt import fetch
 from tritonpt.backend import pins
-from tritonpt.backend.layout import SOURCES_ENV, Step, _quiet, cache_root
+from tritonpt.backend.layout import SOURCES_ENV, Step, cache_root, quiet
 from tritonpt.errors import HINT, BackendError
 from tritonpt.versions import VERSIONS, Backend, Source
 
@@ -73,7 +73,7 @@ def fetch_sources(
     folder: Path | None,
     *,
     cache: Path | None = None,
-    step: Step = _quiet,
+    step: Step = quiet,
     backend: Backend = VERSIONS.backend,
 ) -> dict[str, Path]:
     """Each pinned source's tarball, verified: from ``folder``, or downloaded into the cache once."""
@@ -81,7 +81,7 @@ def fetch_sources(
 
 
 def fetch_source(
-    source: Source, folder: Path | None, *, cache: Path | None = None, step: Step = _quiet
+    source: Source, folder: Path | None, *, cache: Path | None = None, step: Step = quiet
 ) -> Path:
     """One pinned source's tarball, verified: ``folder/<name>-<commit>.tar.gz``, or downloaded into the cache once."""
     if folder is not None:
@@ -123,7 +123,7 @@ def _download(source: Source, target: Path) -> None:
     )
 
 
-def _unpack(
+def unpack(
     tarballs: Mapping[str, Path], into: Path, step: Step, *, backend: Backend = VERSIONS.backend
 ) -> dict[str, Path]:
     step(f"unpacking {len(tarballs)} sources")

@@ -9,7 +9,7 @@ from elftools.common.exceptions import ELFError
 from elftools.elf.elffile import ELFFile
 from elftools.elf.gnuversions import GNUVerNeedSection
 
-from tritonpt.doctor.results import _GLIBC, Version
+from tritonpt.doctor.results import GLIBC_SYMBOL, Version
 
 # --- ELF version needs --------------------------------------------------------------------------------------
 
@@ -30,7 +30,7 @@ def glibc_needed(stream: IO[bytes]) -> Version | None:
                 continue
             for _needed, auxiliaries in section.iter_versions():
                 for aux in auxiliaries:
-                    match = _GLIBC.match(aux.name)
+                    match = GLIBC_SYMBOL.match(aux.name)
                     if match:
                         version = tuple(int(p) for p in match.group(1).split("."))
                         highest = version if highest is None else max(highest, version)

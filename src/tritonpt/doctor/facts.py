@@ -32,7 +32,7 @@ from tritonpt.doctor.results import (
     ImageFiles,
     Ran,
     Version,
-    _last_lines,
+    last_lines,
     parse_version,
 )
 from tritonpt.image import DockerClient
@@ -57,7 +57,7 @@ def host_driver(timeout: float = 30.0) -> HostDriver:
     except (OSError, subprocess.TimeoutExpired) as exc:
         return HostDriver(nvidia_smi=smi, error=str(exc))
     if done.returncode != 0:
-        return HostDriver(nvidia_smi=smi, error=_last_lines(done.stdout + done.stderr))
+        return HostDriver(nvidia_smi=smi, error=last_lines(done.stdout + done.stderr))
     return HostDriver(
         nvidia_smi=smi, versions=tuple(v.strip() for v in done.stdout.splitlines() if v.strip())
     )
@@ -120,7 +120,7 @@ def image_glibc(client: DockerClient, tag: str) -> tuple[Version | None, str]:
             version = parse_version(first.split()[-1]) if command[0] == "ldd" else parse_version(first)
             if version is not None:
                 return version, ""
-        reasons.append(f"{command[0]}: {_last_lines(ran.output, 1)}")
+        reasons.append(f"{command[0]}: {last_lines(ran.output, 1)}")
     return None, "; ".join(reasons)
 
 

@@ -10,16 +10,16 @@ from typing import TYPE_CHECKING
 
 from tritonpt import reference, repository
 from tritonpt.doctor.results import (
-    _DRIVER_LIBRARY,
-    _NOT_FOUND,
-    _VERSION_NOT_FOUND,
     DRIVER,
+    DRIVER_LIBRARY,
     GLIBC,
     LABEL_BACKEND_TORCH,
     MODELS,
+    NOT_FOUND,
     PYTORCH_BACKEND,
     PYTORCH_BACKEND_CHECK,
     SERVER_BINARY,
+    VERSION_NOT_FOUND,
     Backend,
     HostDriver,
     ImageFiles,
@@ -27,10 +27,10 @@ from tritonpt.doctor.results import (
     Result,
     Status,
     Version,
-    _dotted,
-    _last_lines,
-    _plural,
+    dotted,
+    last_lines,
     parse_version,
+    plural,
 )
 from tritonpt.versions import NOT_STATED, VERSIONS, Versions, stated
 
@@ -77,7 +77,7 @@ def check_driver(host: HostDriver, backend: Backend) -> Result:
     if backend.min_driver == NOT_STATED:
         return Result.warn(
             name,
-            f"host driver {lowest} on {_plural(len(host.versions), 'GPU')}; the image's minimum driver is not "
+            f"host driver {lowest} on {plural(len(host.versions), 'GPU')}; the image's minimum driver is not "
             f"stated ({backend.source}: NVIDIA's release notes of Triton {backend.ngc or '?'} name none for "
             f"CUDA {backend.cuda})",
             f"Check the host driver against NVIDIA's CUDA Compatibility table for CUDA {backend.cuda} before "
@@ -86,7 +86,7 @@ def check_driver(host: HostDriver, backend: Backend) -> Result:
     if needed is None or (parse_version(lowest) or (0,)) >= needed:
         return Result.ok(
             name,
-            f"host driver {lowest} on {_plural(len(host.versions), 'GPU')} >= {backend.min_driver}, "
+            f"host driver {lowest} on {plural(len(host.versions), 'GPU')} >= {backend.min_driver}, "
             f"which CUDA {backend.cuda} needs ({backend.source})",
         )
     return Result.fail(
@@ -126,7 +126,7 @@ def check_glibc(
         return Result(
             name=name,
             status=Status.WARN if files.unreadable else Status.OK,
-            finding=f"glibc {_dotted(glibc)} in {tag}; the {_plural(files.elf_files, 'ELF file')} under "
+            finding=f"glibc {dotted(glibc)} in {tag}; the {plural(files.elf_files, 'ELF file')} under "
             f"/opt/tritonserver {at_most}{unreadable}",
             fix="Check the unreadable files by hand: `objdump -T FILE | grep -o 'GLIBC_[0-9.]*' | sort -uV | tail -1`."
             if files.unreadable
@@ -134,7 +134,7 @@ def check_glibc(
         )
     worst = too_new[0]
     others = [n.file for n in too_new[1:]]
-    more = f"; {_plural(len(others), 'more file')} too: {', '.join(others[:3])}{', ...' if len(others) > 3 else ''}"
+    more = f"; {plural(len(others), 'more file')} too: {', '.join(others[:3])}{', ...' if len(others) > 3 else ''}"
     release = backend.release
     built_on = (
         f" (Triton {release.ngc} is built on Ubuntu {stated(release.ubuntu)}, glibc {stated(release.glibc)})"
@@ -143,9 +143,9 @@ def check_glibc(
     )
     return Result.fail(
         name,
-        f"{worst.file} needs {worst.symbol}, but {tag} has glibc {_dotted(glibc)}"
+        f"{worst.file} needs {worst.symbol}, but {tag} has glibc {dotted(glibc)}"
         f"{more if others else ''}; the loader stops with: version `{worst.symbol}' not found",
-        f"Build on a base with glibc >= {_dotted(worst.version)}{built_on}, or take tritonserver and its "
+        f"Build on a base with glibc >= {dotted(worst.version)}{built_on}, or take tritonserver and its "
         "backends from a release built for this image's glibc; never copy /opt/tritonserver onto an older base.",
     )
 
@@ -165,7 +165,7 @@ def check_pytorch_backend(*, tag: str, files: ImageFiles, ldd: Ran | None) -> Re
         return Result.fail(
             name,
             f"cannot list the libraries of {PYTORCH_BACKEND} in {tag}: "
-            f"{_last_lines(ldd.output) if ldd else 'ldd did not run'}",
+            f"{last_lines(ldd.output) if ldd else 'ldd did not run'}",
             "Make sure the image has a dynamic loader and `ldd` (Debian/Ubuntu package libc-bin), then run "
             "the doctor again.",
         )
@@ -174,9 +174,9 @@ def check_pytorch_backend(*, tag: str, files: ImageFiles, ldd: Ran | None) -> Re
     versions: list[str] = []
     resolved = 0
     for line in ldd.output.splitlines():
-        if match := _NOT_FOUND.match(line):
-            (from_driver if _DRIVER_LIBRARY.match(match.group(1)) else missing).append(match.group(1))
-        elif match := _VERSION_NOT_FOUND.search(line):
+        if match := NOT_FOUND.match(line):
+            (from_driver if DRIVER_LIBRARY.match(match.group(1)) else missing).append(match.group(1))
+        elif match := VERSION_NOT_FOUND.search(line):
             versions.append(f"{match.group(1)} (required by {match.group(2)})")
         elif "=>" in line or line.strip().startswith("/"):
             resolved += 1
@@ -190,7 +190,7 @@ def check_pytorch_backend(*, tag: str, files: ImageFiles, ldd: Ran | None) -> Re
     if missing or versions:
         parts = []
         if missing:
-            parts.append(f"{_plural(len(missing), 'library')} not found: {', '.join(missing)}")
+            parts.append(f"{plural(len(missing), 'library')} not found: {', '.join(missing)}")
         if versions:
             parts.append(f"version(s) not found: {', '.join(versions)}")
         first = missing[0] if missing else versions[0].split()[0]
@@ -205,12 +205,12 @@ def check_pytorch_backend(*, tag: str, files: ImageFiles, ldd: Ran | None) -> Re
     if ldd.code != 0 or resolved == 0:
         return Result.fail(
             name,
-            f"ldd {PYTORCH_BACKEND} in {tag} exited with {ldd.code}: {_last_lines(ldd.output)}",
+            f"ldd {PYTORCH_BACKEND} in {tag} exited with {ldd.code}: {last_lines(ldd.output)}",
             "Check that the file is a shared library for this image's architecture (`file` on it) and not a "
             "truncated copy.",
         )
     return Result.ok(
-        name, f"all {_plural(resolved, 'library')} of {PYTORCH_BACKEND} resolve in {tag}{driver_note}"
+        name, f"all {plural(resolved, 'library')} of {PYTORCH_BACKEND} resolve in {tag}{driver_note}"
     )
 
 
@@ -460,9 +460,9 @@ def _check_model_torch(
                 if pt2
                 else "loading fails with errors like `Unknown type name 'NoneType'` or `Unknown builtin op`"
             ),
-            f"Re-export with torch {_dotted(serve[:2])}.x (this repository pins torch {versions.pytorch.torch}: "
+            f"Re-export with torch {dotted(serve[:2])}.x (this repository pins torch {versions.pytorch.torch}: "
             f"`invoke export`), or serve with a Triton release whose pytorch backend bundles torch "
-            f">= {_dotted(have[:2])}.",
+            f">= {dotted(have[:2])}.",
         )
     relation = "same minor" if have[:2] == serve[:2] else "an older minor, which newer libtorch reads"
     if pt2 and have[:2] != serve[:2]:

@@ -43,11 +43,11 @@ TOOLKIT_FIX = (
     "must list the GPUs."
 )
 
-_GLIBC = re.compile(r"^GLIBC_(\d+(?:\.\d+)+)$")
+GLIBC_SYMBOL = re.compile(r"^GLIBC_(\d+(?:\.\d+)+)$")
 _VERSION = re.compile(r"(\d+(?:\.\d+)*)")
-_NOT_FOUND = re.compile(r"^\s*(\S+) => not found\s*$")
-_VERSION_NOT_FOUND = re.compile(r"version `([^']+)' not found \(required by ([^)]+)\)")
-_DRIVER_LIBRARY = re.compile(r"^(libcuda\.so|libcudadebugger\.so|libnvidia-[\w.-]+\.so|libnvcuvid\.so)")
+NOT_FOUND = re.compile(r"^\s*(\S+) => not found\s*$")
+VERSION_NOT_FOUND = re.compile(r"version `([^']+)' not found \(required by ([^)]+)\)")
+DRIVER_LIBRARY = re.compile(r"^(libcuda\.so|libcudadebugger\.so|libnvidia-[\w.-]+\.so|libnvcuvid\.so)")
 """Libraries the NVIDIA driver provides at run time (the container toolkit mounts them); never in an image."""
 
 
@@ -213,22 +213,22 @@ def parse_version(text: str) -> Version | None:
     return tuple(int(p) for p in match.group(1).split(".")) if match else None
 
 
-def _dotted(version: Version) -> str:
+def dotted(version: Version) -> str:
     return ".".join(map(str, version))
 
 
-def _plural(count: int, word: str) -> str:
+def plural(count: int, word: str) -> str:
     if count == 1:
         return f"{count} {word}"
     return f"{count} {word[:-1]}ies" if word.endswith("y") else f"{count} {word}s"
 
 
-def _first_sentence(text: str) -> str:
+def first_sentence(text: str) -> str:
     head = text.strip().splitlines()[0] if text.strip() else ""
     match = re.match(r"(.+?\.)\s+[A-Z]", head)
     return match.group(1) if match else head
 
 
-def _last_lines(text: str, count: int = 3) -> str:
+def last_lines(text: str, count: int = 3) -> str:
     lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
     return " | ".join(lines[-count:]) or "(no output)"

@@ -32,10 +32,10 @@ from tritonpt.doctor.results import (
     Report,
     Result,
     Status,
-    _first_sentence,
-    _last_lines,
-    _plural,
+    first_sentence,
+    last_lines,
     parse_version,
+    plural,
 )
 from tritonpt.errors import DockerUnavailable
 from tritonpt.image import DockerClient
@@ -59,7 +59,7 @@ def _check_docker(facts: _Facts, client: DockerClient | None) -> None:
         version = facts.client.version()
         facts.info = facts.client.info()
     except DockerUnavailable as exc:
-        facts.results.append(Result.fail(name, _first_sentence(str(exc)), DOCKER_FIX))
+        facts.results.append(Result.fail(name, first_sentence(str(exc)), DOCKER_FIX))
         facts.client = None
         return
     except Exception as exc:  # docker-py and requests raise many types; all mean "no engine"
@@ -116,13 +116,13 @@ def _check_gpu(facts: _Facts, tag: str | None, host: HostDriver) -> list[Result]
         if ran.code == 0 and listed:
             gpu = Result.ok(
                 GPU_IN_CONTAINER,
-                f"{_plural(len(listed), 'GPU')} visible in {tag} with --gpus all: {listed[0]}"
+                f"{plural(len(listed), 'GPU')} visible in {tag} with --gpus all: {listed[0]}"
                 + (", ..." if len(listed) > 1 else ""),
             )
         else:
             gpu = Result.fail(
                 GPU_IN_CONTAINER,
-                f"`nvidia-smi -L` in {tag} with --gpus all failed (exit {ran.code}): {_last_lines(ran.output)}",
+                f"`nvidia-smi -L` in {tag} with --gpus all failed (exit {ran.code}): {last_lines(ran.output)}",
                 TOOLKIT_FIX.format(image=tag),
             )
     if "nvidia" in runtimes:

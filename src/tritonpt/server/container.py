@@ -38,6 +38,7 @@ from typing import Any, ClassVar
 
 from testcontainers.core.config import testcontainers_config
 from testcontainers.core.container import DockerContainer
+from testcontainers.core.exceptions import ContainerStartException
 from testcontainers.core.wait_strategies import LogMessageWaitStrategy
 
 from tritonpt import image, scratch
@@ -517,9 +518,10 @@ class ContainerServer(Server):
         )
 
     def _created_id(self) -> str | None:
-        wrapped = (
-            self._container._container if self._container is not None else None
-        )  # created, maybe not started
+        try:  # created, maybe not started: testcontainers' public handle on docker-py's container
+            wrapped = self._container.get_wrapped_container() if self._container is not None else None
+        except ContainerStartException:  # not created yet
+            wrapped = None
         return str(wrapped.id) if wrapped is not None and wrapped.id else None
 
     def _not_started_headline(self) -> str:

@@ -134,7 +134,7 @@ class Watchdog:
 
     def verdict(self, missed: int) -> tuple[str | None, int]:
         """How the server ended (or None), and the probes missed in a row so far."""
-        ended = self.server._exit_state()
+        ended = self.server.exit_state()
         if ended is not None:
             return ended, missed
         try:
