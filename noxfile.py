@@ -32,6 +32,8 @@ import nox
 
 sys.path.insert(0, str(Path(__file__).parent / "src"))
 from tritonpt import scratch  # stdlib only, like versions
+from tritonpt.errors import ShardError
+from tritonpt.shards import Shard  # stdlib only
 from tritonpt.testing.crash import RERUN_ENV, crash_of, keep_crashed  # stdlib only
 from tritonpt.versions import VERSIONS  # stdlib-only module, read before any install
 
@@ -83,6 +85,14 @@ def _matrix(session: nox.Session, reports: str, *args: str) -> None:
             f"{RERUN_ENV}=1: running the matrix once more; a second crash fails this session."
         )
         session.run(*command, interrupt_timeout=30.0, terminate_timeout=10.0)
+
+
+def _shard(session: nox.Session, text: str) -> Shard:
+    """``--shard K/N`` as a Shard (its ``slug`` names the shard's reports folder), or the session's error."""
+    try:
+        return Shard.parse(text)
+    except ShardError as exc:
+        session.error(str(exc))
 
 
 def _option(args: list[str], name: str) -> list[str]:
@@ -175,8 +185,7 @@ def integration(session: nox.Session) -> None:
         session.run("invoke", "export", "--format", "both", *shard, *pt2_build, "--build-backend")
     # the matrix (python -m tritonpt.matrix, as `tritonpt check` runs it) builds or reuses the backends it needs
     reports = _option(args, "--reports")
-    slug = f"shard-{shard[1].replace('/', '-of-')}" if shard else ""
-    folder = reports[1] if reports else f"reports/{slug}" if slug else "reports"
+    folder = reports[1] if reports else f"reports/{_shard(session, shard[1]).slug}" if shard else "reports"
     _matrix(session, folder, *_without(args, "--reports"))
 
 
@@ -250,7 +259,7 @@ def gpu(session: nox.Session) -> None:
     tag = f"{VERSIONS.image_repository}:{options.recipe}-ci"
     shard = ["--shard", options.shard] if options.shard else []
     shard += ["--shard-costs", options.shard_costs] if options.shard_costs else []
-    reports = f"reports/shard-{options.shard.replace('/', '-of-')}" if options.shard else "reports"
+    reports = f"reports/{_shard(session, options.shard).slug}" if options.shard else "reports"
     session.run("invoke", "export", *shard)
     session.run("invoke", "build-image", "--recipe", options.recipe, "--tag", tag)
     session.run("invoke", "doctor", "--image", tag)
