@@ -132,11 +132,15 @@ def _docker_answers() -> bool:
 
 @nox.session(python=PYTHON)
 def lint(session: nox.Session) -> None:
-    """Lint and type-check: ruff, mypy (strict), hadolint (the recipes), zizmor and check-jsonschema (workflows)."""
+    """Lint and type-check: ruff, mypy (strict), the docs site (mkdocs --strict), hadolint (the recipes), zizmor
+    and check-jsonschema (workflows)."""
     _install(session, "lint")
     session.run("ruff", "check", ".")
     session.run("ruff", "format", "--check", ".")
     session.run("mypy")
+    # The site takes the generated rule reference as committed, so a stale page fails here as in tests/unit.
+    session.run("python", "-m", "tritonpt.validate.reference", "--check")
+    session.run("mkdocs", "build", "--strict", "--site-dir", str(Path(session.create_tmp()) / "site"))
     dockerfiles = [*Path("docker").glob("*.Dockerfile"), *Path("src/tritonpt").glob("*/*.Dockerfile")]
     session.run("hadolint", *sorted(str(p) for p in dockerfiles))
     # Fails on any finding of zizmor's regular persona (exit 13 for a medium one): stricter than the

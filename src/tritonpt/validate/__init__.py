@@ -1,8 +1,8 @@
 """Stage "validate": every rule that Triton or its pytorch backend would otherwise fail on later, checked now.
 
 The rule book, one module per family, in the order a model is read (:mod:`tritonpt.validate.rules` has the
-codes; the README's validator table has one row per rule, and ``nox -s differential`` holds each rule against
-the real server):
+codes; :mod:`tritonpt.validate.reference` writes docs/reference/validator.md from them, a section per rule; and
+``nox -s differential`` holds each rule against the real server):
 
     folders      R  the repository, its model folders, version folders and the version policy
     text         T  config.pbtxt's bytes and Triton's schema (``model_config.proto``, protobuf's text_format)

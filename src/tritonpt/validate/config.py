@@ -17,27 +17,156 @@ from tritonpt.options import Pt2Build
 from tritonpt.repository import PLATFORM, PT2_PLATFORM, ModelDir, default_model_file
 from tritonpt.validate.rules import Findings, all_indexed, config_type, named_index, rule
 
-NAME = rule("C001", "name differs from the model folder")
-PLATFORM_PYTORCH = rule("C002", 'platform "pytorch"')
-OTHER_BACKEND = rule("C003", "a platform or backend that is not the pytorch backend's")
-NO_PLATFORM = rule("C004", "neither platform nor backend")
-NEGATIVE_BATCH = rule("C005", "max_batch_size negative")
-BATCHER_WITHOUT_BATCH = rule("C006", "dynamic_batching with max_batch_size 0")
-PREFERRED_TOO_LARGE = rule("C007", "preferred_batch_size above max_batch_size")
-NO_TENSORS = rule("C008", "no inputs or no outputs declared")
-REJECTED_TYPE = rule("C009", "TYPE_BF16, TYPE_UINT16/32/64")
-NOT_A_TENSOR_TYPE = rule("C010", "a data type that is no tensor type the backend serves")
-BAD_DIMS = rule("C011", "a dim of 0 or below -1")
-OUTPUT_NAMES = rule("C012", "output names not <name>__<index>")
-OPTIONAL_INPUT = rule("C013", "an input with optional: true")
-NO_LABELS = rule("C014", "an output label_filename that is not a file")
-DECOUPLED = rule("C015", "model_transaction_policy decoupled")
-SEQUENCE_NAMES = rule("C016", "sequence_batching with names not <name>__<index>")
-BAD_BOOL = rule("C017", "a boolean backend parameter that does not parse")
-BAD_COUNT = rule("C018", "a thread count that does not parse")
-COUNT_BEYOND_INT = rule("C019", "a thread count beyond a C++ int")
-UNKNOWN_PARAMETER = rule("C020", "a parameter the backend does not read")
-GPU_WITHOUT_GPU = rule("C021", "KIND_GPU on a host without a GPU")
+NAME = rule(
+    "C001",
+    "name differs from the model folder",
+    why="Error: Triton refuses the model.",
+    example='name: "classifier_v2"  # in model_repository/classifier/config.pbtxt',
+)
+PLATFORM_PYTORCH = rule(
+    "C002",
+    'platform "pytorch"',
+    why="Error: Triton refuses the model.",
+    example='platform: "pytorch"',
+)
+OTHER_BACKEND = rule(
+    "C003",
+    "a platform or backend that is not the pytorch backend's",
+    why="Error: Triton refuses the model.",
+    example='platform: "onnxruntime_onnx"  # beside 1/model.pt',
+)
+NO_PLATFORM = rule(
+    "C004",
+    "neither platform nor backend",
+    why="Warning: Triton picks the pytorch backend from the file name `model.pt`.",
+    example="a config.pbtxt with neither platform: nor backend:",
+)
+NEGATIVE_BATCH = rule(
+    "C005",
+    "max_batch_size negative",
+    why="Error: Triton refuses the model.",
+    example="max_batch_size: -1",
+)
+BATCHER_WITHOUT_BATCH = rule(
+    "C006",
+    "dynamic_batching with max_batch_size 0",
+    why="Warning: Triton serves it; the batcher has nothing to combine.",
+    example="max_batch_size: 0\ndynamic_batching { }",
+)
+PREFERRED_TOO_LARGE = rule(
+    "C007",
+    "preferred_batch_size above max_batch_size",
+    why="Error: Triton refuses the model.",
+    example="max_batch_size: 8\ndynamic_batching { preferred_batch_size: [ 4, 16 ] }",
+)
+NO_TENSORS = rule(
+    "C008",
+    "no inputs or no outputs declared",
+    why="Error: Triton refuses the model (`must contain at least one output`).",
+    example='input [ { name: "INPUT__0" data_type: TYPE_FP32 dims: [ 4 ] } ]\n# no output [ ... ]',
+)
+REJECTED_TYPE = rule(
+    "C009",
+    "TYPE_BF16, TYPE_UINT16/32/64",
+    why="Error: Triton refuses the model (`unsupported datatype`).",
+    example='output [ { name: "OUTPUT__0" data_type: TYPE_BF16 dims: [ 4 ] } ]',
+)
+NOT_A_TENSOR_TYPE = rule(
+    "C010",
+    "a data type that is no tensor type the backend serves",
+    why="Error: Triton refuses the model.",
+    example=(
+        'input [ { name: "INPUT__0" data_type: 99 dims: [ 4 ] } ]  # a number model_config.proto '
+        "does not name"
+    ),
+)
+BAD_DIMS = rule(
+    "C011",
+    "a dim of 0 or below -1",
+    why="Error: Triton refuses the model.",
+    example='input [ { name: "INPUT__0" data_type: TYPE_FP32 dims: [ 0, 4 ] } ]',
+)
+OUTPUT_NAMES = rule(
+    "C012",
+    "output names not <name>__<index>",
+    why="Warning: Triton serves the outputs by config order (silently swapped if the order is wrong).",
+    example=(
+        "output [\n"
+        '  { name: "logits" data_type: TYPE_FP32 dims: [ 10 ] },\n'
+        '  { name: "probs" data_type: TYPE_FP32 dims: [ 10 ] }\n'
+        "]"
+    ),
+)
+OPTIONAL_INPUT = rule(
+    "C013",
+    "an input with optional: true",
+    why="Error: Triton refuses the model (`the backend model doesn't support optional input`).",
+    example='input [ { name: "INPUT__0" data_type: TYPE_FP32 dims: [ 4 ] optional: true } ]',
+)
+NO_LABELS = rule(
+    "C014",
+    "an output label_filename that is not a file",
+    why="Error: Triton refuses the model (`failed to open text file`).",
+    example=(
+        'output [ { name: "OUTPUT__0" data_type: TYPE_FP32 dims: [ 10 ] label_filename: '
+        '"labels.txt" } ]\n'
+        "# no labels.txt beside config.pbtxt"
+    ),
+)
+DECOUPLED = rule(
+    "C015",
+    "model_transaction_policy decoupled",
+    why=(
+        "Warning: Triton serves it over a gRPC stream only and refuses plain requests "
+        "(`ModelInfer RPC doesn't support models with decoupled transaction policy`), so the "
+        "parity checks cannot run."
+    ),
+    example="model_transaction_policy { decoupled: true }",
+)
+SEQUENCE_NAMES = rule(
+    "C016",
+    "sequence_batching with names not <name>__<index>",
+    why=(
+        "Error: Triton refuses the model (the backend's state check); with `<name>__<index>` "
+        "names it serves a sequence request."
+    ),
+    example='sequence_batching { }\ninput [ { name: "features" data_type: TYPE_FP32 dims: [ 4 ] } ]',
+)
+BAD_BOOL = rule(
+    "C017",
+    "a boolean backend parameter that does not parse",
+    why="Error: Triton refuses the model (`TRUE` and `1` parse, and are served).",
+    example='parameters: { key: "INFERENCE_MODE" value: { string_value: "maybe" } }',
+)
+BAD_COUNT = rule(
+    "C018",
+    "a thread count that does not parse",
+    why='Error: Triton refuses the model (`"1x"` and `"-1"` parse, and are served).',
+    example='parameters: { key: "INTRA_OP_THREAD_COUNT" value: { string_value: "many" } }',
+)
+COUNT_BEYOND_INT = rule(
+    "C019",
+    "a thread count beyond a C++ int",
+    why=(
+        "Error: the server aborts at load (SIGABRT: `std::stoi` throws `out_of_range`, which the "
+        "backend does not catch)."
+    ),
+    example='parameters: { key: "INTRA_OP_THREAD_COUNT" value: { string_value: "99999999999" } }',
+)
+UNKNOWN_PARAMETER = rule(
+    "C020",
+    "a parameter the backend does not read",
+    why="Warning: the backend ignores it.",
+    example='parameters: { key: "DISABLE_OPTIMIZED_EXECUTON" value: { string_value: "true" } }  # misspelt',
+)
+GPU_WITHOUT_GPU = rule(
+    "C021",
+    "KIND_GPU on a host without a GPU",
+    why=(
+        "Error: Triton refuses the model on this host (`invoke export` checks the model as for a GPU host)."
+    ),
+    example="instance_group [ { kind: KIND_GPU } ]  # on a host without a GPU",
+)
 
 PLATFORMS = frozenset({PLATFORM, "libtorch", PT2_PLATFORM})
 """What selects the pytorch backend: TorchScript's names, and torch_aoti for a PT2 package (r26.03 and later)."""

@@ -20,11 +20,38 @@ from tritonpt.errors import ReferenceDataError
 from tritonpt.repository import ModelDir
 from tritonpt.validate.rules import Findings, config_type, dims_match, rule
 
-TOO_LARGE = rule("M012", "dims that ask for more than 2^28 elements in one request")
-NO_REFERENCE = rule("D001", "no reference data")
-UNREADABLE = rule("D002", "reference.json or reference.npz that cannot be read")
-MISFIT = rule("D003", "a reference case whose inputs no longer fit the config")
-FAILS = rule("D004", "a reference case the model fails on")
+TOO_LARGE = rule(
+    "M012",
+    "dims that ask for more than 2^28 elements in one request",
+    why="Warning: the model is not run on such dims here.",
+    example=(
+        'input [ { name: "INPUT__0" data_type: TYPE_FP32 dims: [ 16384, 16384, 2 ] } ]  # 2^29 elements'
+    ),
+)
+NO_REFERENCE = rule(
+    "D001",
+    "no reference data",
+    why="Warning: parity has nothing to compare with (Triton never reads the reference data).",
+    example="a model folder with neither reference.json nor reference.npz",
+)
+UNREADABLE = rule(
+    "D002",
+    "reference.json or reference.npz that cannot be read",
+    why="Warning: Triton never reads them, and parity has nothing to compare with.",
+    example="a reference.json that is not JSON, a damaged reference.npz, or one with a wrong dtype",
+)
+MISFIT = rule(
+    "D003",
+    "a reference case whose inputs no longer fit the config",
+    why="Warning: parity cannot send it.",
+    example="reference cases of 4 features, after the config's input changed to dims: [ 8 ]",
+)
+FAILS = rule(
+    "D004",
+    "a reference case the model fails on",
+    why="Warning: Triton serves the model, and the case fails the same way.",
+    example="a reference case whose inputs the model raises on",
+)
 
 SYNTH_LENGTH = 5
 """The length sent on a -1 axis: any length must work there, and no exporter picks 5 by accident."""

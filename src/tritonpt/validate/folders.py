@@ -14,16 +14,76 @@ from tritonpt.errors import first_line
 from tritonpt.repository import CONFIG, ModelDir, default_model_file, versions_to_load, zero_padded
 from tritonpt.validate.rules import Findings, rule
 
-NO_REPOSITORY = rule("R001", "the repository folder is missing, or is a file")
-UNLISTABLE = rule("R002", "a repository or model folder cannot be listed")
-NO_CONFIG = rule("R003", "a model folder without config.pbtxt")
-EMPTY = rule("R004", "the repository holds no models")
-LEADING_ZERO = rule("R005", "a version folder Triton skips for its leading zero (007/)")
-NO_VERSION = rule("R006", "no numeric version folder")
-BEYOND_INT64 = rule("R007", "a version folder whose number is beyond 64 bits")
-POLICY_MISSING = rule("R008", "version_policy names versions the folder lacks")
-POLICY_NONE = rule("R009", "version_policy selects no version")
-NO_MODEL_FILE = rule("R010", "a version the policy loads has no model file (1a/ counted as 1, read from 1/)")
+NO_REPOSITORY = rule(
+    "R001",
+    "the repository folder is missing, or is a file",
+    why="Error: the server fails to start (`failed to stat file`).",
+    example="model_repository/ does not exist, or is a file",
+)
+UNLISTABLE = rule(
+    "R002",
+    "a repository or model folder cannot be listed",
+    why="Error: Triton cannot read it either.",
+    example="model_repository/classifier/ without read permission (chmod 000)",
+)
+NO_CONFIG = rule(
+    "R003",
+    "a model folder without config.pbtxt",
+    why="Error: the pytorch backend cannot auto-complete a config.",
+    example="model_repository/classifier/1/model.pt with no classifier/config.pbtxt beside 1/",
+)
+EMPTY = rule(
+    "R004",
+    "the repository holds no models",
+    why="Error: there is nothing to serve.",
+    example="an empty model_repository/",
+)
+LEADING_ZERO = rule(
+    "R005",
+    "a version folder Triton skips for its leading zero (007/)",
+    why="Warning: Triton skips a version folder with a leading zero, so it is never loaded.",
+    example="model_repository/classifier/007/model.pt",
+)
+NO_VERSION = rule(
+    "R006",
+    "no numeric version folder",
+    why="Error: Triton refuses the model, as it has no version to load.",
+    example="model_repository/classifier/ with config.pbtxt and latest/model.pt, but no 1/",
+)
+BEYOND_INT64 = rule(
+    "R007",
+    "a version folder whose number is beyond 64 bits",
+    why=(
+        "Error: the server aborts at load (SIGABRT: `std::stoll` throws `out_of_range`, which "
+        "the version scan does not catch)."
+    ),
+    example="model_repository/classifier/99999999999999999999/model.pt",
+)
+POLICY_MISSING = rule(
+    "R008",
+    "version_policy names versions the folder lacks",
+    why=(
+        "A warning when another version loads: Triton serves the present ones (it logs an error "
+        "for the missing one). An error when none does: Triton refuses the model."
+    ),
+    example="version_policy: { specific: { versions: [ 1, 3 ] } }  # only 1/ in the model folder",
+)
+POLICY_NONE = rule(
+    "R009",
+    "version_policy selects no version",
+    why="Error: Triton refuses the model.",
+    example="version_policy: { latest: { num_versions: 0 } }",
+)
+NO_MODEL_FILE = rule(
+    "R010",
+    "a version the policy loads has no model file (1a/ counted as 1, read from 1/)",
+    why=(
+        "Error: Triton refuses the model (`unable to find ... for model instance`). A folder "
+        "`1a/` or `+1/` with no `1/` beside it counts as version 1 (`std::stoll`), and then "
+        "Triton reads `1/`."
+    ),
+    example="model_repository/classifier/1a/model.pt with no classifier/1/",
+)
 
 _EXPORT = "export models into it first: `invoke export` (built-in set) or `invoke export --model MODULE:ATTR --name NAME`."
 _READABLE = "make the folder readable by the user that runs validate and Triton."

@@ -20,8 +20,23 @@ from tritonpt.errors import Problem
 from tritonpt.repository import SPLIT_FILE, ModelDir, read_config, read_split
 from tritonpt.validate.rules import Findings, rule
 
-INTER_OP_SEVERAL = rule("P001", "INTER_OP_THREAD_COUNT in two models of one repository")
-INTER_OP_ONE = rule("P002", "INTER_OP_THREAD_COUNT in one model of several")
+INTER_OP_SEVERAL = rule(
+    "P001",
+    "INTER_OP_THREAD_COUNT in two models of one repository",
+    why=(
+        "Error: the server aborts at load (SIGABRT, seen by hand: `set_num_interop_threads` may "
+        "run once per process)."
+    ),
+    example='two models of one repository, each with parameters: { key: "INTER_OP_THREAD_COUNT" ... }',
+)
+INTER_OP_ONE = rule(
+    "P002",
+    "INTER_OP_THREAD_COUNT in one model of several",
+    why="Warning: Triton serves it, unless another model computes first.",
+    example=(
+        'one model of several with parameters: { key: "INTER_OP_THREAD_COUNT" value: { string_value: "2" } }'
+    ),
+)
 
 
 @dataclass(frozen=True, kw_only=True)

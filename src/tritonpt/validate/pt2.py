@@ -36,20 +36,111 @@ from tritonpt.repository import ModelDir
 from tritonpt.validate import feeds
 from tritonpt.validate.rules import Findings, config_type, dims_match, rule
 
-NOT_A_PACKAGE = rule("A001", "model.pt2 that is not an AOTInductor package")
-SPEC_TYPES = rule(
-    "A002", "a call spec with types the backend's parser does not take (a ModelOutput, an OrderedDict)"
+NOT_A_PACKAGE = rule(
+    "A001",
+    "model.pt2 that is not an AOTInductor package",
+    why="Error: Triton refuses the model.",
+    example="a 1/model.pt2 that is not a zip, or a zip with no data/aotinductor/.../*.so",
 )
-INPUT_COUNT = rule("A003", "fewer or more inputs than the package's call spec")
-UNKNOWN_NAME = rule("A004", "an input or output name the call spec does not have")
-DYNAMIC_BATCHING = rule("A005", "dynamic_batching on a PT2 model")
-SEQUENCE_BATCHING = rule("A006", "sequence_batching on a PT2 model")
-PARAMETERS = rule("A007", "backend parameters on a PT2 model")
-INPUT_TYPES = rule("A008", "an input data type other than the package's")
-STATIC_BATCH = rule("A009", "max_batch_size above 0 with a batch axis exported static")
-FAILS = rule("A010", "dims the package does not accept")
-OUTPUT_TYPE = rule("A011", "an output data type other than the package's")
-OUTPUT_DIMS = rule("A012", "output dims other than the package's")
+SPEC_TYPES = rule(
+    "A002",
+    "a call spec with types the backend's parser does not take (a ModelOutput, an OrderedDict)",
+    why=(
+        "Error: Triton refuses the model (`Failed to parse ... call specification`); `invoke "
+        "export --format pt2` returns plain dicts and tuples."
+    ),
+    example="a package whose forward() returns an OrderedDict, a ModelOutput, a NamedTuple or a dataclass",
+)
+INPUT_COUNT = rule(
+    "A003",
+    "fewer or more inputs than the package's call spec",
+    why="Error: Triton refuses the model (`configuration expects N inputs, but model expects M inputs`).",
+    example="two inputs declared for a package exported with one",
+)
+UNKNOWN_NAME = rule(
+    "A004",
+    "an input or output name the call spec does not have",
+    why=(
+        "Error: Triton refuses the model. A name must be the call spec's (`ARGS[i]`, "
+        "`KWARGS[key]`, `RESULT[...]`) or exactly `INPUT__i` / `OUTPUT__i`."
+    ),
+    example='platform: "torch_aoti"\ninput [ { name: "image" data_type: TYPE_FP32 dims: [ 4 ] } ]',
+)
+DYNAMIC_BATCHING = rule(
+    "A005",
+    "dynamic_batching on a PT2 model",
+    why=(
+        "Error, for the stock PT2 build: Triton serves merged requests wrong, with no error: "
+        "every response gets the whole batch (`ReadOutputTensors` with `first_dim_batching` "
+        "false; tests/system holds it). The patched build serves them right (`--pt2-build "
+        "patched`: no finding)."
+    ),
+    example='platform: "torch_aoti"\nmax_batch_size: 8\ndynamic_batching { }',
+)
+SEQUENCE_BATCHING = rule(
+    "A006",
+    "sequence_batching on a PT2 model",
+    why="Error: Triton refuses the model (`Sequence batching is not supported yet.`).",
+    example='platform: "torch_aoti"\nsequence_batching { }',
+)
+PARAMETERS = rule(
+    "A007",
+    "backend parameters on a PT2 model",
+    why=(
+        "Warning, for the stock PT2 build: the backend ignores them all (they are parsed only "
+        "when the config has no `parameters` key, and core always sends one). The patched build "
+        "reads them, and C017-C020 hold them instead."
+    ),
+    example='platform: "torch_aoti"\nparameters: { key: "INFERENCE_MODE" value: { string_value: "true" } }',
+)
+INPUT_TYPES = rule(
+    "A008",
+    "an input data type other than the package's",
+    why=(
+        "Error: every inference fails (HTTP 500, `aoti_torch_cpu_addmm_out ... API call "
+        "failed`); the backend does not check input types."
+    ),
+    example='input [ { name: "INPUT__0" data_type: TYPE_FP64 dims: [ 4 ] } ]  # the package takes float32',
+)
+STATIC_BATCH = rule(
+    "A009",
+    "max_batch_size above 0 with a batch axis exported static",
+    why=(
+        "Error. Stock build: Triton serves a batch of 2 or more wrong, with no error. Patched "
+        "build: it refuses every batch but the package's (tests/system holds both)."
+    ),
+    example="max_batch_size: 8  # the package was exported with a static batch axis (no torch.export.Dim)",
+)
+FAILS = rule(
+    "A010",
+    "dims the package does not accept",
+    why="Error: Triton serves garbage or fails (AOTInductor's input checks are off in the server).",
+    example=(
+        'input [ { name: "INPUT__0" data_type: TYPE_FP32 dims: [ 3 ] } ]  # the package takes 4 features'
+    ),
+)
+OUTPUT_TYPE = rule(
+    "A011",
+    "an output data type other than the package's",
+    why=(
+        "Error. Stock build: the server crashes (SIGSEGV: the error path frees its message "
+        "before reading it). Patched build: every inference fails with the backend's error, and "
+        "a `model_warmup` of it kills server 2.51.0 at load (core: "
+        "`docs/upstream/core-warmup-failure.md`)."
+    ),
+    example=(
+        'output [ { name: "OUTPUT__0" data_type: TYPE_FP16 dims: [ 10 ] } ]  # the package returns float32'
+    ),
+)
+OUTPUT_DIMS = rule(
+    "A012",
+    "output dims other than the package's",
+    why="Error: Triton serves the package's shape, not the declared one.",
+    example=(
+        'output [ { name: "OUTPUT__0" data_type: TYPE_FP32 dims: [ 10 ] } ]  # the package '
+        "returns 1000 per row"
+    ),
+)
 
 CHECK_INPUTS = "AOTI_RUNTIME_CHECK_INPUTS"
 _SPEC = re.compile(r'(in|out)_spec_ = R"\((.*?)\)";', re.DOTALL)

@@ -11,10 +11,13 @@ Codes are a letter per family and a number (``C005``), in the order a model is r
     D   the reference data that parity sends               (feeds.py)
     P   rules across the models of one server              (process.py)
 
-A problem names its rule (``Problem.rule``, shown as ``[C005]``); the README's validator table has one row per
-rule, and each mutation of the differential suite names the rule it breaks (tests/unit/test_validate.py and
-tests/differential hold both to :data:`RULES`). This module also holds what the families share: the collector
-of one model's findings and the tensor-name rules of the pytorch backend.
+Each rule carries its documentation, as ruff's rules do: ``why`` (the severity, and what Triton or the backend
+does with such a model) and ``example`` (a config.pbtxt fragment or a repository that breaks it).
+``python -m tritonpt.validate.reference`` writes docs/reference/validator.md from :data:`RULES`, the only writer
+of that page. A problem names its rule (``Problem.rule``, shown as ``[C005]``), and each mutation of the
+differential suite names the rule it breaks (tests/unit/test_validate.py and tests/differential hold the page and
+the mutations to :data:`RULES`). This module also holds what the families share: the collector of one model's
+findings and the tensor-name rules of the pytorch backend.
 """
 
 from __future__ import annotations
@@ -42,7 +45,9 @@ FAMILIES = {
 @dataclass(frozen=True, kw_only=True)
 class Rule:
     code: str
-    title: str  # what it catches, in a few words (the README's table says why)
+    title: str  # what it catches, in a few words
+    why: str  # one or two sentences: the severity, and what Triton or the backend does with such a model
+    example: str  # a config.pbtxt fragment, or a one-line description of a repository that breaks the rule
 
     @property
     def family(self) -> str:
@@ -52,12 +57,15 @@ class Rule:
 RULES: dict[str, Rule] = {}
 
 
-def rule(code: str, title: str) -> Rule:
-    """Declare a rule (once per code)."""
+def rule(code: str, title: str, *, why: str, example: str) -> Rule:
+    """Declare a rule (once per code), with the why and the example that the rule reference shows."""
     if code in RULES or code[0] not in FAMILIES:
         msg = f"rule code {code!r} is taken or names no family"
         raise ValueError(msg)
-    RULES[code] = Rule(code=code, title=title)
+    if not why.strip() or not example.strip():
+        msg = f"rule {code} needs a why and an example: the rule reference (docs/reference/validator.md) shows both"
+        raise ValueError(msg)
+    RULES[code] = Rule(code=code, title=title, why=why, example=example)
     return RULES[code]
 
 

@@ -13,12 +13,45 @@ from tritonpt.errors import first_line
 from tritonpt.repository import config_text, parse_config
 from tritonpt.validate.rules import Findings, rule
 
-NOT_A_FILE = rule("T001", "config.pbtxt is not a regular file")
-BYTE_ORDER_MARK = rule("T002", "config.pbtxt starts with a UTF-8 byte-order mark")
-WIDE_ENCODING = rule("T003", "config.pbtxt saved as UTF-16 or UTF-32")
-NOT_UTF8 = rule("T004", "config.pbtxt holds bytes that are not UTF-8")
-UNREADABLE = rule("T005", "config.pbtxt cannot be read")
-SCHEMA = rule("T006", "config.pbtxt breaks model_config.proto (a field Triton does not know, bad syntax)")
+NOT_A_FILE = rule(
+    "T001",
+    "config.pbtxt is not a regular file",
+    why="Error: Triton cannot read it.",
+    example="model_repository/classifier/config.pbtxt/ is a folder",
+)
+BYTE_ORDER_MARK = rule(
+    "T002",
+    "config.pbtxt starts with a UTF-8 byte-order mark",
+    why="Error: Triton refuses the model (its text parser does not skip the mark).",
+    example='config.pbtxt saved with a UTF-8 byte-order mark (EF BB BF) before `name: "classifier"`',
+)
+WIDE_ENCODING = rule(
+    "T003",
+    "config.pbtxt saved as UTF-16 or UTF-32",
+    why="Error: Triton refuses the model.",
+    example="config.pbtxt saved as UTF-16 or UTF-32 (a byte-order mark or NUL bytes)",
+)
+NOT_UTF8 = rule(
+    "T004",
+    "config.pbtxt holds bytes that are not UTF-8",
+    why=(
+        "Warning: Triton serves it (its parser takes the bytes as they are); the checks read "
+        "each bad sequence as U+FFFD."
+    ),
+    example="config.pbtxt with a Latin-1 é (the single byte E9) in a comment or a string value",
+)
+UNREADABLE = rule(
+    "T005",
+    "config.pbtxt cannot be read",
+    why="Error: Triton cannot read it either.",
+    example="model_repository/classifier/config.pbtxt without read permission (chmod 000)",
+)
+SCHEMA = rule(
+    "T006",
+    "config.pbtxt breaks model_config.proto (a field Triton does not know, bad syntax)",
+    why="Error: Triton refuses the model; the fix names the closest field.",
+    example="max_batch_sise: 8",
+)
 
 _FIELD = re.compile(r'has no field named "([^"]+)"')
 

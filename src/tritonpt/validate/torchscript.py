@@ -19,17 +19,84 @@ from tritonpt.repository import ModelDir
 from tritonpt.validate import feeds
 from tritonpt.validate.rules import Findings, all_indexed, config_type, dims_match, named_index, rule
 
-UNLOADABLE = rule("M001", "a file torch.jit.load cannot read")
-INPUT_COUNT = rule("M002", "fewer or more inputs than forward() takes")
-INDEX_GAP = rule("M003", "input indices with a gap (INPUT__0, INPUT__2)")
-INPUT_NAMES = rule("M004", "input names neither forward()'s arguments nor <name>__<index>")
-STRING_INPUTS = rule("M005", "TYPE_STRING inputs (the model is not run)")
-FAILS = rule("M006", "dims or data types the model does not accept")
-CONTAINER = rule("M007", "forward() returns what the backend does not serve (a list of tensors, a dict)")
-OUTPUT_BEYOND = rule("M008", "an output index beyond what forward() returns")
-FEWER_OUTPUTS = rule("M009", "fewer outputs declared than forward() returns")
-OUTPUT_TYPE = rule("M010", "an output data type other than the model's")
-OUTPUT_DIMS = rule("M011", "output dims other than the model's")
+UNLOADABLE = rule(
+    "M001",
+    "a file torch.jit.load cannot read",
+    why="Error: Triton refuses the model.",
+    example="a 1/model.pt cut short in a copy, so torch.jit.load cannot read it",
+)
+INPUT_COUNT = rule(
+    "M002",
+    "fewer or more inputs than forward() takes",
+    why="Error: Triton refuses the model (`configuration expects N inputs, model provides M`).",
+    example="two inputs declared for a model whose forward(self, x) takes one",
+)
+INDEX_GAP = rule(
+    "M003",
+    "input indices with a gap (INPUT__0, INPUT__2)",
+    why="Error: every inference fails; server 2.51.0 was seen to crash on it.",
+    example=(
+        "input [\n"
+        '  { name: "INPUT__0" data_type: TYPE_FP32 dims: [ 4 ] },\n'
+        '  { name: "INPUT__2" data_type: TYPE_FP32 dims: [ 4 ] }\n'
+        "]"
+    ),
+)
+INPUT_NAMES = rule(
+    "M004",
+    "input names neither forward()'s arguments nor <name>__<index>",
+    why="Warning: Triton serves the inputs by config order (silently swapped if the order is wrong).",
+    example='input [ { name: "image" data_type: TYPE_FP32 dims: [ 4 ] } ]  # forward(self, x)',
+)
+STRING_INPUTS = rule(
+    "M005",
+    "TYPE_STRING inputs (the model is not run)",
+    why="Warning: the model is not run here, so dims and outputs are unchecked.",
+    example='input [ { name: "INPUT__0" data_type: TYPE_STRING dims: [ 1 ] } ]',
+)
+FAILS = rule(
+    "M006",
+    "dims or data types the model does not accept",
+    why="Error: every inference fails. A -1 axis is checked too: the check sends another length on it.",
+    example='input [ { name: "INPUT__0" data_type: TYPE_FP32 dims: [ 3 ] } ]  # the model takes 4 features',
+)
+CONTAINER = rule(
+    "M007",
+    "forward() returns what the backend does not serve (a list of tensors, a dict)",
+    why=(
+        "Error: every inference fails (`output must be of type Tensor or List[str], received "
+        "List[Tensor]`); `invoke export` wraps such outputs into a tuple."
+    ),
+    example="a model whose forward() returns a list of tensors, a dict or a scalar",
+)
+OUTPUT_BEYOND = rule(
+    "M008",
+    "an output index beyond what forward() returns",
+    why="Error: every inference fails.",
+    example="OUTPUT__2 declared for a model whose forward() returns two tensors",
+)
+FEWER_OUTPUTS = rule(
+    "M009",
+    "fewer outputs declared than forward() returns",
+    why="Warning: Triton serves the declared ones.",
+    example="only OUTPUT__0 declared for a model whose forward() returns (logits, probs)",
+)
+OUTPUT_TYPE = rule(
+    "M010",
+    "an output data type other than the model's",
+    why="Error: inference fails (`configuration expects datatype`).",
+    example=(
+        'output [ { name: "OUTPUT__0" data_type: TYPE_FP16 dims: [ 10 ] } ]  # the model returns float32'
+    ),
+)
+OUTPUT_DIMS = rule(
+    "M011",
+    "output dims other than the model's",
+    why="Error: Triton serves the model's shape, not the declared one.",
+    example=(
+        'output [ { name: "OUTPUT__0" data_type: TYPE_FP32 dims: [ 10 ] } ]  # the model returns 1000 per row'
+    ),
+)
 
 SERVED = "a Tensor, a tuple of Tensors (or of List[str]), or a List[str]"
 

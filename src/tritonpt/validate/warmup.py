@@ -13,15 +13,87 @@ from tritonpt import dtypes
 from tritonpt.repository import WARMUP, ModelDir
 from tritonpt.validate.rules import Findings, config_type, dims_match, rule
 
-MISSING_INPUT = rule("W001", "a warmup that lacks an input the config declares")
-UNKNOWN_INPUT = rule("W002", "a warmup input the config does not declare")
-UNSIZED = rule("W003", "a warmup input with -1 (or no) dims")
-OTHER_DIMS = rule("W004", "a warmup input whose dims do not fit the input's")
-OTHER_TYPE = rule("W005", "a warmup input of another data type than the input's")
-NO_SOURCE = rule("W006", "a warmup input with no data source")
-NO_FILE = rule("W007", "a warmup input_data_file that does not exist")
-SHORT_FILE = rule("W008", "a warmup input_data_file shorter than its dims need")
-LONG_FILE = rule("W009", "a warmup input_data_file longer than its dims need")
+MISSING_INPUT = rule(
+    "W001",
+    "a warmup that lacks an input the config declares",
+    why="Error: Triton fails the warmup at load.",
+    example=(
+        'input [ { name: "INPUT__0" ... }, { name: "INPUT__1" ... } ]\n'
+        'model_warmup [ { name: "w" batch_size: 1 inputs { key: "INPUT__0" value: { ... } } } ]'
+    ),
+)
+UNKNOWN_INPUT = rule(
+    "W002",
+    "a warmup input the config does not declare",
+    why="Error: Triton fails the warmup at load.",
+    example=(
+        'model_warmup [ { name: "w" batch_size: 1 inputs { key: "IMAGE" value: { ... } } } ]\n'
+        "# the config declares no input IMAGE"
+    ),
+)
+UNSIZED = rule(
+    "W003",
+    "a warmup input with -1 (or no) dims",
+    why="Error: Triton fails the warmup at load.",
+    example='inputs { key: "INPUT__0" value: { data_type: TYPE_FP32 dims: [ -1 ] zero_data: true } }',
+)
+OTHER_DIMS = rule(
+    "W004",
+    "a warmup input whose dims do not fit the input's",
+    why="Error: Triton fails the warmup at load.",
+    example=(
+        'inputs { key: "INPUT__0" value: { data_type: TYPE_FP32 dims: [ 8 ] zero_data: true } }\n'
+        "# the input declares dims: [ 4 ]"
+    ),
+)
+OTHER_TYPE = rule(
+    "W005",
+    "a warmup input of another data type than the input's",
+    why="Error: Triton fails the warmup at load.",
+    example=(
+        'inputs { key: "INPUT__0" value: { data_type: TYPE_INT64 dims: [ 4 ] zero_data: true } }\n'
+        "# the input declares TYPE_FP32"
+    ),
+)
+NO_SOURCE = rule(
+    "W006",
+    "a warmup input with no data source",
+    why="Error: Triton fails the warmup at load.",
+    example=(
+        'inputs { key: "INPUT__0" value: { data_type: TYPE_FP32 dims: [ 4 ] } }\n'
+        "# neither zero_data, random_data nor input_data_file"
+    ),
+)
+NO_FILE = rule(
+    "W007",
+    "a warmup input_data_file that does not exist",
+    why="Error: Triton fails the warmup at load.",
+    example=(
+        'inputs { key: "INPUT__0" value: { data_type: TYPE_FP32 dims: [ 4 ] input_data_file: '
+        '"input0" } }\n'
+        "# no warmup/input0 in the model folder"
+    ),
+)
+SHORT_FILE = rule(
+    "W008",
+    "a warmup input_data_file shorter than its dims need",
+    why="Error: Triton fails the warmup at load.",
+    example=(
+        'inputs { key: "INPUT__0" value: { data_type: TYPE_FP32 dims: [ 4 ] input_data_file: '
+        '"input0" } }\n'
+        "# warmup/input0 holds 8 bytes; 4 FP32 values need 16"
+    ),
+)
+LONG_FILE = rule(
+    "W009",
+    "a warmup input_data_file longer than its dims need",
+    why="Warning: Triton serves it (it reads the first bytes).",
+    example=(
+        'inputs { key: "INPUT__0" value: { data_type: TYPE_FP32 dims: [ 4 ] input_data_file: '
+        '"input0" } }\n'
+        "# warmup/input0 holds 32 bytes; 4 FP32 values need 16"
+    ),
+)
 
 _REEXPORT = "re-export the model with `invoke export`"
 
