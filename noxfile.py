@@ -1,6 +1,6 @@
 """nox sessions: the pipeline's front door for CI and for anyone checking a change.
 
-    nox -s lint          ruff, mypy; hadolint on the recipes, zizmor + check-jsonschema on the workflows
+    nox -s lint          ruff, mypy; hadolint, zizmor + check-jsonschema; the rule page current, mkdocs build --strict
     nox -s unit          fast tests with real torch and real protobuf; no server, no subprocess of pytest
     nox -s system        real tritonservers, the front doors in subprocesses, a real failing backend build
     nox -s integration   export the built-in models, build (or reuse) the official pytorch backend, start
