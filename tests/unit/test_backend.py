@@ -304,3 +304,30 @@ def test_a_download_that_is_not_the_pinned_tarball_is_not_kept(
         backend.fetch_sources(None, cache=tmp_path / "cache")
     assert f"archive of commit {'1' * 40}" in str(failure.value)
     assert list((tmp_path / "cache" / "sources").iterdir()) == []  # neither the file nor a partial one
+
+
+def test_a_pair_folder_left_by_other_copies_of_the_same_builds_is_replaced(
+    make_backend: MakeBackend, tmp_path: Path
+) -> None:
+    """Two runs whose builds have the same keys but live in other folders (taken out of an image, in each run's
+    own temporary folder) share the pair's folder: the second finds the first's links stale and remakes it."""
+    import shutil  # noqa: PLC0415
+
+    from tritonpt.backend.serving import PT2_LIBRARY, PT2_NAME, backend_directory  # noqa: PLC0415
+
+    first = make_backend(key="ts-key"), make_backend(key="pt2-key")
+    runs = []
+    for run in ("run-1", "run-2"):
+        moved = []
+        for built in first:
+            target = tmp_path / "runs" / run / built.key
+            shutil.copytree(built.directory, target)
+            moved.append(replace(built, directory=target))
+        runs.append(moved)
+    folders = [backend_directory(*run) for run in runs]
+    assert folders[0] == folders[1] == tmp_path / "runs" / "served" / "ts-key+pt2-key"
+    shutil.rmtree(tmp_path / "runs" / "run-1")  # the first run's copies are gone
+    again = backend_directory(*runs[1])
+    assert (again / "pytorch" / backend.LIBRARY).resolve() == runs[1][0].library.resolve()
+    assert (again / PT2_NAME / PT2_LIBRARY).resolve() == runs[1][1].library.resolve()
+    assert [p.name for p in (tmp_path / "runs" / "served").iterdir()] == ["ts-key+pt2-key"]

@@ -8,7 +8,8 @@ is installed a second time under its own name (versions.toml [pt2] backend_name)
       pytorch/           -> the TorchScript build's pytorch/ (libtriton_pytorch.so, r25.10)
       pt2/libtriton_pt2.so -> the PT2 build's libtriton_pytorch.so (r26.05)
 
-Made once per pair, staged and renamed into place; both libraries load into one server (each dlopened with its
+Made once per pair, staged and renamed into place (a pair folder whose links name other copies of the same
+builds, one left by an earlier run, is replaced); both libraries load into one server (each dlopened with its
 own symbols).
 """
 
@@ -40,8 +41,14 @@ def backend_directory(pytorch: BuiltBackend, pt2: BuiltBackend | None = None) ->
         (made / PT2_NAME).mkdir(parents=True)
         (made / "pytorch").symlink_to(pytorch.directory / "pytorch", target_is_directory=True)
         (made / PT2_NAME / PT2_LIBRARY).symlink_to(pt2.library)
-        with scratch.ctrl_c_held(), contextlib.suppress(OSError):  # another process made it meanwhile: fine
-            made.replace(folder)
+        with scratch.ctrl_c_held():
+            if folder.is_dir() and not folder.is_symlink():  # stale: its links name builds that moved or went
+                with contextlib.suppress(
+                    OSError
+                ):  # (a pair of the same keys from elsewhere: a taken-out copy)
+                    folder.replace(staging / "stale")  # removed with the staging folder
+            with contextlib.suppress(OSError):  # another process made it meanwhile: fine
+                made.replace(folder)
     if not _whole(folder, pytorch, pt2):
         msg = f"Cannot make the backend directory {folder} for the TorchScript and PT2 builds."
         raise OSError(msg)
