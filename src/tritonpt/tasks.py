@@ -24,6 +24,16 @@ from invoke.tasks import task
 
 from tritonpt.options import DEFAULT_REPOSITORY
 
+_SERVER_HELP = {
+    "repository": f"model repository folder (default {DEFAULT_REPOSITORY})",
+    "image": "image to run for target container",
+    "gpus": "target container: auto (when the engine can hand them out), all (demand them) or none",
+    "mount": "target container: one more bind mount HOST_PATH:/CONTAINER/PATH[:ro|rw] (repeatable)",
+    "tritonserver": "tritonserver binary for target local (default: $TRITONSERVER, PATH, /opt/tritonserver, the embedded one)",
+    "shard_costs": "a previous run's summary.json to balance the shards by (every shard the same file)",
+}
+"""The options `invoke check` and `invoke serve` share, in the same words."""
+
 
 @task(
     iterable=["only", "dynamic_axis", "parameter"],
@@ -171,18 +181,13 @@ def build_backend(
 @task(
     iterable=["mount"],
     help={
-        "repository": f"model repository folder (default {DEFAULT_REPOSITORY})",
+        **_SERVER_HELP,
         "target": "auto (default: url with --url, container with --image, else local), local, container or url",
         "url": "HTTP URL of a running server (target url), e.g. http://127.0.0.1:8000",
         "grpc_url": "gRPC host:port of that server (default: port 8001 on its host)",
         "metrics_url": "metrics URL of that server (default: port 8002 on its host)",
-        "image": "image to run for target container",
-        "gpus": "target container: auto (when the engine can hand them out), all (demand them) or none",
-        "mount": "target container: one more bind mount HOST_PATH:/CONTAINER/PATH[:ro|rw] (repeatable)",
-        "tritonserver": "tritonserver binary for target local (default: $TRITONSERVER, PATH, /opt/tritonserver, the embedded one)",
         "reports": "where junit.xml, summary.md and .json and the server log go (default reports)",
         "shard": "K/N: check only this shard's models (the split `invoke export --shard K/N` made)",
-        "shard_costs": "a previous run's summary.json to balance the shards by (every shard the same file)",
         "pt2_build": "which PT2 build serves torch_aoti models: stock (default; NVIDIA's) or patched (ours, r26.05+tritonpt.1)",
         "pytest": 'more pytest arguments, as one string, e.g. "-k parity -x"',
     },
@@ -228,14 +233,9 @@ def check(
 @task(
     iterable=["mount"],
     help={
-        "repository": f"model repository folder (default {DEFAULT_REPOSITORY})",
+        **_SERVER_HELP,
         "target": "local (default: a tritonserver process) or container (needs --image)",
-        "mount": "target container: one more bind mount HOST_PATH:/CONTAINER/PATH[:ro|rw] (repeatable)",
-        "image": "image to run for target container",
-        "gpus": "target container: auto (when the engine can hand them out), all (demand them) or none",
-        "tritonserver": "tritonserver binary for target local (default: $TRITONSERVER, PATH, /opt/tritonserver, the embedded one)",
         "shard": "K/N: serve only this shard's models (the split `nox -s integration -- --shard K/N` uses)",
-        "shard_costs": "a previous run's summary.json to balance the shards by (every shard the same file)",
         "pt2_build": "which PT2 build will serve torch_aoti models: stock (default; NVIDIA's, as in NGC images) or patched (ours, r26.05+tritonpt.1: invoke build-backend --pt2-patches)",
         "debug": "show tracebacks",
     },

@@ -276,3 +276,15 @@ def test_the_rule_book_has_small_rooms() -> None:
         and node.end_lineno - node.lineno + 1 > RULE_LINES
     }
     assert not functions, functions
+
+
+def test_invoke_in_a_checkout_offers_every_task_the_package_has() -> None:
+    """The root tasks.py re-exports tritonpt.tasks: `invoke TASK` and `tritonpt TASK` are the same set."""
+    from invoke.tasks import Task  # noqa: PLC0415
+
+    from tritonpt import tasks  # noqa: PLC0415
+
+    root = ast.parse((PACKAGE.parent.parent / "tasks.py").read_text(encoding="utf-8"))
+    exported = {a.name for n in ast.walk(root) if isinstance(n, ast.ImportFrom) for a in n.names}
+    offered = {name for name, value in vars(tasks).items() if isinstance(value, Task)}
+    assert offered <= exported, f"tasks.py lacks {sorted(offered - exported)}"
