@@ -125,7 +125,7 @@ OUTPUT_TYPE = rule(
     why=(
         "Error. Stock build: the server crashes (SIGSEGV: the error path frees its message "
         "before reading it). Patched build: every inference fails with the backend's error, and "
-        "a `model_warmup` of it kills server 2.51.0 at load (core: "
+        "a `model_warmup` of it can kill server 2.51.0 at load (core: "
         "`docs/upstream/core-warmup-failure.md`)."
     ),
     example=(
