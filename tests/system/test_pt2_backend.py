@@ -237,7 +237,9 @@ def test_a_failing_warmup_refuses_the_model_and_may_kill_server_2_51_0(
                 _start_and_load(server)
             ended = server.exit_state(wait=5.0)
             if ended is None:
-                assert client.is_live(server.endpoints), f"the server neither died nor answers: {failed.value}"
+                assert client.is_live(server.endpoints), (
+                    f"the server neither died nor answers: {failed.value}"
+                )
         finally:
             server.stop()
         assert ended is None or "SIGSEGV" in ended, f"a start ended otherwise: {ended}"
