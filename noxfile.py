@@ -13,6 +13,7 @@
     nox -s zoo-smoke     four public architectures exported and served with parity (nox -s zoo: all of them)
     nox -s triton-qa     NVIDIA's own qa/L0_libtorch_* and qa/L0_torch_aoti tests against our builds
     nox -s gpu           (GPU runners) build the real image, doctor, the matrix in a GPU container, strict
+    nox -s crash-hunt    (not default) the matrix N times, every crash of Triton counted and kept with its backtrace
 
 Every session installs the exact torch pins from src/tritonpt/versions.toml. The uv backend hard-links
 packages from its cache, so the multi-gigabyte torch install is downloaded once and shared by all sessions.
@@ -34,7 +35,7 @@ sys.path.insert(0, str(Path(__file__).parent / "src"))
 from tritonpt import scratch  # stdlib only, like versions
 from tritonpt.errors import ShardError
 from tritonpt.shards import Shard  # stdlib only
-from tritonpt.testing.crash import RERUN_ENV, crash_of, keep_crashed  # stdlib only
+from tritonpt.testing import crash  # stdlib only
 from tritonpt.versions import VERSIONS  # stdlib-only module, read before any install
 
 # A stop sent to nox alone (a CI runner cancelling the step, systemd, `kill`) is passed on to the running command as
@@ -68,23 +69,34 @@ def _pytest(session: nox.Session, *args: str) -> None:
 def _matrix(session: nox.Session, reports: str, *args: str) -> None:
     """The integration matrix, its reports in ``reports``.
 
-    With TRITONPT_RERUN_ON_CRASH=1 (.ci/run sets it), a run that ended because Triton crashed on its own
-    (tritonpt.testing.crash: SIGABRT, SIGSEGV, ...; never a failed check) is kept in <reports>/crashed-run and
-    run once more, saying so. A second crash fails the session. Without it, the first answer stands.
+    A run that ended because Triton crashed on its own (tritonpt.testing.crash: SIGABRT, SIGSEGV, ...; never a
+    failed check) is kept in <reports>/crashed-run and described in one paragraph: what known crash it matched,
+    the backtrace, where it is kept. With TRITONPT_RERUN_ON_CRASH=1 (.ci/run sets it), a known crash with an
+    upstream reproduction is run once more, saying so; any other crash, or a second one, fails the session.
     """
     command = ("python", "-m", "tritonpt.matrix", "--reports", reports, *args)
     try:
         session.run(*command, interrupt_timeout=30.0, terminate_timeout=10.0)
     except nox.command.CommandFailed:
-        crash = crash_of(Path(reports)) if os.environ.get(RERUN_ENV) == "1" else None
-        if crash is None:
+        crashed = crash.crash_in(Path(reports))
+        if crashed is None:
             raise
-        kept = keep_crashed(Path(reports))
+        kept = crash.keep_crashed(Path(reports))
+        said = crash.describe(crashed, kept)
+        if os.environ.get(crash.RERUN_ENV) != "1" or not crash.reruns(crashed):
+            crash.record_run(crash.Run.crashed(Path(reports), crashed, kept))
+            session.error(said)
         session.warn(
-            f"Triton crashed on its own during the matrix (its run is kept in {kept}):\n{crash}\n"
-            f"{RERUN_ENV}=1: running the matrix once more; a second crash fails this session."
+            f"{said}\n{crash.RERUN_ENV}=1: running the matrix once more; a second crash fails this session."
         )
-        session.run(*command, interrupt_timeout=30.0, terminate_timeout=10.0)
+        try:
+            session.run(*command, interrupt_timeout=30.0, terminate_timeout=10.0)
+        except nox.command.CommandFailed:
+            crash.record_run(crash.Run.crashed(Path(reports), crashed, kept, rerun="failed"))
+            raise
+        crash.record_run(crash.Run.crashed(Path(reports), crashed, kept, rerun="passed"))
+    else:
+        crash.record_run(crash.Run(reports=reports, first="passed"))
 
 
 def _shard(session: nox.Session, text: str) -> Shard:
@@ -434,6 +446,21 @@ def workflows(session: nox.Session) -> None:
         return
     where = [] if any(arg.startswith("tests/") for arg in session.posargs) else ["tests/workflows"]
     _pytest(session, *where, "--junitxml=reports/workflows/junit.xml", *session.posargs)
+
+
+@nox.session(python=PYTHON, name="crash-hunt", default=False)
+def crash_hunt(session: nox.Session) -> None:
+    """The main job's matrix N times on the built-in set in both formats, model control included: the runs Triton
+    crashed on its own counted, each kept with its log and the crashing thread's backtrace, in reports/crash-hunt/.
+
+    `-- --runs N` (default 50); other arguments go to the matrix (e.g. `--repository DIR`: that repository as it
+    is, nothing exported). No rerun: every crash counts.
+    """
+    _install(session, "test")
+    args = list(session.posargs)
+    if not _repository_option(args):
+        session.run("invoke", "export", "--format", "both", "--build-backend")
+    session.run("python", "-m", "tritonpt.testing.crash_hunt", *args, interrupt_timeout=60.0)
 
 
 # Defined last, so that `nox` runs it after every tier that writes a part.

@@ -7,7 +7,17 @@ from pathlib import Path
 
 import pytest
 
-from tritonpt.testing.crash import KEPT, crash_of, keep_crashed
+from tritonpt.testing.crash import (
+    KEPT,
+    KNOWN,
+    Run,
+    crash_in,
+    crash_of,
+    describe,
+    keep_crashed,
+    record_run,
+    reruns,
+)
 
 HEAP = [
     'I1201 17:08:36.669425 1 libtorch.cc:2636] "TRITONBACKEND_ModelInstanceFinalize: delete instance state"',
@@ -68,3 +78,71 @@ def test_keep_crashed_copies_the_run_and_replaces_an_earlier_copy(tmp_path: Path
         encoding="utf-8"
     )
     assert crash_of(kept) == "\n".join(HEAP)
+
+
+# The end of a real server 2.51.0 log: the stock PT2 build (r26.05) answering an FP16-declared output of an FP32
+# package (tests/system/test_pt2_backend.py::test_an_output_data_type_other_than_the_packages), paths shortened.
+STOCK_PT2_DTYPE = [
+    'I1202 21:57:57.192854 26600 http_server.cc:362] "Started Metrics Service at 127.0.0.1:34683"',
+    "Signal (11) received.",
+    " 0# 0x000055DD08E4F52D in /venv/pytriton/tritonserver/bin/tritonserver",
+    " 1# 0x00007F213145A050 in /lib/x86_64-linux-gnu/libc.so.6",
+    " 2# 0x00007F2131585AD8 in /lib/x86_64-linux-gnu/libc.so.6",
+    " 3# std::basic_ostream<char, std::char_traits<char> >& std::operator<< <std::char_traits<char> >"
+    "(std::basic_ostream<char, std::char_traits<char> >&, char const*) in /lib/x86_64-linux-gnu/libstdc++.so.6",
+    " 4# 0x00007F212C59D715 in /cache/served/r25.10+r26.05/pt2/libtriton_pt2.so",
+    " 5# TRITONBACKEND_ModelInstanceExecute in /cache/served/r25.10+r26.05/pt2/libtriton_pt2.so",
+    " 6# 0x00007F2131DA70B4 in /venv/nvidia_pytriton.libs/libtritonserver-717102f0.so",
+]
+
+
+def test_a_crash_keeps_the_crashing_threads_backtrace_and_names_the_known_crash(tmp_path: Path) -> None:
+    crash = crash_in(_run(tmp_path, aborted="died", log=[*STOCK_PT2_DTYPE, "I1202 after the frames"]))
+    assert crash is not None
+    assert crash.backtrace == tuple(line.strip() for line in STOCK_PT2_DTYPE[2:])
+    assert crash.known is not None
+    assert crash.known.name == "pt2-output-dtype-crash"
+    assert crash.known.reproduction is not None
+    assert (Path(__file__).parents[2] / crash.known.reproduction).is_file()
+    assert reruns(crash)
+
+
+def test_every_known_crash_names_a_reproduction_that_exists_or_none() -> None:
+    root = Path(__file__).parents[2]
+    for known in KNOWN:
+        assert known.marks, known
+        assert known.reproduction is None or (root / known.reproduction).is_file(), known
+
+
+def test_a_crash_without_a_reproduction_is_not_rerun(tmp_path: Path) -> None:
+    crash = crash_in(_run(tmp_path, aborted="died", log=HEAP))
+    assert crash is not None
+    assert crash.known is not None
+    assert crash.known.reproduction is None
+    assert not reruns(crash)
+    assert "whose cause is not found yet" in describe(crash, tmp_path / KEPT)
+
+
+def test_a_new_crash_fails_with_one_paragraph_naming_its_backtrace_and_where_it_is_kept(
+    tmp_path: Path,
+) -> None:
+    log = ["I1202 unloading", "Signal (7) received.", " 0# 0x0000000000401000 in /opt/mine/libnew.so"]
+    crash = crash_in(_run(tmp_path, aborted="died", log=log))
+    assert crash is not None
+    assert crash.known is None
+    assert not reruns(crash)
+    said = describe(crash, tmp_path / KEPT)
+    assert "matches no known one" in said
+    assert "0# 0x0000000000401000 in /opt/mine/libnew.so" in said
+    assert str(tmp_path / KEPT) in said
+    assert "\n\n" not in said
+
+
+def test_a_run_is_recorded_beside_the_matrix_parts_of_its_reports(tmp_path: Path) -> None:
+    reports = tmp_path / "reports" / "shard-1-of-2"
+    written = record_run(Run(reports=str(reports), first="passed"))
+    assert written == reports / "reliability" / "parts" / "matrix-runs.json"
+    record_run(Run(reports=str(reports), first="passed"))  # the same folder again: replaced, not added
+    data = json.loads(written.read_text(encoding="utf-8"))
+    assert data["part"] == "matrix-runs"
+    assert [r["reports"] for r in data["runs"]] == [str(reports)]

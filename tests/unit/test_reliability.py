@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from tritonpt.testing import reliability
+from tritonpt.testing import crash, reliability
 
 CLEAN = dict.fromkeys(reliability.LEFTOVER_KINDS, 0)
 
@@ -76,7 +76,14 @@ def test_faults_and_soak_are_merged_and_the_rest_named_not_run(tmp_path: Path) -
     _part(tmp_path, "soak", SOAK)
     result = reliability.merge(tmp_path)
     assert result.parts_run == ["faults", "soak"]
-    assert result.parts_not_run == ["fuzz", "export-contract", "bad-requests", "lockdown", "triton-qa"]
+    assert result.parts_not_run == [
+        "fuzz",
+        "export-contract",
+        "bad-requests",
+        "lockdown",
+        "triton-qa",
+        "matrix-runs",
+    ]
     assert result.tracebacks == {"faults": 1, "soak": 0}
     assert result.leftovers == {**CLEAN, "containers": 1, "temp_dirs": 2}
     goals = {g.what: g for g in result.goals}
@@ -160,7 +167,14 @@ def test_the_report_files_hold_the_tables(tmp_path: Path) -> None:
     assert "| fuzz cases tried / crashes | 800 / 0 | 0 crashes | yes |" in markdown
     assert "- `soak`: no reports/reliability/parts/soak.json" in markdown
     data = json.loads((tmp_path / "reliability.json").read_text(encoding="utf-8"))
-    assert data["parts_not_run"] == ["soak", "export-contract", "bad-requests", "lockdown", "triton-qa"]
+    assert data["parts_not_run"] == [
+        "soak",
+        "export-contract",
+        "bad-requests",
+        "lockdown",
+        "triton-qa",
+        "matrix-runs",
+    ]
     assert data["faults"][0]["fault"] == "SIGTERM of dockerd"
     assert data["fuzz"]["cases"]["layouts"] == 100
 
@@ -225,3 +239,56 @@ def test_a_part_that_breaks_its_contract_is_named_and_the_merge_exits_1(
     assert str(path) in data["unreadable"]
     assert name not in data["parts_not_run"]  # it ran; its file is what is wrong
     assert data["parts_run"] == ["bad-requests"]  # the good part beside it is still merged
+
+
+def _crash(reports: Path, known: str) -> crash.Crash:
+    lines = {
+        "malloc-consolidate": [
+            "malloc_consolidate(): unaligned fastbin chunk detected",
+            "Signal (6) received.",
+        ],
+        "core-warmup-failure": ["E failed to run warmup sample 'zero': boom", "Signal (11) received."],
+        "new": ["Signal (11) received."],
+    }[known]
+    found = crash.crash_in_log(["I1203 model loaded", *lines])
+    assert found is not None
+    return found
+
+
+@pytest.mark.parametrize(
+    ("known", "rerun", "met"),
+    [
+        ("core-warmup-failure", "passed", True),  # known, reproduced upstream, rerun passed
+        ("core-warmup-failure", "failed", False),
+        ("malloc-consolidate", "", False),  # known, cause not found: no rerun, the run failed
+        ("new", "", False),
+    ],
+)
+def test_each_matrix_run_and_its_crash_and_rerun_are_named(
+    tmp_path: Path, known: str, rerun: str, met: bool
+) -> None:
+    parts = reliability.parts_folder(tmp_path)
+    crash.record_run(crash.Run(reports="reports/container", first="passed"), parts)
+    crash.record_run(crash.Run(reports="reports", first="passed"), parts)
+    found = _crash(tmp_path, known)
+    crash.record_run(crash.Run.crashed(Path("reports"), found, Path("reports/crashed-run"), rerun), parts)
+    result = reliability.merge(tmp_path)
+    assert [r["reports"] for r in result.matrix_runs] == [
+        "reports/container",
+        "reports",
+    ]  # replaced, not added
+    (goal,) = [g for g in result.goals if g.what.startswith("matrix runs")]
+    assert goal.met is met
+    assert goal.value.startswith("2 / 1 / " + ("1" if rerun else "0"))
+    assert f"reports: {known}" in goal.value
+    text = reliability.to_markdown(result)
+    assert "## Matrix runs" in text
+    row = next(line for line in text.splitlines() if line.startswith("| reports | crashed |"))
+    assert f"| {known} |" in row
+
+
+def test_matrix_runs_that_all_passed_meet_the_goal(tmp_path: Path) -> None:
+    parts = reliability.parts_folder(tmp_path)
+    crash.record_run(crash.Run(reports="reports", first="passed"), parts)
+    (goal,) = [g for g in reliability.merge(tmp_path).goals if g.what.startswith("matrix runs")]
+    assert (goal.value, goal.met) == ("1 / 0 / 0", True)

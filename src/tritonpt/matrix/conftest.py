@@ -125,8 +125,8 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", "probe(kind): a check sent to the probe model of that kind (matrix.PROBES)"
     )
-    if not hasattr(config.option, "target"):
-        return
+    if not hasattr(config.option, "target") or config.option.help:
+        return  # not the matrix's own run, or `--help`: nothing to validate or start
     # SIGTERM, SIGHUP and a SIGINT ignored on entry (a background job) end the run as Ctrl-C does: pytest's
     # teardown stops the server or the container.
     scratch.install_stop_signals()

@@ -80,7 +80,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     args = list(sys.argv[1:] if argv is None else argv)
     known = _known(args)
-    if builds_needed(args):
+    asks_help = any(arg in ("-h", "--help") for arg in args)
+    if builds_needed(args) and not asks_help:
         try:
             ensure_builds(Path(known.repository), pt2_build=known.pt2_build)
         except TritonPtError as exc:

@@ -3,7 +3,9 @@
     standin      offline stand-ins for the registry images (NGC Triton, pytorch/pytorch devel), built with
                  debootstrap and docker import, so CI builds and runs the real recipes without any registry
     reliability  the reliability report merged from the parts the tiers wrote (tritonpt.parts; `nox -s reliability`)
-    crash        whether a matrix run ended because Triton crashed on its own (CI's one rerun of such a run)
+    crash        whether a matrix run ended because Triton crashed on its own, the known crash it matched, CI's
+                 one rerun of a known one (the reliability part matrix-runs)
+    crash_hunt   the matrix N times, each crash counted and kept with its backtrace (`nox -s crash-hunt`)
     overhead     the integration matrix against a bare script, and the first command by stage (`nox -s bench`)
     scaling      the main job on 1 to 50 models, unsharded and as 2 shards (`nox -s bench-scaling`)
     soak         10,000 requests against one server: parity, exact counters, bounded memory (`nox -s soak`)

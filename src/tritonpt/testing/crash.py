@@ -1,7 +1,15 @@
-"""Whether a matrix run ended because Triton crashed on its own, for CI's one rerun of such a run.
+"""Whether a matrix run ended because Triton crashed on its own, what it matched, and CI's one rerun of such a run.
 
     crash_of(reports)      the log lines that show it ("malloc_consolidate(): ...", "Signal (6) received."), or None
+    crash_in(reports)      the same as a Crash: those lines, the crashing thread's native backtrace, the log before
+    Crash.known            the known crash (KNOWN) it matches, or None: a new crash
+    describe(crash, kept)  one paragraph: what it matched, its lines, its backtrace, where the run is kept
+    reruns(crash)          whether CI runs the matrix once more: only for a known crash with a reproduction
     keep_crashed(reports)  copy that run's summary, junit.xml and server log into <reports>/crashed-run/
+    record_run(run)        the reliability part "matrix-runs" in <reports>: the matrix session's run, crash, rerun
+
+Triton's own handler of a fatal signal prints the crashing thread's backtrace after its "Signal (N) received."
+line ("0# 0x... in /path/libtriton_pt2.so", with names where the library exports them), so the log holds it.
 
 A crash on its own: the run was aborted (summary.json's ``aborted``) and the server's log ends in a signal that
 a process raises against itself (SIGABRT from a failed check, SIGSEGV, SIGBUS, SIGFPE, SIGILL). A check that
@@ -18,10 +26,14 @@ from __future__ import annotations
 import json
 import re
 import shutil
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from tritonpt.parts import PARTS, write_part
+
 RERUN_ENV = "TRITONPT_RERUN_ON_CRASH"
-"""Set to 1 (.ci/run does) for the matrix sessions to run once more after a crash of the server on its own."""
+"""Set to 1 (.ci/run does) for the matrix sessions to run once more after a known crash of the server on its own
+(``reruns``); any other crash fails the session."""
 CRASH_SIGNAL = re.compile(r"^Signal \((?:4|6|7|8|11)\) received\.?$")
 """Triton's own line on a fatal signal: SIGILL, SIGABRT, SIGBUS, SIGFPE or SIGSEGV."""
 KEPT = "crashed-run"
@@ -30,8 +42,70 @@ CONTEXT_LINES = 2
 """Lines of the log before the signal line that say why (glibc's message, "terminate called after ...")."""
 
 
-def crash_of(reports: Path) -> str | None:
-    """The log lines showing that the run in ``reports`` ended because the server crashed on its own, else None."""
+FRAME = re.compile(r"^\s*\d+# ")
+"""A frame of the backtrace Triton prints after its signal line."""
+BEFORE_LINES = 40
+"""Lines of the log before the signal line that a known crash's marks are looked for in."""
+
+
+@dataclass(frozen=True)
+class Known:
+    """A crash seen before: its marks (all found in the log before the signal line or in the backtrace), and the
+    reproduction in docs/upstream/ that says why, or None where the cause is not found yet."""
+
+    name: str
+    marks: tuple[str, ...]
+    reproduction: str | None
+
+
+KNOWN = (
+    Known(
+        "pt2-output-dtype-crash",
+        ("libtriton_pt2.so", "TRITONBACKEND_ModelInstanceExecute", "std::operator<<"),
+        "docs/upstream/pt2-output-dtype-crash.md",
+    ),
+    Known("core-warmup-failure", ("failed to run warmup sample",), "docs/upstream/core-warmup-failure.md"),
+    Known("malloc-consolidate", ("malloc_consolidate(): unaligned fastbin chunk detected",), None),
+)
+"""Crashes of server 2.51.0 seen here. malloc-consolidate: glibc's abort seen once while the matrix unloaded a
+model, cause not found (``nox -s crash-hunt`` counts how often it comes)."""
+
+
+@dataclass(frozen=True)
+class Crash:
+    """A server that died of a signal it raised against itself: the lines that say so, the crashing thread's
+    backtrace, and the log before them."""
+
+    lines: str
+    backtrace: tuple[str, ...]
+    before: tuple[str, ...]
+
+    @property
+    def known(self) -> Known | None:
+        text = "\n".join((*self.before, self.lines, *self.backtrace))
+        return next((k for k in KNOWN if all(mark in text for mark in k.marks)), None)
+
+
+def crash_in_log(log: list[str]) -> Crash | None:
+    """The last crash in a server log's lines, else None."""
+    for index in range(len(log) - 1, -1, -1):
+        if CRASH_SIGNAL.match(log[index].strip()):
+            frames = []
+            for line in log[index + 1 :]:
+                if not FRAME.match(line):
+                    break
+                frames.append(line.strip())
+            return Crash(
+                lines="\n".join(line.strip() for line in log[max(0, index - CONTEXT_LINES) : index + 1]),
+                backtrace=tuple(frames),
+                before=tuple(log[max(0, index - BEFORE_LINES) : index]),
+            )
+    return None
+
+
+def crash_in(reports: Path) -> Crash | None:
+    """The crash that ended the run in ``reports`` (its summary says aborted, its server log ends in a signal the
+    server raised), else None."""
     try:
         summary = json.loads((reports / "summary.json").read_text(encoding="utf-8"))
         log = (reports / "tritonserver.log").read_text(encoding="utf-8", errors="replace").splitlines()
@@ -39,10 +113,37 @@ def crash_of(reports: Path) -> str | None:
         return None
     if not isinstance(summary, dict) or not summary.get("aborted"):
         return None
-    for index in range(len(log) - 1, -1, -1):
-        if CRASH_SIGNAL.match(log[index].strip()):
-            return "\n".join(line.strip() for line in log[max(0, index - CONTEXT_LINES) : index + 1])
-    return None
+    return crash_in_log(log)
+
+
+def crash_of(reports: Path) -> str | None:
+    """The log lines showing that the run in ``reports`` ended because the server crashed on its own, else None."""
+    crash = crash_in(reports)
+    return None if crash is None else crash.lines
+
+
+def describe(crash: Crash, kept: Path) -> str:
+    """One paragraph on a crash: what it matched (or that it is new), its lines, the backtrace, where it is kept."""
+    known = crash.known
+    if known is None:
+        what = "a crash that matches no known one (tritonpt.testing.crash.KNOWN): a new bug to find"
+    elif known.reproduction is None:
+        what = f"the known crash {known.name!r}, whose cause is not found yet"
+    else:
+        what = f"the known crash {known.name!r}, reproduced in {known.reproduction}"
+    frames = (
+        "\n".join(crash.backtrace)
+        if crash.backtrace
+        else "(the log holds no backtrace after the signal line)"
+    )
+    return f"Triton crashed on its own: {what}.\n{crash.lines}\n{frames}\nIts run (log, summary, junit.xml) is kept in {kept}."
+
+
+def reruns(crash: Crash) -> bool:
+    """Whether CI may run the matrix once more after ``crash``: only for a known crash with an upstream
+    reproduction (its cause is upstream's and unpatched); a new crash, or one whose cause is not found, fails."""
+    known = crash.known
+    return known is not None and known.reproduction is not None
 
 
 def keep_crashed(reports: Path) -> Path:
@@ -54,3 +155,46 @@ def keep_crashed(reports: Path) -> Path:
         if (reports / name).is_file():
             shutil.copy2(reports / name, kept / name)
     return kept
+
+
+RUNS_PART = "matrix-runs"
+"""The reliability part that names every matrix session's run, and each crash and rerun it had."""
+
+
+@dataclass(frozen=True)
+class Run:
+    """One matrix session's run as the reliability report shows it: ``first`` is "passed" or "crashed"; a crash
+    is named (its KNOWN name, else "new") with its reproduction ("" where none) and where it was kept; ``rerun``
+    is "" where none ran, else how the second run ended ("passed", "failed")."""
+
+    reports: str
+    first: str
+    crash: str = ""
+    reproduction: str = ""
+    kept: str = ""
+    rerun: str = ""
+
+    @classmethod
+    def crashed(cls, reports: Path, crash: Crash, kept: Path, rerun: str = "") -> Run:
+        known = crash.known
+        return cls(
+            reports=str(reports),
+            first="crashed",
+            crash=known.name if known else "new",
+            reproduction=(known.reproduction or "") if known else "",
+            kept=str(kept),
+            rerun=rerun,
+        )
+
+
+def record_run(run: Run, folder: Path | None = None) -> Path:
+    """Add ``run`` to the "matrix-runs" part (replacing an earlier run of the same reports folder), beside the
+    matrix's own parts in ``<reports>/reliability/parts`` unless ``folder`` says where (`nox -s merge-reports` joins
+    the shards')."""
+    folder = Path(run.reports) / PARTS.relative_to("reports") if folder is None else folder
+    try:
+        held = json.loads((folder / f"{RUNS_PART}.json").read_text(encoding="utf-8")).get("runs", [])
+    except (OSError, ValueError, AttributeError):
+        held = []
+    runs = [r for r in held if isinstance(r, dict) and r.get("reports") != run.reports]
+    return write_part(RUNS_PART, {"runs": [*runs, asdict(run)], "tracebacks": 0}, folder)

@@ -23,6 +23,9 @@ what the tier captured, in every one):
     triton-qa        tests: [{test, suite, checks, checks_passed, status, seconds}] (Triton's own QA tests of
                      the backend; checks_passed: the checks seen to run and hold), controls: [{test, suite,
                      held}] (negative controls: a test with one check made to fail must fail one short)
+    matrix-runs      runs: [{reports, first, crash, reproduction, kept, rerun}] (each matrix session's run:
+                     "passed" or "crashed", the known crash it matched, and the rerun CI gave it;
+                     tritonpt.testing.crash.record_run)
 
 Standard library only, so that ``nox -s reliability`` needs nothing installed. A part that does not parse or
 lacks a field is named in the report and makes the command exit 1; a part that is missing is "not run".
@@ -41,7 +44,7 @@ from typing import Any
 
 from tritonpt.parts import PARTS as PARTS_FOLDER
 
-PARTS = ("faults", "soak", "fuzz", "export-contract", "bad-requests", "lockdown", "triton-qa")
+PARTS = ("faults", "soak", "fuzz", "export-contract", "bad-requests", "lockdown", "triton-qa", "matrix-runs")
 """The parts the report knows, in the order it shows them."""
 LEFTOVER_KINDS = ("processes", "containers", "temp_dirs", "staging_dirs", "partial_files", "partial_cache")
 FUZZ_KINDS = ("config_text", "reference_files", "layouts")
@@ -65,6 +68,7 @@ FIELDS: dict[str, dict[str, type | tuple[type, ...]]] = {
     "bad-requests": {"cases": list},
     "lockdown": {"checks": list},
     "triton-qa": {"tests": list, "controls": list},
+    "matrix-runs": {"runs": list},
 }
 ROW_FIELDS: dict[str, dict[str, type | tuple[type, ...]]] = {
     "faults": {
@@ -87,6 +91,7 @@ ROW_FIELDS: dict[str, dict[str, type | tuple[type, ...]]] = {
         "status": str,
         "seconds": (int, float),
     },
+    "matrix-runs": dict.fromkeys(("reports", "first", "crash", "reproduction", "kept", "rerun"), str),
 }
 SOAK_COUNTS: dict[str, type | tuple[type, ...]] = dict.fromkeys(
     ("sent", "request_success", "inference_count", "expected_inference_count"), int
@@ -99,6 +104,7 @@ ROWS_KEY = {
     "bad-requests": "cases",
     "lockdown": "checks",
     "triton-qa": "tests",
+    "matrix-runs": "runs",
 }
 
 
@@ -226,6 +232,7 @@ class Reliability:
     lockdown: list[dict[str, Any]] = field(default_factory=list)
     triton_qa: list[dict[str, Any]] = field(default_factory=list)
     triton_qa_controls: list[dict[str, Any]] = field(default_factory=list)
+    matrix_runs: list[dict[str, Any]] = field(default_factory=list)
     other: dict[str, dict[str, Any]] = field(default_factory=dict)  # parts this module does not know
     goals: list[Goal] = field(default_factory=list)
 
@@ -278,6 +285,7 @@ def merge(reports: Path) -> Reliability:
     result.lockdown = list(parts.get("lockdown", {}).get("checks", []))
     result.triton_qa = list(parts.get("triton-qa", {}).get("tests", []))
     result.triton_qa_controls = list(parts.get("triton-qa", {}).get("controls", []))
+    result.matrix_runs = list(parts.get("matrix-runs", {}).get("runs", []))
     result.goals = _goals(result)
     return result
 
@@ -393,6 +401,19 @@ def _goals(result: Reliability) -> list[Goal]:
                 met=bool(controls) and all(c.get("held") is True for c in controls),
             )
         )
+    if "matrix-runs" in result.parts_run:
+        runs = result.matrix_runs
+        crashed = [r for r in runs if r["first"] == "crashed"]
+        reran = [r for r in crashed if r["rerun"]]
+        named = ", ".join(f"{r['reports']}: {r['crash']}" for r in crashed)
+        goals.append(
+            Goal(
+                what="matrix runs / crashed on their own / rerun",
+                value=f"{len(runs)} / {len(crashed)} / {len(reran)}" + (f" ({named})" if named else ""),
+                goal="no crash, or a known one with its reproduction whose rerun passed",
+                met=all(r["reproduction"] and r["rerun"] == "passed" for r in crashed),
+            )
+        )
     return goals
 
 
@@ -474,6 +495,7 @@ def to_markdown(result: Reliability) -> str:
         ("Bad requests", result.bad_requests, ("case", "protocol", "status", "live_after", "parity_after")),
         ("Lockdown", result.lockdown, ("check", "passed")),
         ("Triton's own QA tests", result.triton_qa, ("suite", "test", "checks", "status", "seconds")),
+        ("Matrix runs", result.matrix_runs, ("reports", "first", "crash", "reproduction", "kept", "rerun")),
     ):
         if cases:
             lines += [f"## {title}", ""]
