@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from tritonpt import backend
-from tritonpt.backend import BuiltBackend, Flavor, Toolchain, Torch, flavor
+from tritonpt.backend import BuiltBackend, Flavor, Toolchain, Torch, flavor, toolchain
 from tritonpt.errors import BackendError
 from tritonpt.versions import VERSIONS
 
@@ -188,3 +188,50 @@ def test_a_build_records_its_flavor_in_its_manifest(make_backend: MakeBackend) -
     assert again.flavor == "+tritonpt.1"
     assert again.patches == tagged.patches
     assert again.origin.build == f"{again.ref}+tritonpt.1"
+
+
+@pytest.mark.parametrize(("sanitizer", "name"), [("address", "libasan.so"), ("undefined", "libubsan.so")])
+def test_a_sanitizer_runtime_is_the_compilers_own(sanitizer: str, name: str) -> None:
+    runtime = toolchain.sanitizer_runtime(sanitizer)
+    assert runtime.is_file()
+    assert runtime.name.startswith(name)  # libasan.so.8: the file the symlink names
+
+
+def test_a_compiler_without_the_runtime_is_an_error_that_says_what_to_do(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    fake = tmp_path / "c++"
+    fake.write_text("#!/bin/sh\necho libasan.so\n", encoding="utf-8")  # what GCC prints for a file it lacks
+    fake.chmod(0o755)
+    monkeypatch.setenv("CXX", str(fake))
+    with pytest.raises(BackendError) as caught:
+        toolchain.sanitizer_runtime("address")
+    assert "libasan.so" in str(caught.value)
+    assert "--sanitize" in str(caught.value)
+
+
+def test_a_served_sanitizer_is_preloaded_first_and_the_environments_settings_win() -> None:
+    env = {"LD_PRELOAD": "/opt/mine.so", "ASAN_OPTIONS": "detect_leaks=1"}
+    added = backend.sanitizer_environment(["address"], env)
+    preload = added["LD_PRELOAD"].split(" ")
+    assert preload[0] == str(toolchain.sanitizer_runtime("address"))
+    assert preload[1:] == ["/opt/mine.so"]
+    assert added["ASAN_OPTIONS"] == "detect_leaks=1"
+    assert "abort_on_error=1" in backend.sanitizer_environment(["address"], {})["ASAN_OPTIONS"]
+    assert "UBSAN_OPTIONS" in backend.sanitizer_environment(["undefined"], {})
+
+
+@pytest.mark.parametrize(
+    ("label", "patches"),
+    [
+        ("", ""),
+        ("+asan", ""),
+        ("+ubsan", ""),
+        ("+tritonpt.1", "+tritonpt.1"),
+        ("+tritonpt.1+asan", "+tritonpt.1"),
+    ],
+)
+def test_an_instrumented_build_serves_as_the_build_it_instruments(label: str, patches: str) -> None:
+    origin = backend.Origin(ref="r26.05", commit="0" * 40, torch="2.9.1", variant="cpu", flavor=label)
+    assert origin.patches == patches
+    assert origin.build == f"r26.05{label}"  # the reports still name the instrumented build

@@ -12,8 +12,10 @@ from tritonpt.testing.crash import (
     KNOWN,
     Run,
     crash_in,
+    crash_in_log,
     crash_of,
     describe,
+    findings,
     keep_crashed,
     record_run,
     reruns,
@@ -146,3 +148,35 @@ def test_a_run_is_recorded_beside_the_matrix_parts_of_its_reports(tmp_path: Path
     data = json.loads(written.read_text(encoding="utf-8"))
     assert data["part"] == "matrix-runs"
     assert [r["reports"] for r in data["runs"]] == [str(reports)]
+
+
+ASAN = [
+    "I1203 08:00:00.000 model_lifecycle.cc:473] unloading: token_encoder:1",
+    "=================================================================",
+    "==4242==ERROR: AddressSanitizer: heap-use-after-free on address 0x602000001234 at pc 0x7f01 bp 0x7f02 sp 0x7f03",
+    "READ of size 8 at 0x602000001234 thread T17",
+    "    #0 0x7f0000001000 in triton::backend::pytorch::ModelState::~ModelState() src/model_state.cc:88",
+    "    #1 0x7f0000002000 in TRITONBACKEND_ModelFinalize src/libtorch.cc:120",
+    "SUMMARY: AddressSanitizer: heap-use-after-free src/model_state.cc:88 in ModelState::~ModelState()",
+    "==4242==ABORTING",
+    "Signal (6) received.",
+    " 0# 0x00005555 in /opt/tritonserver/bin/tritonserver",
+]
+
+
+def test_an_asan_report_is_carried_into_the_crash_and_its_paragraph(tmp_path: Path) -> None:
+    crash = crash_in_log(ASAN)
+    assert crash is not None
+    assert crash.report[0].startswith("==4242==ERROR: AddressSanitizer: heap-use-after-free")
+    assert crash.report[-1].startswith("SUMMARY: AddressSanitizer")
+    assert crash.known is None  # a new crash, named by the sanitizer
+    said = describe(crash, tmp_path)
+    assert "src/model_state.cc:88" in said
+    assert "matches no known one" in said
+
+
+def test_findings_are_asan_summaries_and_ubsan_runtime_errors_once_each() -> None:
+    ubsan = "src/libtorch.cc:300:12: runtime error: load of misaligned address 0x01 for type 'int'"
+    log = [*ASAN, ubsan, "I1203 fine", ubsan]
+    assert findings(log) == (ASAN[6], ubsan)
+    assert findings(["I1203 fine", "E1203 runtime error in a message, no file:line"]) == ()

@@ -6,17 +6,21 @@ These use the real nvidia-pytriton install on disk without starting it; tests/sy
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from tritonpt import client, server
+from tritonpt.backend import toolchain
 from tritonpt.errors import ServerError, ServerStartError
 from tritonpt.server import LocalServer, TritonFlags, TritonInstall, UrlServer
 from tritonpt.server.base import Endpoints, ModelState, hint_for, worth_reading
 from tritonpt.server.local import free_ports, pytorch_backend_for, server_library_folder
 from tritonpt.server.url import parse_endpoints
 from tritonpt.versions import VERSIONS
+
+from .conftest import MakeBackend
 
 
 def embedded() -> TritonInstall:
@@ -108,6 +112,34 @@ def test_without_a_built_backend_the_wheels_server_is_not_started(
     with pytest.raises(ServerStartError, match="invoke build-backend"):
         refused.start()
     assert refused.pid is None  # nothing else was started in its place
+
+
+def test_a_sanitized_serve_takes_only_the_instrumented_build_and_preloads_its_runtime(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, make_backend: MakeBackend
+) -> None:
+    install = embedded()
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("TRITONPT_CACHE", str(cache))
+    monkeypatch.delenv("ASAN_OPTIONS", raising=False)
+    monkeypatch.delenv("LD_PRELOAD", raising=False)
+    stock = make_backend(key="stock", cache=cache)
+    found = pytorch_backend_for(install)
+    assert found is not None
+    assert found.key == stock.key
+    with pytest.raises(ServerStartError, match="instrumented with the address sanitizer") as failure:
+        pytorch_backend_for(install, sanitizer="address")  # the stock build is not taken in its place
+    assert "`invoke build-backend --sanitize address`" in str(failure.value)
+    instrumented = replace(stock, sanitizer="address", flavor="+asan")
+    repository = tmp_path / "repository"
+    repository.mkdir()
+    local = LocalServer(TritonFlags(model_repository=repository), pytorch_backend=instrumented)
+    local.install = install
+    env = local._environment()
+    assert env["LD_PRELOAD"].split(" ")[0] == str(toolchain.sanitizer_runtime("address"))
+    assert "abort_on_error=1" in env["ASAN_OPTIONS"]
+    plain = LocalServer(TritonFlags(model_repository=repository), pytorch_backend=stock)
+    plain.install = install
+    assert "ASAN_OPTIONS" not in plain._environment() or os.environ.get("ASAN_OPTIONS")
 
 
 def test_the_wheels_server_library_gets_its_plain_name(

@@ -41,7 +41,7 @@ from tritonpt.backend.layout import (
 )
 from tritonpt.backend.serving import PT2_LIBRARY, PT2_NAME, backend_directory
 from tritonpt.backend.sources import fetch_sources, sources_folder, verify
-from tritonpt.backend.toolchain import Toolchain, Torch, resolve_variant
+from tritonpt.backend.toolchain import Toolchain, Torch, resolve_variant, sanitizer_environment
 
 __all__ = [
     "CACHE_ENV",
@@ -76,6 +76,7 @@ __all__ = [
     "package_folder",
     "patched",
     "resolve_variant",
+    "sanitizer_environment",
     "sources_folder",
     "verify",
 ]

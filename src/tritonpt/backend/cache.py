@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from tritonpt.backend.flavor import STOCK, Flavor
+from tritonpt.backend.flavor import SANITIZER_LABEL, STOCK, Flavor
 from tritonpt.backend.layout import (
     DEFINITION,
     LIBRARY,
@@ -41,6 +41,13 @@ class Origin:
     def build(self) -> str:
         """``r26.05+tritonpt.1``: the ref and what this build changes of it."""
         return f"{self.ref}{self.flavor}"
+
+    @property
+    def patches(self) -> str:
+        """The flavor without a sanitizer's label: what the build does differently, "+tritonpt.1" for our
+        patches, "" for stock (an instrumented stock build serves as stock does)."""
+        labels = set(SANITIZER_LABEL.values())
+        return "".join(f"+{part}" for part in self.flavor.split("+")[1:] if part not in labels)
 
     def describe(self) -> str:
         return f"pytorch_backend {self.build} ({self.commit[:7]}), built against torch {self.torch}, {self.variant}"

@@ -9,7 +9,7 @@ import shutil
 import subprocess
 import sys
 import sysconfig
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -117,6 +117,46 @@ class Toolchain:
             nvcc=nvcc,
             cuda_version=cuda_version,
         )
+
+
+SANITIZER_RUNTIMES = {"address": "libasan.so", "undefined": "libubsan.so"}
+"""The runtime each sanitizer's instrumented code needs (GCC's names), preloaded into an uninstrumented server."""
+SANITIZER_OPTIONS = {
+    "address": ("ASAN_OPTIONS", "detect_leaks=0:abort_on_error=1:halt_on_error=1:print_summary=1"),
+    "undefined": ("UBSAN_OPTIONS", "print_stacktrace=1:halt_on_error=0:print_summary=1"),
+}
+"""Each sanitizer's settings unless the environment gives its own: the first invalid access aborts the server
+(SIGABRT, which the matrix names as a crash, its report above it in the log); leaks at exit are not hunted (the
+server and torch keep what they allocate until the end); UBSan reports every finding and goes on."""
+
+
+def sanitizer_runtime(sanitizer: str) -> Path:
+    """The runtime library of ``sanitizer`` ("address", "undefined") as this machine's C++ compiler finds it
+    (``c++ -print-file-name=libasan.so``); ``BackendError`` where it finds none."""
+    name = SANITIZER_RUNTIMES[sanitizer]
+    cxx = _program(os.environ.get("CXX"), "c++", "g++", "clang++")
+    found = Path(_first_line([str(cxx), f"-print-file-name={name}"])) if cxx is not None else None
+    if found is None or not found.is_absolute() or not found.is_file():
+        msg = (
+            f"Cannot serve a build instrumented with the {sanitizer} sanitizer, as the C++ compiler "
+            f"({cxx or 'none on PATH'}) knows no {name}, the runtime it must preload into tritonserver.\n"
+            f"{HINT} install GCC's runtime (Debian/Ubuntu: `apt-get install g++`, which brings libasan and "
+            "libubsan), or serve the stock build (leave --sanitize out)."
+        )
+        raise BackendError(msg)
+    return found.resolve()
+
+
+def sanitizer_environment(sanitizers: Sequence[str], env: Mapping[str, str]) -> dict[str, str]:
+    """What a server of builds instrumented with ``sanitizers`` needs in its environment: their runtimes first on
+    ``LD_PRELOAD`` (an uninstrumented tritonserver loads them before anything else), and each one's settings where
+    ``env`` has none."""
+    runtimes = [str(sanitizer_runtime(s)) for s in sanitizers]
+    added = {"LD_PRELOAD": " ".join([*runtimes, *filter(None, [env.get("LD_PRELOAD")])])}
+    for sanitizer in sanitizers:
+        variable, settings = SANITIZER_OPTIONS[sanitizer]
+        added[variable] = env.get(variable) or settings
+    return added
 
 
 def _program(*names: str | None) -> Path | None:

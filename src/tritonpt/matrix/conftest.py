@@ -17,6 +17,8 @@ Options (after `nox -s integration --`):
                                         models (tritonpt.shards), balanced by a previous summary.json's seconds
     --pt2-build stock|patched           the PT2 build that serves torch_aoti models (target local: the cache's;
                                         the validator judges the repository for it; default stock)
+    --sanitize address|undefined        target local: the builds instrumented with ASan or UBSan, the sanitizer's
+                                        runtime preloaded into tritonserver (hunting memory errors)
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ import pytest
 import torch
 from tritonclient.utils import InferenceServerException
 
-from tritonpt import client, reference, repository, scratch, server, shards
+from tritonpt import backend, client, reference, repository, scratch, server, shards
 from tritonpt.backend import PT2_NAME
 from tritonpt.errors import TritonPtError
 from tritonpt.export.stamp import export_seconds
@@ -113,6 +115,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         choices=PT2_BUILDS,
         default="stock",
         help="the PT2 build serving torch_aoti models: stock (default) or patched (r26.05+tritonpt.1)",
+    )
+    group.addoption(
+        "--sanitize",
+        choices=backend.SANITIZERS,
+        default=None,
+        help="target local: serve the builds instrumented with ASan (address) or UBSan (undefined), the "
+        "sanitizer's runtime preloaded into tritonserver (`invoke build-backend --sanitize` makes them)",
     )
     group.addoption(
         "--shard-costs",
@@ -263,6 +272,7 @@ def triton(pytestconfig: pytest.Config, report: Report) -> Iterator[Server]:
         memory=option.memory,
         models=models if option.shard else (),
         pt2_build=option.pt2_build,
+        sanitizer=option.sanitize,
     )
     started = time.perf_counter()
     try:

@@ -3,7 +3,7 @@
 Options of the harness (conftest.py) and of pytest pass through as they are; the command only reads those that
 decide which builds to make: ``--repository`` (the PT2 build where it holds torch_aoti models), ``--target`` (a
 server of the cache's builds runs for ``local``, and for ``auto`` without ``--url`` or ``--image``) and
-``--pt2-build``. Reports go to ``--reports``
+``--pt2-build`` and ``--sanitize`` (the builds instrumented with ASan or UBSan). Reports go to ``--reports``
 (default ``reports``), junit.xml among them unless ``--junitxml`` says otherwise. The exit code is pytest's: 0
 only when every check passed or was skipped with its reason.
 """
@@ -55,6 +55,7 @@ def _known(args: Sequence[str]) -> argparse.Namespace:
     parser.add_argument("--url")
     parser.add_argument("--image")
     parser.add_argument("--pt2-build", choices=PT2_BUILDS, default="stock")
+    parser.add_argument("--sanitize", choices=backend.SANITIZERS, default=None)
     parser.add_argument("--reports", default="reports")
     parser.add_argument("--junitxml")
     known, _ = parser.parse_known_args(list(args))
@@ -68,10 +69,14 @@ def builds_needed(args: Sequence[str]) -> bool:
     return known.target == "local" or (known.target == "auto" and not known.url and not known.image)
 
 
-def ensure_builds(repository: Path, *, pt2_build: str, step: Step = _say) -> None:
-    """The backend builds a local server of ``repository`` needs, from the cache or built (a cold build says
-    what it does as it goes)."""
-    backend.ensure_serving(pt2=bool(pt2_models(repository)), pt2_patches=pt2_build == "patched", step=step)
+def ensure_builds(
+    repository: Path, *, pt2_build: str, sanitizer: backend.Sanitizer | None = None, step: Step = _say
+) -> None:
+    """The backend builds a local server of ``repository`` needs (instrumented with ``sanitizer`` if one is
+    named), from the cache or built (a cold build says what it does as it goes)."""
+    backend.ensure_serving(
+        pt2=bool(pt2_models(repository)), pt2_patches=pt2_build == "patched", sanitizer=sanitizer, step=step
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -83,7 +88,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     asks_help = any(arg in ("-h", "--help") for arg in args)
     if builds_needed(args) and not asks_help:
         try:
-            ensure_builds(Path(known.repository), pt2_build=known.pt2_build)
+            ensure_builds(Path(known.repository), pt2_build=known.pt2_build, sanitizer=known.sanitize)
         except TritonPtError as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 1

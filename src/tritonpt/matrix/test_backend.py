@@ -94,7 +94,7 @@ def test_a_pt2_model_is_served_by_the_pt2_build(
         )
     assert origin.ref == VERSIONS.pt2.build.pytorch_backend.ref
     wanted = f"+{VERSIONS.pt2.build.patch_set}" if pt2_build == "patched" else ""
-    assert origin.flavor == wanted, f"--pt2-build {pt2_build}, served by pytorch_backend {origin.build}"
+    assert origin.patches == wanted, f"--pt2-build {pt2_build}, served by pytorch_backend {origin.build}"
     assert triton.model_runtime(model.name).library == PT2_LIBRARY
     assert "pt2 backend" in report.environment
 

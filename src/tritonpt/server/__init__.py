@@ -14,7 +14,7 @@ import importlib
 from collections.abc import Sequence
 from pathlib import Path
 
-from tritonpt.backend import BuiltBackend
+from tritonpt.backend import BuiltBackend, Sanitizer
 from tritonpt.errors import HINT, ServerError
 from tritonpt.options import GPUS, TARGETS, Gpus, Mount, Pt2Build, Target
 from tritonpt.server.base import Endpoints, ModelRuntime, ModelState, Server, ServerKind
@@ -58,6 +58,7 @@ def create(
     memory: str | None = None,
     models: Sequence[str] = (),
     pt2_build: Pt2Build = "stock",
+    sanitizer: Sanitizer | None = None,
 ) -> Server:
     """The server a target names, not started yet.
 
@@ -66,7 +67,8 @@ def create(
     mounts=, memory=)``; ``gpus`` (``auto``, ``all``, ``none``), ``mounts`` and ``memory`` (a limit such as ``"2g"``)
     are for that target only, ``pytorch_backend``
     (a built backend; default: the cached one for this torch) and ``pt2_build`` (which PT2 build serves
-    torch_aoti models: the cache's stock one, or the patched one) for ``local``. ``models``: the models a started
+    torch_aoti models: the cache's stock one, or the patched one) and ``sanitizer`` (serve the cache's builds
+    instrumented with it, its runtime preloaded) for ``local``. ``models``: the models a started
     server loads (a shard's; default every model of the repository); a server at a URL loads what it loads.
     """
     load = tuple(models) or ("*",)
@@ -85,6 +87,7 @@ def create(
             pytorch_backend=pytorch_backend,
             pt2_backend=pt2_backend,
             pt2_build=pt2_build,
+            sanitizer=sanitizer,
         )
     try:
         module = importlib.import_module(CONTAINER_MODULE)

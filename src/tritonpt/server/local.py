@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import ClassVar, Literal
 
 from tritonpt import backend, scratch
-from tritonpt.backend import BuiltBackend
+from tritonpt.backend import BuiltBackend, Sanitizer
 from tritonpt.client import Endpoints
 from tritonpt.errors import HINT, BackendError, ServerStartError
 from tritonpt.options import Pt2Build
@@ -127,26 +127,31 @@ def _embedded_binary() -> Path | None:
     return binary if binary is not None and binary.is_file() else None
 
 
-def pytorch_backend_for(install: TritonInstall, built: BuiltBackend | None = None) -> BuiltBackend | None:
-    """The built backend to serve with, or None when the server's own backends hold the official one.
+def pytorch_backend_for(
+    install: TritonInstall, built: BuiltBackend | None = None, *, sanitizer: Sanitizer | None = None
+) -> BuiltBackend | None:
+    """The built backend to serve with (the given one, else the cache's stock one, or the one instrumented with
+    ``sanitizer``), or None when the server's own backends hold the official one.
 
     Raises ``ServerStartError`` when neither the server nor the cache has one: nothing else is served.
     """
-    if install.official_pytorch:
+    if install.official_pytorch and sanitizer is None:
         return None
     if built is not None:
         return built
     try:
-        found = backend.find()
+        found = backend.find(flavor=backend.STOCK.with_sanitizer(sanitizer))
     except BackendError as exc:
         raise ServerStartError(str(exc)) from exc
     if found is None:
         torch = backend.Torch.locate()
+        which = f"one instrumented with the {sanitizer} sanitizer" if sanitizer else "none"
+        how = f"`invoke build-backend --sanitize {sanitizer}`" if sanitizer else "`invoke build-backend`"
         msg = (
             f"Cannot serve pytorch_libtorch models with {install.binary}, as its backends folder {install.backends} "
-            f"has no pytorch/{backend.LIBRARY} and none is built for torch {torch.version} in "
+            f"has no pytorch/{backend.LIBRARY} and {which} is built for torch {torch.version} in "
             f"{backend.cache_root() / 'backends'}.\n"
-            f"{HINT} build the official backend with `invoke build-backend` (add --sources DIR without GitHub; "
+            f"{HINT} build the official backend with {how} (add --sources DIR without GitHub; "
             f"`nox -s integration` does this itself)."
         )
         raise ServerStartError(msg)
@@ -154,15 +159,20 @@ def pytorch_backend_for(install: TritonInstall, built: BuiltBackend | None = Non
 
 
 def pt2_backend_for(
-    install: TritonInstall, built: BuiltBackend | None = None, *, build: Pt2Build = "stock"
+    install: TritonInstall,
+    built: BuiltBackend | None = None,
+    *,
+    build: Pt2Build = "stock",
+    sanitizer: Sanitizer | None = None,
 ) -> BuiltBackend:
     """The PT2 build to serve torch_aoti models with on a server older than Triton 26.03 (the given one, else
-    the cache's of ``build``: stock, or ours with the patches); ``ServerStartError`` saying how to get one."""
+    the cache's of ``build``: stock, or ours with the patches; instrumented with ``sanitizer`` if one is named);
+    ``ServerStartError`` saying how to get one."""
     if built is not None:
         return built
     pins = VERSIONS.pt2.build
     try:
-        found = backend.find(pins=pins, flavor=backend.of_pt2_build(build, pins))
+        found = backend.find(pins=pins, flavor=backend.of_pt2_build(build, pins).with_sanitizer(sanitizer))
     except BackendError as exc:
         raise ServerStartError(str(exc)) from exc
     if found is None:
@@ -173,8 +183,13 @@ def pt2_backend_for(
             if build == "patched"
             else "`invoke build-backend` builds it when the repository holds torch_aoti models (--pt2 builds it anyway)"
         )
+        if sanitizer:
+            how = f"{how} (add --sanitize {sanitizer} for the instrumented build)"
+            build_name = f"{build} {sanitizer}-sanitized"
+        else:
+            build_name = build
         msg = (
-            f"Cannot serve torch_aoti (PT2) models with {install.binary} (server {install.version}), as no {build} "
+            f"Cannot serve torch_aoti (PT2) models with {install.binary} (server {install.version}), as no {build_name} "
             f"PT2 build of the pytorch backend (pytorch_backend {name}) is in {backend.cache_root() / 'backends'}.\n"
             f"{HINT} {how}; `nox -s integration` does this itself."
         )
@@ -302,11 +317,13 @@ class LocalServer(Server):
         pytorch_backend: BuiltBackend | None = None,
         pt2_backend: BuiltBackend | None = None,
         pt2_build: Pt2Build = "stock",
+        sanitizer: Sanitizer | None = None,
         start_timeout: float = 240.0,
         stop_timeout: float = 45.0,
         cpus: Sequence[int] = (),
     ) -> None:
         super().__init__(start_timeout=start_timeout)
+        self.sanitizer = sanitizer  # serve the cache's builds instrumented with it (its runtime preloaded)
         self.pt2_backend = pt2_backend  # the PT2 build, when the repository holds torch_aoti models
         self.pt2_build = pt2_build  # which one the cache gives when none is passed: stock or patched
         self.served_copy: Path | None = None  # the repository as a pre-26.03 server is given it (torch_aoti)
@@ -378,7 +395,9 @@ class LocalServer(Server):
         self.install = TritonInstall.locate(self.tritonserver)
         flags = replace(self.requested, model_repository=repository)
         if flags.backend_directory is None:
-            self.pytorch_backend = pytorch_backend_for(self.install, self.pytorch_backend)
+            self.pytorch_backend = pytorch_backend_for(
+                self.install, self.pytorch_backend, sanitizer=self.sanitizer
+            )
             if self.pytorch_backend is not None:
                 flags = replace(flags, backend_directory=self.pytorch_backend.directory)
         if pt2_models(repository) and not VERSIONS.pt2.native(self.install.version):
@@ -415,7 +434,9 @@ class LocalServer(Server):
                 f"{VERSIONS.pt2.native_ngc} on, or with the embedded server (leave --tritonserver out)."
             )
             raise ServerStartError(msg)
-        self.pt2_backend = pt2_backend_for(self.install, self.pt2_backend, build=self.pt2_build)
+        self.pt2_backend = pt2_backend_for(
+            self.install, self.pt2_backend, build=self.pt2_build, sanitizer=self.sanitizer
+        )
         directory = backend.backend_directory(self.pytorch_backend, self.pt2_backend)
         with scratch.ctrl_c_held():
             self.served_copy = Path(tempfile.mkdtemp(prefix="tritonpt-served-"))
@@ -467,11 +488,19 @@ class LocalServer(Server):
             self.served_copy = None
 
     def _environment(self) -> dict[str, str]:
-        """The child's environment: the wheel's libraries and, for a built backend, this torch's libraries."""
+        """The child's environment: the wheel's libraries and, for a built backend, this torch's libraries; for
+        a build instrumented with a sanitizer, its runtime preloaded and its settings (backend.toolchain)."""
         env = dict(os.environ)
         folders = library_folders(self.install, self.pytorch_backend, self.pt2_backend)
         if folders:
             env["LD_LIBRARY_PATH"] = os.pathsep.join([*folders, *filter(None, [env.get("LD_LIBRARY_PATH")])])
+        served = (self.pytorch_backend, self.pt2_backend)
+        sanitizers = sorted({b.sanitizer for b in served if b is not None and b.sanitizer})
+        if sanitizers:
+            try:
+                env.update(backend.sanitizer_environment(sanitizers, env))
+            except BackendError as exc:
+                raise ServerStartError(str(exc)) from exc
         return env
 
 

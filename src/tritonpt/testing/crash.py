@@ -1,7 +1,9 @@
 """Whether a matrix run ended because Triton crashed on its own, what it matched, and CI's one rerun of such a run.
 
     crash_of(reports)      the log lines that show it ("malloc_consolidate(): ...", "Signal (6) received."), or None
-    crash_in(reports)      the same as a Crash: those lines, the crashing thread's native backtrace, the log before
+    crash_in(reports)      the same as a Crash: those lines, the crashing thread's native backtrace, the log before,
+                           and a sanitizer's report (ASan's, where the build was instrumented)
+    findings(log)          the sanitizer findings a server log holds (ASan SUMMARY lines, UBSan runtime errors)
     Crash.known            the known crash (KNOWN) it matches, or None: a new crash
     describe(crash, kept)  one paragraph: what it matched, its lines, its backtrace, where the run is kept
     reruns(crash)          whether CI runs the matrix once more: only for a known crash with a reproduction
@@ -46,6 +48,14 @@ FRAME = re.compile(r"^\s*\d+# ")
 """A frame of the backtrace Triton prints after its signal line."""
 BEFORE_LINES = 40
 """Lines of the log before the signal line that a known crash's marks are looked for in."""
+SANITIZER_ERROR = re.compile(r"^==\d+==ERROR: \w+Sanitizer: ")
+"""The first line of an ASan report ("==123==ERROR: AddressSanitizer: heap-use-after-free on address ...")."""
+SANITIZER_SUMMARY = re.compile(r"^SUMMARY: \w+Sanitizer: ")
+"""The last line of a sanitizer's report, naming the kind and the code responsible (file:line in function)."""
+RUNTIME_ERROR = re.compile(r"^\S+:\d+:\d+: runtime error: ")
+"""A UBSan finding ("file.cc:12:34: runtime error: load of misaligned address ...")."""
+REPORT_LINES = 40
+"""Lines of a sanitizer's report kept in a crash's description (its frames come first)."""
 
 
 @dataclass(frozen=True)
@@ -79,6 +89,9 @@ class Crash:
     lines: str
     backtrace: tuple[str, ...]
     before: tuple[str, ...]
+    report: tuple[
+        str, ...
+    ] = ()  # the last sanitizer report (ASan's ERROR line to its SUMMARY), where one ran
 
     @property
     def known(self) -> Known | None:
@@ -99,8 +112,34 @@ def crash_in_log(log: list[str]) -> Crash | None:
                 lines="\n".join(line.strip() for line in log[max(0, index - CONTEXT_LINES) : index + 1]),
                 backtrace=tuple(frames),
                 before=tuple(log[max(0, index - BEFORE_LINES) : index]),
+                report=sanitizer_report(log[:index]),
             )
     return None
+
+
+def sanitizer_report(log: list[str]) -> tuple[str, ...]:
+    """The last ASan (or other sanitizer) report in a log's lines: its ERROR line, its frames, up to its SUMMARY
+    (at most REPORT_LINES lines), else ()."""
+    starts = [i for i, line in enumerate(log) if SANITIZER_ERROR.match(line.strip())]
+    if not starts:
+        return ()
+    report: list[str] = []
+    for line in log[starts[-1] :]:
+        report.append(line.rstrip())
+        if SANITIZER_SUMMARY.match(line.strip()) or len(report) >= REPORT_LINES:
+            break
+    return tuple(report)
+
+
+def findings(log: list[str]) -> tuple[str, ...]:
+    """Every sanitizer finding a server log holds, once each: ASan's SUMMARY lines and UBSan's runtime errors
+    (a UBSan finding does not stop the server; an ASan one aborts it)."""
+    found = (
+        line.strip()
+        for line in log
+        if SANITIZER_SUMMARY.match(line.strip()) or RUNTIME_ERROR.match(line.strip())
+    )
+    return tuple(dict.fromkeys(found))
 
 
 def crash_in(reports: Path) -> Crash | None:
@@ -136,7 +175,11 @@ def describe(crash: Crash, kept: Path) -> str:
         if crash.backtrace
         else "(the log holds no backtrace after the signal line)"
     )
-    return f"Triton crashed on its own: {what}.\n{crash.lines}\n{frames}\nIts run (log, summary, junit.xml) is kept in {kept}."
+    report = ("\nThe sanitizer's report before it:\n" + "\n".join(crash.report)) if crash.report else ""
+    return (
+        f"Triton crashed on its own: {what}.\n{crash.lines}\n{frames}{report}\n"
+        f"Its run (log, summary, junit.xml) is kept in {kept}."
+    )
 
 
 def reruns(crash: Crash) -> bool:

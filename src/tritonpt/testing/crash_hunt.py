@@ -9,7 +9,12 @@ signal it raised against itself) or failed otherwise keeps its folder, and a cra
 ``backtrace.txt``. The report, ``<reports>/crash-hunt.md`` and ``.json``, gives crashes per 100 runs, each crash's
 known name (tritonpt.testing.crash.KNOWN) or "new", and every run's exit and seconds.
 
-Exit 0 only when every run passed: a crash is a bug, a known one too.
+With ``--sanitize address`` (or ``undefined``) the runs serve the builds instrumented with ASan (UBSan), their
+runtime preloaded (``invoke build-backend --sanitize address`` makes them): an invalid access aborts the server
+with ASan's report above the signal line, which the crash's description carries, and a run whose server log holds
+sanitizer findings (tritonpt.testing.crash.findings) is kept with them in ``findings.txt``.
+
+Exit 0 only when every run passed with no finding: a crash is a bug, a known one too.
 """
 
 from __future__ import annotations
@@ -24,7 +29,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from tritonpt.testing.crash import crash_in
+from tritonpt.testing.crash import crash_in, findings
 
 DEFAULT_RUNS = 50
 DEFAULT_REPORTS = Path("reports/crash-hunt")
@@ -41,6 +46,7 @@ class Run:
     crash: str | None = None  # the known crash's name, "new", or None
     reproduction: str | None = None
     kept: str | None = None
+    findings: tuple[str, ...] = ()  # the sanitizer's findings in the server log (--sanitize), once each
 
 
 def _one(index: int, folder: Path, matrix_args: Sequence[str]) -> Run:
@@ -65,13 +71,23 @@ def _one(index: int, folder: Path, matrix_args: Sequence[str]) -> Run:
     seconds = round(time.perf_counter() - started, 1)
     folder.mkdir(parents=True, exist_ok=True)
     log.replace(folder / "matrix.out")
-    if outcome == "passed":
+    server_log = folder / "tritonserver.log"
+    found = (
+        findings(server_log.read_text(encoding="utf-8", errors="replace").splitlines())
+        if server_log.is_file()
+        else ()
+    )
+    if found:
+        (folder / "findings.txt").write_text("\n".join(found) + "\n", encoding="utf-8")
+    if outcome == "passed" and not found:
         shutil.rmtree(folder, ignore_errors=True)
         return Run(index, code, seconds, outcome)
     crash = crash_in(folder)
     if crash is None:
-        return Run(index, code, seconds, outcome, kept=str(folder))
-    (folder / "backtrace.txt").write_text("\n".join((crash.lines, *crash.backtrace)) + "\n", encoding="utf-8")
+        return Run(index, code, seconds, outcome, kept=str(folder), findings=found)
+    (folder / "backtrace.txt").write_text(
+        "\n".join((crash.lines, *crash.backtrace, *crash.report)) + "\n", encoding="utf-8"
+    )
     known = crash.known
     return Run(
         index,
@@ -81,6 +97,7 @@ def _one(index: int, folder: Path, matrix_args: Sequence[str]) -> Run:
         crash=known.name if known else "new",
         reproduction=known.reproduction if known else None,
         kept=str(folder),
+        findings=found,
     )
 
 
@@ -101,6 +118,7 @@ def to_markdown(runs: Sequence[Run], wanted: int, matrix_args: Sequence[str]) ->
         f"- runs: {len(runs)} of {wanted}",
         f"- crashed on their own: {len(crashed)} ({per_100(runs)} per 100 runs)",
         f"- failed or hung otherwise: {len(others)}",
+        f"- runs with sanitizer findings: {sum(bool(r.findings) for r in runs)}",
         f"- mean seconds per run: {round(sum(r.seconds for r in runs) / len(runs), 1) if runs else 0.0}",
         "",
     ]
@@ -108,8 +126,13 @@ def to_markdown(runs: Sequence[Run], wanted: int, matrix_args: Sequence[str]) ->
         lines += ["## Crashes", "", "| run | crash | reproduction | kept |", "|---|---|---|---|"]
         lines += [f"| {r.index} | {r.crash} | {r.reproduction or 'none yet'} | {r.kept} |" for r in crashed]
         lines.append("")
-    lines += ["## Runs", "", "| run | outcome | exit | seconds |", "|---|---|---|---|"]
-    lines += [f"| {r.index} | {r.outcome} | {r.exit} | {r.seconds} |" for r in runs]
+    seen = dict.fromkeys(f for r in runs for f in r.findings)
+    if seen:
+        lines += ["## Sanitizer findings", "", "| finding | runs |", "|---|---|"]
+        lines += [f"| `{f}` | {', '.join(str(r.index) for r in runs if f in r.findings)} |" for f in seen]
+        lines.append("")
+    lines += ["## Runs", "", "| run | outcome | exit | seconds | findings |", "|---|---|---|---|---|"]
+    lines += [f"| {r.index} | {r.outcome} | {r.exit} | {r.seconds} | {len(r.findings)} |" for r in runs]
     return "\n".join(lines) + "\n"
 
 
@@ -120,6 +143,7 @@ def write(reports: Path, runs: Sequence[Run], wanted: int, matrix_args: Sequence
         "runs": [asdict(run) for run in runs],
         "crashed": sum(run.outcome == "crashed" for run in runs),
         "crashes_per_100": per_100(runs),
+        "runs_with_findings": sum(bool(run.findings) for run in runs),
         "matrix_args": list(matrix_args),
     }
     (reports / "crash-hunt.json").write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
@@ -172,7 +196,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     target = write(reports, runs, options.runs, matrix_args)
     print(f"{per_100(runs)} crashes per 100 runs; written: {target}")
-    return 0 if all(run.outcome == "passed" for run in runs) else 1
+    return 0 if all(run.outcome == "passed" and not run.findings for run in runs) else 1
 
 
 if __name__ == "__main__":
