@@ -376,7 +376,7 @@ def _zoo(session: nox.Session, args: list[str]) -> None:
 def zoo(session: nox.Session) -> None:
     """Public architectures (torchvision, transformers) exported and served with parity: reports/zoo/.
 
-    Arguments after `--` go to `python -m tritonpt.testing.zoo` (--only NAME, --readme README.md).
+    Arguments after `--` go to `python -m tritonpt.testing.zoo` (--only NAME, --page docs/figures/zoo.md).
     """
     _zoo(session, list(session.posargs))
 

@@ -1,8 +1,8 @@
 """The single source of truth for versions, as typed data.
 
 Everything that names a version (nox installs, Dockerfile build arguments, the doctor, the
-README table) reads it from here; the numbers themselves live in ``versions.toml`` beside this
-file. This module imports only the standard library so that ``noxfile.py`` can load it before
+table of docs/reference/versions.md) reads it from here; the numbers themselves live in ``versions.toml``
+beside this file. This module imports only the standard library so that ``noxfile.py`` can load it before
 any dependency is installed.
 """
 
@@ -31,7 +31,8 @@ class PyTorch:
 
 
 NOT_STATED = "not stated"
-"""What is shown (README, build arguments, labels, the doctor) for a fact of a release that no source states."""
+"""What is shown (the version table, build arguments, labels, the doctor) for a fact of a release that no source
+states."""
 
 
 def stated(value: str | None) -> str:
@@ -275,7 +276,7 @@ class Versions:
 
 
 def markdown_table(versions: Versions) -> str:
-    """The README's version table (tests/unit/test_versions.py keeps the README equal to it)."""
+    """The version table of docs/reference/versions.md (tests/unit/test_versions.py keeps the page equal to it)."""
     pt = versions.pytorch
     rows = [
         (

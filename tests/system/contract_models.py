@@ -1,7 +1,7 @@
 """Model factories that break the user-model contract of `invoke export --model MODULE:ATTR`, one way each.
 
-The contract (README, "Your own model"): ATTR is a zero-argument callable returning ``(torch.nn.Module,
-example inputs)`` (a tuple of tensors, or a mapping of forward()'s argument names to tensors) or a
+The contract (docs/guide/your-model.md, "Using the package"): ATTR is a zero-argument callable returning
+``(torch.nn.Module, example inputs)`` (a tuple of tensors, or a mapping of forward()'s argument names to tensors) or a
 ``tritonpt.spec.ModelSpec``; forward() returns tensors of a data type the pytorch backend serves, on the CPU,
 alone or in a tuple, list, dict, NamedTuple or dataclass whose keys do not change with the input; the module traces (or scripts, with --script) and computes
 the same outputs every time it is given the same inputs. ``good`` keeps it; every other factory here breaks one

@@ -1,8 +1,8 @@
 """Shards on real runs: the integration matrix on a repository, once whole and as shards of it, each with its own
 server; the merge (tritonpt.merge) of the shards' reports must be what the whole run reported, check for check
 and count for count: on small models, as 2 shards and as 4 (one of them empty); on a split whose shards send
-their bad requests to different probe models; and on the built-in set in both formats, whose figures the README
-states."""
+their bad requests to different probe models; and on the built-in set in both formats, whose figures
+docs/guide/matrix.md states."""
 
 from __future__ import annotations
 
@@ -99,7 +99,7 @@ def test_shards_whose_probes_differ_merge_to_the_whole_run(exported_small: Path,
     assert ranked[case] == ["passed"]
 
 
-README = ROOT / "README.md"
+MATRIX_PAGE = ROOT / "docs/guide/matrix.md"
 
 
 def _sentence(template: str) -> str:
@@ -139,15 +139,15 @@ def exported_builtin(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_the_builtin_set_in_both_formats_merges_to_the_readmes_figures(
     exported_builtin: Path, tmp_path: Path
 ) -> None:
-    """The README's figure for the built-in set with its PT2 copies, sharded and not, held on real runs: each
-    shard's counts, the merge's and the unsharded run's (on a host without a GPU, where the README's were seen)."""
+    """The matrix guide's figure for the built-in set with its PT2 copies, sharded and not, held on real runs: each
+    shard's counts, the merge's and the unsharded run's (on a host without a GPU, where the guide's were seen)."""
     whole = _run(exported_builtin, tmp_path / "whole")
     folders = [tmp_path / f"shard-{k}" for k in (1, 2)]
     ran = [_run(exported_builtin, folder, "--shard", f"{k}/2") for k, folder in enumerate(folders, start=1)]
     merged = _merged_is_whole(tmp_path / "whole", folders)
     if torch.cuda.is_available():
         pytest.skip(
-            "the README's figures were seen without a GPU (with one, its 10 GPU-only checks run); merged = whole held"
+            "the guide's figures were seen without a GPU (with one, its 10 GPU-only checks run); merged = whole held"
         )
     measured = {
         "models": len(model_folders(exported_builtin)),
@@ -155,9 +155,9 @@ def test_the_builtin_set_in_both_formats_merges_to_the_readmes_figures(
         "merged": merged.report.outcomes,
         "whole": whole["outcomes"],
     }
-    seen = SEEN.search(README.read_text(encoding="utf-8"))
+    seen = SEEN.search(MATRIX_PAGE.read_text(encoding="utf-8"))
     assert seen is not None, (
-        f"README.md no longer states the built-in set's figures in this form; seen: {measured}"
+        f"docs/guide/matrix.md no longer states the built-in set's figures in this form; seen: {measured}"
     )
     n = {k: int(v) for k, v in seen.groupdict().items()}
     stated = {
@@ -169,4 +169,4 @@ def test_the_builtin_set_in_both_formats_merges_to_the_readmes_figures(
         "merged": {"passed": n["merged_passed"], "skipped": n["merged_skipped"]},
         "whole": {"passed": n["whole_passed"], "skipped": n["whole_skipped"]},
     }
-    assert measured == stated, f"the README states {stated}; seen here {measured}"
+    assert measured == stated, f"docs/guide/matrix.md states {stated}; seen here {measured}"

@@ -18,6 +18,8 @@ from tritonpt.testing.qa import adapt, generate, ledger, report
 from tritonpt.testing.qa.plan import LIBTORCH, PLANS, TORCH_AOTI, Plan, UpstreamTest, lay_overlay
 from tritonpt.testing.qa.run import QaResult
 
+ROOT = Path(__file__).resolve().parents[2]
+
 
 def _unpacked(plan: Plan, tmp_path: Path) -> Path:
     folder = os.environ.get("TRITONPT_SOURCES")
@@ -137,7 +139,8 @@ def _flag_test() -> UpstreamTest:
 
 
 def test_what_the_plan_counts_is_what_test_sh_judges(tmp_path: Path) -> None:
-    """Each log check's text is in the pinned test.sh, and the plan's totals are the README's."""
+    """Each log check's text is in the pinned test.sh, and the plan's totals are the ones the QA page states
+    (test_the_qa_page_states_the_plans_totals)."""
     qa = _unpacked(LIBTORCH, tmp_path)
     for test in LIBTORCH.tests:
         text = (qa / test.name / "test.sh").read_text(encoding="utf-8")
@@ -159,6 +162,17 @@ def test_what_the_plan_counts_is_what_test_sh_judges(tmp_path: Path) -> None:
     assert sum(t.checks for t in TORCH_AOTI.to_run if t.fixed_by) == 11
     for control in LIBTORCH.controls:
         assert (qa / control.test / "test.sh").read_text(encoding="utf-8").count(control.old) == 1
+
+
+def test_the_qa_page_states_the_plans_totals() -> None:
+    """docs/reference/qa.md's headline: every check the plans count, seen to hold (27/27, 4/4, 11/11)."""
+    page = " ".join((ROOT / "docs/reference/qa.md").read_text(encoding="utf-8").split())
+    libtorch = sum(t.checks for t in LIBTORCH.to_run)
+    aoti = sum(t.checks for t in TORCH_AOTI.to_run if not t.fixed_by)
+    ours = sum(t.checks for t in TORCH_AOTI.to_run if t.fixed_by)
+    assert f"pass on the backend we build: {libtorch}/{libtorch}**" in page
+    assert f"passes on both PT2 builds: {aoti}/{aoti} on stock, {aoti}/{aoti} patched**" in page
+    assert f"all {sum(1 for t in TORCH_AOTI.to_run if t.fixed_by)} pass patched, {ours}/{ours} checks" in page
 
 
 def _ledger(tmp_path: Path, script: str) -> list[dict[str, object]]:

@@ -629,7 +629,7 @@ def test_the_rule_reference_is_the_generators_output() -> None:
 
 def test_the_rule_reference_has_one_section_per_rule() -> None:
     """The rule book, its reference page and the differential mutations stay one to one (tests/differential holds
-    the mutations to RULES); the README points at the page."""
+    the mutations to RULES); the README and the guide's "What validate catches" point at the page."""
     text = REFERENCE.read_text(encoding="utf-8")
     sections = re.findall(r"^### ([A-Z]\d{3})$", text, flags=re.MULTILINE)
     assert len(sections) == len(set(sections)), "a rule has two sections"
@@ -642,10 +642,10 @@ def test_the_rule_reference_has_one_section_per_rule() -> None:
     for code, found in RULES.items():
         section = text.split(f"### {code}\n", 1)[1].split("\n### ", 1)[0]
         assert found.example in section, f"{code}'s example is not in its section"
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert "](docs/reference/validator.md)" in (ROOT / "README.md").read_text(encoding="utf-8")
+    guide = (ROOT / "docs/guide/your-model.md").read_text(encoding="utf-8")
     assert (
-        "](docs/reference/validator.md)"
-        in readme.split("### What validate catches", 1)[1].split("\n## ", 1)[0]
+        "](../reference/validator.md)" in guide.split("## What validate catches\n", 1)[1].split("\n## ", 1)[0]
     )
 
 

@@ -11,6 +11,7 @@ from packaging.specifiers import SpecifierSet
 from tritonpt.versions import NOT_STATED, VERSIONS, markdown_table
 
 ROOT = Path(__file__).resolve().parents[2]
+VERSIONS_PAGE = "docs/reference/versions.md"
 
 
 def test_default_release_bundles_pytorch_2_9() -> None:
@@ -73,12 +74,12 @@ def test_build_args_name_every_version() -> None:
     assert all(value for value in args.values())
 
 
-def test_readme_table_is_generated_from_the_source() -> None:
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+def test_the_versions_page_table_is_generated_from_the_source() -> None:
+    page = (ROOT / VERSIONS_PAGE).read_text(encoding="utf-8")
     start, end = "<!-- versions:start -->\n", "<!-- versions:end -->"
-    assert start in readme
-    assert end in readme
-    table = readme.split(start, 1)[1].split(end, 1)[0]
+    assert start in page
+    assert end in page
+    table = page.split(start, 1)[1].split(end, 1)[0]
     assert table == markdown_table(VERSIONS), (
-        "README's version table is stale: paste `python -m tritonpt.versions`"
+        f"{VERSIONS_PAGE}'s version table is stale: paste `python -m tritonpt.versions`"
     )

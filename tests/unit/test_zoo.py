@@ -1,15 +1,15 @@
-"""The zoo's rows: the families it must cover, and the README's table kept to them. The zoo itself runs in
-`nox -s zoo` (and its smoke in CI): it exports and serves for real."""
+"""The zoo's rows: the families it must cover, and the table of its page (docs/figures/zoo.md) kept to them.
+The zoo itself runs in `nox -s zoo` (and its smoke in CI): it exports and serves for real."""
 
 from __future__ import annotations
 
 import re
 from pathlib import Path
 
-from tritonpt.testing.zoo import GOAL, README_END, README_START, Row, ZooReport, chosen, refusal_problems
+from tritonpt.testing.zoo import GOAL, PAGE, TABLE_END, TABLE_START, Row, ZooReport, chosen, refusal_problems
 from tritonpt.testing.zoo.architectures import ARCHITECTURES, EXPECTED_REFUSALS
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+ZOO_PAGE = Path(__file__).resolve().parents[2] / PAGE
 
 
 def test_the_zoo_covers_the_libraries_and_families_users_bring() -> None:
@@ -35,11 +35,11 @@ def test_the_smoke_is_a_few_of_each_kind() -> None:
     assert {a.library for a in smoke} == {"torchvision", "transformers"}
 
 
-def test_the_readme_table_has_a_row_per_architecture() -> None:
-    text = README.read_text(encoding="utf-8")
-    table = text[text.index(README_START) : text.index(README_END)]
+def test_the_zoo_page_table_has_a_row_per_architecture() -> None:
+    text = ZOO_PAGE.read_text(encoding="utf-8")
+    table = text[text.index(TABLE_START) : text.index(TABLE_END)]
     rows = re.findall(r"^\| (\S+) \(", table, flags=re.MULTILINE)
-    assert rows == [a.name for a in ARCHITECTURES], "run `nox -s zoo -- --readme README.md`"
+    assert rows == [a.name for a in ARCHITECTURES], f"run `nox -s zoo -- --page {PAGE}`"
 
 
 def _row(name: str, *, exported: bool, refusal: str = "") -> Row:

@@ -18,8 +18,8 @@ from tritonpt.testing.qa.run import EXPECTED, QaResult, control_held
 
 
 def claim(results: Sequence[QaResult], prefix: str = "L0_libtorch", pt2_build: str = "") -> str:
-    """The README's sentence: the checks seen to hold, of those the plan counts for the tests that ran, for the
-    tests named ``prefix*`` (and run on the PT2 build ``pt2_build``, where given)."""
+    """The QA page's sentence (docs/reference/qa.md): the checks seen to hold, of those the plan counts for the
+    tests that ran, for the tests named ``prefix*`` (and run on the PT2 build ``pt2_build``, where given)."""
     ran = [
         r
         for r in results

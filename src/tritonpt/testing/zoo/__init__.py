@@ -1,6 +1,6 @@
 """The zoo: public architectures, as their libraries build them, exported and served by one real Triton.
 
-    python -m tritonpt.testing.zoo [--smoke] [--only NAME ...] [--reports DIR] [--readme README.md]
+    python -m tritonpt.testing.zoo [--smoke] [--only NAME ...] [--reports DIR] [--page docs/figures/zoo.md]
 
     1. each architecture (:mod:`~tritonpt.testing.zoo.architectures`) goes through ``export_factory``, the code
        behind ``invoke export --model``, into one repository: exported, or refused with export's own reason
@@ -8,7 +8,7 @@
     3. every reference case of every model is sent over HTTP and gRPC and compared with eager PyTorch, with the
        tolerances export recorded (never widened here)
     -> reports/zoo/zoo.json and zoo.md: architecture, library and version, exported (or why not), served, parity
-       (max error against tolerance), seconds to export; ``--readme`` writes the table into the README too
+       (max error against tolerance), seconds to export; ``--page`` writes the table into the zoo's page too
 
 Exit 1 when a model that exported does not load or misses parity (a finding to explain, not a row to hide), when
 export refuses an architecture that :data:`~tritonpt.testing.zoo.architectures.EXPECTED_REFUSALS` does not list
@@ -33,7 +33,9 @@ from tritonpt.testing.zoo.architectures import ARCHITECTURES, EXPECTED_REFUSALS,
 
 GOAL = 0.9
 """The share of architectures that must be served with parity."""
-README_START, README_END = "<!-- zoo:start -->", "<!-- zoo:end -->"
+PAGE = Path("docs/figures/zoo.md")
+"""The zoo's page of the documentation site (relative to the repository root): its table is the zoo's."""
+TABLE_START, TABLE_END = "<!-- zoo:start -->", "<!-- zoo:end -->"
 
 Step = Callable[[str], None]
 
@@ -205,14 +207,14 @@ class ZooReport:
         (folder / "zoo.md").write_text(self.to_markdown(), encoding="utf-8")
         return [folder / "zoo.json", folder / "zoo.md"]
 
-    def into_readme(self, readme: Path) -> None:
-        text = readme.read_text(encoding="utf-8")
-        start, end = text.index(README_START) + len(README_START), text.index(README_END)
+    def into_page(self, page: Path) -> None:
+        text = page.read_text(encoding="utf-8")
+        start, end = text.index(TABLE_START) + len(TABLE_START), text.index(TABLE_END)
         summary = (
             f"\n{sum(r.ok for r in self.rows)} of {len(self.rows)} served with parity ({self.served_share:.0%}), "
             f"{self.server}, {self.seconds:.0f} s on this machine (`nox -s zoo`).\n\n"
         )
-        readme.write_text(text[:start] + summary + self.table() + text[end:], encoding="utf-8")
+        page.write_text(text[:start] + summary + self.table() + text[end:], encoding="utf-8")
 
 
 def refusal_problems(rows: Sequence[Row]) -> list[str]:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from tritonpt import scratch
 from tritonpt.errors import TritonPtError
-from tritonpt.testing.zoo import chosen, run
+from tritonpt.testing.zoo import PAGE, chosen, run
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -18,7 +18,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--smoke", action="store_true", help="only the few architectures marked for CI")
     parser.add_argument("--only", action="append", default=[], help="only this architecture (repeatable)")
     parser.add_argument("--reports", type=Path, default=Path("reports/zoo"))
-    parser.add_argument("--readme", type=Path, help="write the table between the zoo markers of this README")
+    parser.add_argument(
+        "--page", type=Path, help=f"write the table between the zoo markers of this page ({PAGE})"
+    )
     options = parser.parse_args(argv)
 
     def say(line: str) -> None:
@@ -36,8 +38,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         say("zoo: interrupted; the server was stopped and no report was written")
         return scratch.exit_code(interrupt)
     written = report.write(options.reports)
-    if options.readme:
-        report.into_readme(options.readme)
+    if options.page:
+        report.into_page(options.page)
         written.append(options.readme)
     print(report.to_markdown())
     say("written: " + ", ".join(str(p) for p in written))
