@@ -107,33 +107,38 @@ def _shard(session: nox.Session, text: str) -> Shard:
         session.error(str(exc))
 
 
-def _option(args: list[str], name: str) -> list[str]:
-    """``[name, value]`` as given after `--` (``--name value`` or ``--name=value``), else ``[]``."""
-    for index, arg in enumerate(args):
-        if arg.startswith(f"{name}="):
-            return [name, arg.split("=", 1)[1]]
-        if arg == name and index + 1 < len(args):
-            return [name, args[index + 1]]
-    return []
+def _known(args: list[str]) -> tuple[argparse.Namespace, list[str]]:
+    """The options after `--` that this file acts on (the rest go on to the program a session runs), and the
+    arguments without ``--reports``, which each session passes on its own way. argparse, so ``--name value`` and
+    ``--name=value`` read alike."""
+    parser = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
+    parser.add_argument("--repository")
+    parser.add_argument("--shard")
+    parser.add_argument("--shard-costs")
+    parser.add_argument("--pt2-build")
+    parser.add_argument("--reports")
+    known, _ = parser.parse_known_args(args)
+    reports = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
+    reports.add_argument("--reports")
+    _, rest = reports.parse_known_args(args)
+    return known, rest
 
 
-def _without(args: list[str], name: str) -> list[str]:
-    """``args`` without ``name`` and its value."""
-    kept: list[str] = []
-    skip = False
-    for arg in args:
-        if skip:
-            skip = False
-        elif arg == name:
-            skip = True
-        elif not arg.startswith(f"{name}="):
-            kept.append(arg)
-    return kept
-
-
-def _repository_option(args: list[str]) -> list[str]:
-    """``--repository DIR`` as given after `--`, for `invoke build-backend` to look at."""
-    return _option(args, "--repository")
+def _prepare(
+    session: nox.Session,
+    *groups: str,
+    args: list[str] | None = None,
+    export: list[str] | None = None,
+    build: list[str] | None = None,
+) -> None:
+    """What a session needs before its program: the package with ``groups`` installed; with ``export``, the
+    built-in set exported (those `invoke export` arguments) unless ``args`` name a ``--repository`` of the user's,
+    which is taken as it is; with ``build``, the backends built or reused (those `invoke build-backend` arguments)."""
+    _install(session, *groups)
+    if export is not None and _known(args or [])[0].repository is None:
+        session.run("invoke", "export", *export)
+    if build is not None:
+        session.run("invoke", "build-backend", *build)
 
 
 def _docker_answers() -> bool:
@@ -172,8 +177,7 @@ def unit(session: nox.Session) -> None:
 @nox.session(python=PYTHON)
 def system(session: nox.Session) -> None:
     """System tests: real tritonservers, the front doors run as a person runs them, a real failing build."""
-    _install(session, "test")
-    session.run("invoke", "build-backend", "--pt2")
+    _prepare(session, "test", build=["--pt2"])
     _pytest(session, "tests/system", *session.posargs)
 
 
@@ -189,20 +193,20 @@ def integration(session: nox.Session) -> None:
     models (tritonpt.shards), its reports in reports/shard-K-of-N/; `nox -s merge-reports` merges them.
     `--pt2-build patched` exports the PT2 copies with dynamic_batching and serves them with our patched PT2 build.
     """
-    _install(session, "test")
     args = list(session.posargs)
-    shard = _option(args, "--shard") + _option(args, "--shard-costs")
-    if shard and shard[0] != "--shard":
+    known, rest = _known(args)
+    if known.shard_costs and not known.shard:
         session.error("--shard-costs balances shards; give --shard K/N with it.")
+    shard = ["--shard", known.shard] if known.shard else []
+    shard += ["--shard-costs", known.shard_costs] if known.shard_costs else []
     # --pt2-build patched: the PT2 copies exported with dynamic_batching and served by our patched PT2 build
-    pt2_build = _option(args, "--pt2-build")
-    if not _repository_option(args):  # TorchScript and PT2 (NAME_pt2) copies, a shard's part only, with the
-        # backend builds side by side (a first run overlaps them)
-        session.run("invoke", "export", "--format", "both", *shard, *pt2_build, "--build-backend")
-    # the matrix (python -m tritonpt.matrix, as `tritonpt check` runs it) builds or reuses the backends it needs
-    reports = _option(args, "--reports")
-    folder = reports[1] if reports else f"reports/{_shard(session, shard[1]).slug}" if shard else "reports"
-    _matrix(session, folder, *_without(args, "--reports"))
+    pt2_build = ["--pt2-build", known.pt2_build] if known.pt2_build else []
+    # TorchScript and PT2 (NAME_pt2) copies, a shard's part only, with the backend builds side by side (a first
+    # run overlaps them); the matrix (python -m tritonpt.matrix, as `tritonpt check` runs it) then builds or
+    # reuses any backend it still needs
+    _prepare(session, "test", args=args, export=["--format", "both", *shard, *pt2_build, "--build-backend"])
+    reports = known.reports or (f"reports/{_shard(session, known.shard).slug}" if known.shard else "reports")
+    _matrix(session, reports, *rest)
 
 
 @nox.session(python=PYTHON)
@@ -211,8 +215,7 @@ def differential(session: nox.Session) -> None:
 
     Writes reports/differential.md: each mutation, what Triton did with it, what `invoke validate` said.
     """
-    _install(session, "test")
-    session.run("invoke", "build-backend", "--pt2")  # the PT2 mutations are served by the r26.05 build
+    _prepare(session, "test", build=["--pt2"])  # the PT2 mutations are served by the r26.05 build
     _pytest(session, "tests/differential", "--junitxml=reports/differential-junit.xml", *session.posargs)
 
 
@@ -254,8 +257,7 @@ def faults(session: nox.Session) -> None:
     The container faults skip without a Docker engine and the stand-in images (`nox -s container` builds them);
     `-- -m "not stops_docker"` leaves out the fault that stops this machine's engine and starts it again.
     """
-    _install(session, "test")
-    session.run("invoke", "build-backend")
+    _prepare(session, "test", build=[])
     _pytest(session, "tests/faults", *session.posargs)
 
 
@@ -286,12 +288,10 @@ def gpu(session: nox.Session) -> None:
 
 
 def _bench(session: nox.Session, args: list[str], *, harness: bool) -> None:
-    _install(session, "test", "bench")
     # --pt2-build patched: PT2 copies exported with dynamic_batching, served by our patched PT2 build
-    patched = _option(args, "--pt2-build")[1:] == ["patched"]
-    if not any(arg.startswith("--repository") for arg in args):
-        session.run("invoke", "export", *(["--format", "both", "--pt2-build", "patched"] if patched else []))
-    session.run("invoke", "build-backend", *(["--pt2-patches"] if patched else []))
+    patched = _known(args)[0].pt2_build == "patched"
+    export = ["--format", "both", "--pt2-build", "patched"] if patched else []
+    _prepare(session, "test", "bench", args=args, export=export, build=["--pt2-patches"] if patched else [])
     session.run("python", "-m", "tritonpt.bench", *args)
     if harness:  # the harness against a bare script, and the first command by stage (nox runs nox for it)
         session.run(
@@ -316,10 +316,7 @@ def tune(session: nox.Session) -> None:
 
     Exports the built-in set first unless --repository is given; writes reports/tune/NAME/.
     """
-    _install(session, "test", "bench")
-    if not any(arg.startswith("--repository") for arg in session.posargs):
-        session.run("invoke", "export")
-    session.run("invoke", "build-backend")
+    _prepare(session, "test", "bench", args=list(session.posargs), export=[], build=[])
     session.run("invoke", "tune", *(session.posargs or ["--model", "resnet18"]))
 
 
@@ -330,8 +327,7 @@ def bench_scaling(session: nox.Session) -> None:
 
     Arguments after `--` go to `python -m tritonpt.testing.scaling` (--sizes 1,5,20,50, --reports DIR).
     """
-    _install(session, "test", "bench")
-    session.run("invoke", "build-backend")
+    _prepare(session, "test", "bench", build=[])
     session.run("python", "-m", "tritonpt.testing.scaling", *session.posargs, interrupt_timeout=30.0)
 
 
@@ -342,10 +338,7 @@ def bench_smoke(session: nox.Session) -> None:
 
 
 def _soak(session: nox.Session, args: list[str]) -> None:
-    _install(session, "test")
-    if not any(arg.startswith("--repository") for arg in args):
-        session.run("invoke", "export")
-    session.run("invoke", "build-backend")
+    _prepare(session, "test", args=args, export=[], build=[])
     session.run("python", "-m", "tritonpt.testing.soak", *args)
 
 
@@ -456,10 +449,8 @@ def crash_hunt(session: nox.Session) -> None:
     `-- --runs N` (default 50); other arguments go to the matrix (e.g. `--repository DIR`: that repository as it
     is, nothing exported). No rerun: every crash counts.
     """
-    _install(session, "test")
     args = list(session.posargs)
-    if not _repository_option(args):
-        session.run("invoke", "export", "--format", "both", "--build-backend")
+    _prepare(session, "test", args=args, export=["--format", "both", "--build-backend"])
     session.run("python", "-m", "tritonpt.testing.crash_hunt", *args, interrupt_timeout=60.0)
 
 
