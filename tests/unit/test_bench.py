@@ -47,3 +47,38 @@ def test_one_model_repository_links_the_model_and_writes_the_config(exported_sma
         assert (served.root / "warmup").resolve() == (model.root / "warmup").resolve()
     assert not folder.exists()
     assert repository.read_config(model.config).instance_group[0].count == 1  # the model was not touched
+
+
+def test_eager_on_pinned_cores_runs_in_a_child_started_on_them(exported_small: Path) -> None:
+    model = ModelDir(root=exported_small / "multi_io")
+    config = repository.read_config(model.config)
+    case = bench.cases_for(config)[1]  # the largest batch
+    core = min(os.sched_getaffinity(0))
+    measured = bench.eager(model, case, seconds=0.2, config=config, cores=(core,))
+    assert (measured.model, measured.case, measured.side, measured.batch) == (
+        "multi_io",
+        case.id,
+        "eager",
+        case.batch,
+    )
+    assert measured.throughput > 0
+    assert measured.p50_ms <= measured.p99_ms
+
+
+def test_an_eager_child_that_fails_names_the_model_and_what_it_said(
+    exported_small: Path, tmp_path: Path
+) -> None:
+    broken = tmp_path / "multi_io"
+    broken.mkdir()
+    (broken / "config.pbtxt").write_text((exported_small / "multi_io" / "config.pbtxt").read_text())
+    model = ModelDir(root=broken)
+    config = repository.read_config(model.config)
+    with pytest.raises(bench.BenchError, match=r"The eager side of multi_io b1-c1 failed on cores") as failed:
+        bench.eager(
+            model,
+            bench.cases_for(config)[0],
+            seconds=0.1,
+            config=config,
+            cores=(min(os.sched_getaffinity(0)),),
+        )
+    assert "Traceback" not in str(failed.value).splitlines()[0]

@@ -19,13 +19,15 @@ tritonclient wheel pinned in versions.toml [bench], fetched into the cache on fi
 from __future__ import annotations
 
 import csv
+import json
 import os
 import statistics
 import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import numpy as np
@@ -128,17 +130,58 @@ class Pinning:
 def eager(
     model: ModelDir, case: Case, *, seconds: float, config: ModelConfig, cores: tuple[int, ...] = ()
 ) -> Measurement:
-    """The model file in this process at the case's eager batch, for about ``seconds``: the TorchScript file with
-    the thread count and optimized execution the config gives the backend, or a PT2 package through
-    ``aoti_load_package`` (AOTInductor eager); on ``cores`` only, when given."""
+    """The model file at the case's eager batch, for about ``seconds``: the TorchScript file with the thread count
+    and optimized execution the config gives the backend, or a PT2 package through ``aoti_load_package``
+    (AOTInductor eager).
+
+    On ``cores``, it runs in a child process started on them under ``taskset`` (``python -m tritonpt.bench.eager``),
+    as the server is: OpenMP counts the cores it may use when the process starts, and an AOTInductor
+    package's kernels run ``#pragma omp parallel num_threads(N)`` with the N of the machine that compiled them, so
+    a process moved onto fewer cores afterwards spins N threads on them (5-10 times slower, seen here)."""
+    if not cores:
+        return measure_eager(model, case, seconds=seconds, config=config)
+    pinned = ["taskset", "--cpu-list", ",".join(map(str, cores))]
+    command = [
+        *pinned,
+        sys.executable,
+        "-m",
+        "tritonpt.bench.eager",
+        str(model.root),
+        json.dumps(asdict(case)),
+        str(seconds),
+    ]
+    try:
+        done = subprocess.run(
+            command,
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=seconds * 10 + 300,
+        )
+    except subprocess.TimeoutExpired as exc:
+        msg = f"The eager side of {model.name} {case.id} did not finish within {exc.timeout:.0f} s."
+        raise BenchError(msg) from exc
+    if done.returncode != 0 or not done.stdout.strip():
+        msg = (
+            f"The eager side of {model.name} {case.id} failed on cores {','.join(map(str, cores))} "
+            f"(exit {done.returncode}): {((done.stderr or done.stdout).strip().splitlines() or ['no output'])[-1]}"
+        )
+        raise BenchError(msg)
+    return Measurement(**json.loads(done.stdout.strip().splitlines()[-1]))
+
+
+def measure_eager(model: ModelDir, case: Case, *, seconds: float, config: ModelConfig) -> Measurement:
+    """:func:`eager` in this process, on the cores it has: threads as the config gives the backend, else one per
+    core this process may use (torch's default where it may use them all)."""
     module = _in_process(model, config)
     inputs = _feed(model, case.eager_batch)
     latencies: list[float] = []
     run = spec.BackendRun.of(config)
-    before = torch.get_num_threads(), os.sched_getaffinity(0)
-    if cores:
-        os.sched_setaffinity(0, cores)
-    torch.set_num_threads(run.intra_op_threads or len(cores) or before[0])
+    before = torch.get_num_threads()
+    allowed = len(os.sched_getaffinity(0))
+    torch.set_num_threads(
+        run.intra_op_threads or (allowed if allowed < (os.cpu_count() or allowed) else before)
+    )
     try:
         with torch.inference_mode(), torch.jit.optimized_execution(run.optimized):  # type: ignore[attr-defined]  # no-op for a package
             for _ in range(3):  # the profiling executor's first runs
@@ -150,8 +193,7 @@ def eager(
                 latencies.append(time.perf_counter() - start)
             elapsed = time.perf_counter() - began
     finally:
-        torch.set_num_threads(before[0])
-        os.sched_setaffinity(0, before[1])
+        torch.set_num_threads(before)
     quantiles = statistics.quantiles([x * 1000 for x in latencies], n=100)
     return Measurement(
         model=model.name,
