@@ -32,7 +32,7 @@ from pathlib import Path
 import nox
 
 sys.path.insert(0, str(Path(__file__).parent / "src"))
-from tritonpt import scratch  # stdlib only, like versions
+from tritonpt import stopping  # stdlib only, like versions
 from tritonpt.errors import ShardError
 from tritonpt.shards import Shard  # stdlib only
 from tritonpt.testing import crash  # stdlib only
@@ -40,8 +40,8 @@ from tritonpt.versions import VERSIONS  # stdlib-only module, read before any in
 
 # A stop sent to nox alone (a CI runner cancelling the step, systemd, `kill`) is passed on to the running command as
 # Ctrl-C, which stops its servers and containers while nox waits for it (interrupt_timeout below); SIGTERM and
-# SIGHUP end nox as Ctrl-C does. nox itself would wait without passing anything on (tritonpt.scratch).
-scratch.forward_stop_signals()
+# SIGHUP end nox as Ctrl-C does. nox itself would wait without passing anything on (tritonpt.stopping).
+stopping.forward_stop_signals()
 
 nox.needs_version = ">=2025.2.9"
 nox.options.default_venv_backend = "uv"

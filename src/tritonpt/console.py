@@ -15,7 +15,7 @@ from collections.abc import Iterator, Sequence
 from rich.console import Console
 from rich.markup import escape
 
-from tritonpt import scratch
+from tritonpt import stopping
 from tritonpt.errors import Problem, TritonPtError, ValidationError
 
 err = Console(stderr=True, highlight=False, soft_wrap=True)
@@ -49,7 +49,7 @@ def guard(*, debug: bool = False) -> Iterator[None]:
     ignored on entry) stop the block as Ctrl-C does (servers and containers are stopped on the way out), exit
     128 + the signal's number."""
     try:
-        with scratch.stop_signals_interrupt():
+        with stopping.stop_signals_interrupt():
             yield
     except TritonPtError as exc:
         if debug or os.environ.get("TRITONPT_DEBUG") == "1":
@@ -63,6 +63,6 @@ def guard(*, debug: bool = False) -> Iterator[None]:
             err.print(f"[red]error:[/red] {escape(str(exc))}")
         sys.exit(1)
     except KeyboardInterrupt as interrupt:
-        which = f" ({interrupt.args[0]})" if isinstance(interrupt, scratch.Interrupted) else ""
+        which = f" ({interrupt.args[0]})" if isinstance(interrupt, stopping.Interrupted) else ""
         err.print(f"[yellow]interrupted{which}[/yellow]")
-        sys.exit(scratch.exit_code(interrupt))
+        sys.exit(stopping.exit_code(interrupt))

@@ -300,7 +300,15 @@ def default_tag(recipe: str, versions: Versions = VERSIONS, *, ngc: str | None =
 
 
 # What docker/pytorch.Dockerfile's backend stage runs: tritonpt.backend and what it imports, nothing else.
-BACKEND_MODULES = ("__init__.py", "errors.py", "fetch.py", "scratch.py", "versions.py", "versions.toml")
+BACKEND_MODULES = (
+    "__init__.py",
+    "errors.py",
+    "fetch.py",
+    "scratch.py",
+    "stopping.py",
+    "versions.py",
+    "versions.toml",
+)
 BACKEND_PACKAGE = "backend"
 CONTEXT_RECIPES = frozenset({"pytorch"})
 """Recipes that build from a context (:func:`stage_context`); the others are sent as the Dockerfile alone."""

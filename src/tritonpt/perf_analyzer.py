@@ -22,7 +22,7 @@ import zipfile
 from collections.abc import Callable
 from pathlib import Path
 
-from tritonpt import fetch, scratch
+from tritonpt import fetch, scratch, stopping
 from tritonpt.backend import Torch, cache_root, package_folder
 from tritonpt.errors import HINT, TritonPtError
 from tritonpt.versions import VERSIONS, Wheel
@@ -140,7 +140,7 @@ def install(wheel: Path, *, cache: Path | None = None) -> Path:
             raise PerfAnalyzerError(msg) from exc
         (tool / "perf_analyzer").chmod(0o755)
         shutil.copy2(libs[0], tool / "lib" / LIBB64)
-        with scratch.ctrl_c_held():  # the old install moves aside and the new one in, in two renames
+        with stopping.ctrl_c_held():  # the old install moves aside and the new one in, in two renames
             if folder.exists():
                 folder.replace(staging / "previous")
             tool.replace(folder)

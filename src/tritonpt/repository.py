@@ -24,7 +24,7 @@ from pathlib import Path
 from google.protobuf import text_format
 from tritonclient.grpc.model_config_pb2 import ModelConfig
 
-from tritonpt import scratch
+from tritonpt import scratch, stopping
 from tritonpt.errors import HINT, ShardError
 from tritonpt.options import DEFAULT_REPOSITORY
 
@@ -210,7 +210,7 @@ def staged_model(repository: Path, name: str) -> Iterator[ModelDir]:
             model = ModelDir(root=staging / name)
             model.root.mkdir()
             yield model
-            with scratch.ctrl_c_held():  # the old folder moves aside and the new one in, or neither
+            with stopping.ctrl_c_held():  # the old folder moves aside and the new one in, or neither
                 target, previous = repository / name, staging / f"{name}.previous"
                 if target.exists():
                     target.replace(previous)
@@ -222,7 +222,7 @@ def staged_model(repository: Path, name: str) -> Iterator[ModelDir]:
                     raise
                 created = []
     finally:
-        with scratch.ctrl_c_held():
+        with stopping.ctrl_c_held():
             for folder in created:  # innermost first; each is empty unless someone else wrote there meanwhile
                 with contextlib.suppress(OSError):
                     folder.rmdir()

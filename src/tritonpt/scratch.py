@@ -1,218 +1,22 @@
-"""Scratch folders that never outlive their block, steps that an interrupt cannot cut in half, and the
-signals that interrupt a front door.
+"""Scratch folders that never outlive their block: made and removed whole, even when a Ctrl-C lands meanwhile.
 
-A Ctrl-C raises ``KeyboardInterrupt`` between any two Python bytecodes, ``shutil.rmtree``'s and a
-``finally`` block's included: the fault tier once saw a staging folder left behind that way. Here the
-removal, and any step given to :func:`ctrl_c_held`, runs with the interrupts caught and set aside; the interrupt
-is delivered as soon as the step is done, so a run still stops where the user asked, only a moment later.
-
-What interrupts a front door (:func:`stop_signals_interrupt`): SIGINT as a terminal's Ctrl-C sends it, also when
-it was ignored on entry (a background job of a non-interactive shell starts so); SIGTERM (``timeout``, systemd,
-``docker stop``, a CI runner cancelling a step) and SIGHUP (the terminal closed) as :class:`Interrupted`, a
-``KeyboardInterrupt``, so that every one of them stops servers and containers the way Ctrl-C does. A stop that
-lands while a finalizer runs (a ``__del__``, where Python ignores every exception) is sent again a moment later
-rather than raised there, where it would be lost.
+A Ctrl-C raises ``KeyboardInterrupt`` between any two Python bytecodes, ``shutil.rmtree``'s and a ``finally``
+block's included: the fault tier once saw a staging folder left behind that way. Here making and removing a
+folder run with the interrupts held (:func:`tritonpt.stopping.ctrl_c_held`); the interrupt follows as soon as
+the step is done. Standard library only, like :mod:`tritonpt.stopping`.
 """
 
 from __future__ import annotations
 
 import contextlib
-import os
 import shutil
-import signal
-import sys
 import tempfile
-import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
-from types import FrameType
 
-__all__ = [
-    "INTERRUPTS",
-    "Interrupted",
-    "ctrl_c_held",
-    "folder",
-    "forward_stop_signals",
-    "remove",
-    "stop_signals_interrupt",
-]
+from tritonpt.stopping import ctrl_c_held
 
-INTERRUPTS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
-"""The signals that end a front door the way Ctrl-C does (once :func:`stop_signals_interrupt` is in force)."""
-
-RESEND_S = 0.01
-"""How long after a stop that landed in a finalizer it is sent again (if it lands in one again, again)."""
-
-Handler = Callable[[int, FrameType | None], object] | int | None
-
-
-class Interrupted(KeyboardInterrupt):
-    """A stop signal other than SIGINT, raised where Ctrl-C's ``KeyboardInterrupt`` would be; ``signum`` is which."""
-
-    def __init__(self, signum: int) -> None:
-        self.signum = signum
-        super().__init__(signal.Signals(signum).name)
-
-
-def _interrupt(signum: int, frame: FrameType | None) -> None:
-    """Raise the stop where the signal lands (``KeyboardInterrupt`` for SIGINT, else :class:`Interrupted`); in a
-    finalizer, where Python would swallow it (a client's ``__del__``: the fault tier saw a stop lost that way and
-    the run went on), send the signal again a moment later instead, so that it is raised after the finalizer."""
-    if _in_finalizer(frame):
-        # From another thread: re-sent from here, the signal would run this handler again at once, inside itself.
-        threading.Timer(RESEND_S, os.kill, (os.getpid(), signum)).start()
-        return
-    raise KeyboardInterrupt if signum == signal.SIGINT else Interrupted(signum)
-
-
-def _in_finalizer(frame: FrameType | None) -> bool:
-    while frame is not None:
-        if frame.f_code.co_name == "__del__":
-            return True
-        frame = frame.f_back
-    return False
-
-
-def _swallowed(args: sys.UnraisableHookArgs) -> None:
-    """Python's unraisable hook, for a stop it would otherwise print and drop: raised where no exception can leave
-    (a weakref callback, a C library's callback, a finalizer the frame test above did not see; the fault tier saw
-    a Ctrl-C printed that way as a one-frame traceback while the run went on). The stop is sent again a moment
-    later, to land where it can interrupt; anything else goes to the hook that was there."""
-    stop = args.exc_value
-    if isinstance(stop, KeyboardInterrupt):
-        signum = stop.signum if isinstance(stop, Interrupted) else signal.SIGINT
-        threading.Timer(RESEND_S, os.kill, (os.getpid(), signum)).start()
-        return
-    _PREVIOUS_HOOK(args)
-
-
-_PREVIOUS_HOOK = sys.unraisablehook
-
-
-def exit_code(interrupt: KeyboardInterrupt) -> int:
-    """128 + the signal's number, as a shell reports a process ended by it: 130 for Ctrl-C, 143 for SIGTERM."""
-    return 128 + (interrupt.signum if isinstance(interrupt, Interrupted) else signal.SIGINT)
-
-
-@contextlib.contextmanager
-def stop_signals_interrupt() -> Iterator[None]:
-    """Within the block, SIGTERM and SIGHUP raise :class:`Interrupted` and SIGINT raises ``KeyboardInterrupt``
-    even if it was ignored on entry; the handlers found on entry are put back afterwards. Main thread only
-    (elsewhere the block runs as it is: only the main thread receives signals in Python)."""
-    hook = sys.unraisablehook
-    saved = install_stop_signals()
-    try:
-        yield
-    finally:
-        for sig, handler in saved.items():
-            if handler is not None:
-                signal.signal(sig, handler)
-        sys.unraisablehook = hook
-
-
-def install_stop_signals() -> dict[signal.Signals, Handler]:
-    """What :func:`stop_signals_interrupt` sets, for the rest of the process (a pytest run, nox); the handlers
-    it replaced. Nothing outside the main thread."""
-    if threading.current_thread() is not threading.main_thread():
-        return {}
-    saved = {sig: signal.getsignal(sig) for sig in INTERRUPTS}
-    sys.unraisablehook = _swallowed  # process-wide, like the handlers; it passes on whatever is not a stop
-    if saved[signal.SIGINT] in (signal.SIG_IGN, signal.SIG_DFL, None, signal.default_int_handler):
-        signal.signal(signal.SIGINT, _interrupt)  # Python's own, but not swallowed in a finalizer
-    for sig in (signal.SIGTERM, signal.SIGHUP):
-        signal.signal(sig, _interrupt)
-    return saved
-
-
-def _children() -> list[int]:
-    """This process's live child processes (/proc's parent links)."""
-    mine = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            state, parent = (entry / "stat").read_text().rsplit(")", 1)[1].split()[:2]
-        except (OSError, IndexError, ValueError):
-            continue
-        if int(parent) == os.getpid() and state != "Z":
-            mine.append(int(entry.name))
-    return mine
-
-
-def _terminal_foreground() -> bool:
-    """Whether this process runs in the foreground of a terminal, whose Ctrl-C reaches its whole group."""
-    try:
-        return os.isatty(0) and os.tcgetpgrp(0) == os.getpgrp()
-    except OSError:
-        return False
-
-
-def forward_stop_signals() -> None:
-    """For a process that runs commands and waits for them (nox): a stop that was sent to it alone is passed on to
-    its children as Ctrl-C, and only its first stop interrupts it.
-
-    A CI runner cancelling a step signals the step's process alone (GitHub's runner: SIGINT, SIGTERM 7.5 s later,
-    the process tree killed 2.5 s after that); nox then waits for its command (its ``interrupt_timeout``) but never
-    signals it, so the command would run on, and the second signal would end nox's wait and leave the command
-    without it. Here each stop is passed on (SIGINT first, SIGTERM after), except a SIGINT that a terminal sent to
-    the whole foreground group (the children have it already); the first stop interrupts this process as
-    :func:`install_stop_signals` does, later ones only pass on. Main thread only."""
-    if threading.current_thread() is not threading.main_thread():
-        return
-    stopped: list[int] = []
-
-    def handler(signum: int, frame: FrameType | None) -> None:
-        if signum != signal.SIGINT or not _terminal_foreground():
-            for child in _children():
-                with contextlib.suppress(ProcessLookupError, PermissionError):
-                    os.kill(child, signal.SIGTERM if stopped else signal.SIGINT)
-        if stopped:
-            return
-        stopped.append(signum)  # before raising: a stop during the raise must not raise again
-        _interrupt(signum, frame)  # raises, unless it landed in a finalizer and is sent again a moment later
-        stopped.clear()  # ... and then that one interrupts
-
-    sys.unraisablehook = _swallowed
-    for sig in INTERRUPTS:
-        signal.signal(sig, handler)
-
-
-@contextlib.contextmanager
-def ctrl_c_held() -> Iterator[None]:
-    """Run the block whole: an interrupt (:data:`INTERRUPTS`) that arrives meanwhile reaches its previous
-    handler after it, also when the block raises (the interrupt then wins, with the block's error as its context).
-
-    Only signals whose handler was set from Python are held (SIGTERM's default, ending the process at once, is
-    left alone). Only the main thread can set a signal handler (and only it receives ``KeyboardInterrupt``);
-    elsewhere the block runs as it is.
-    """
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    previous = {sig: signal.getsignal(sig) for sig in INTERRUPTS}
-    held = [
-        sig
-        for sig, handler in previous.items()
-        if callable(handler) or (sig == signal.SIGINT and handler == signal.SIG_DFL)
-    ]
-    arrived: list[tuple[int, FrameType | None]] = []
-    for sig in held:
-        signal.signal(sig, lambda signum, frame: arrived.append((signum, frame)))
-    try:
-        yield
-    finally:
-        for sig in held:
-            signal.signal(sig, previous[sig])
-        if arrived:
-            signum, frame = arrived[0]
-            _deliver(previous[signal.Signals(signum)], signum, frame)
-
-
-def _deliver(handler: Handler, signum: int, frame: FrameType | None) -> None:
-    if callable(handler):
-        handler(signum, frame)
-    elif handler == signal.SIG_DFL:
-        raise KeyboardInterrupt
+__all__ = ["folder", "remove"]
 
 
 def remove(path: Path) -> None:

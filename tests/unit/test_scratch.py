@@ -1,7 +1,8 @@
-"""A Ctrl-C that lands inside a cleanup or a two-step commit: the step finishes, then the interrupt arrives.
+"""A Ctrl-C that lands while a scratch folder is removed, or inside a staged model's two-step commit: the step
+finishes, then the interrupt arrives.
 
 Each case sends a real SIGINT to this process at the chosen moment (Python raises ``KeyboardInterrupt`` at the
-next bytecode, as it does for a user's Ctrl-C).
+next bytecode, as it does for a user's Ctrl-C). The held step itself: tests/unit/test_stopping.py.
 """
 
 from __future__ import annotations
@@ -9,9 +10,6 @@ from __future__ import annotations
 import os
 import shutil
 import signal
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -21,35 +19,6 @@ from tritonpt import repository, scratch
 
 def _ctrl_c() -> None:
     os.kill(os.getpid(), signal.SIGINT)
-
-
-def test_a_held_step_runs_to_its_end_and_the_interrupt_follows() -> None:
-    done = []
-
-    def step() -> None:
-        with scratch.ctrl_c_held():
-            _ctrl_c()
-            done.append("after the signal")
-
-    with pytest.raises(KeyboardInterrupt):
-        step()
-    assert done == ["after the signal"]
-    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
-
-
-def test_a_held_step_without_an_interrupt_raises_nothing() -> None:
-    with scratch.ctrl_c_held():
-        pass
-    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
-
-
-def test_an_ignored_ctrl_c_stays_ignored() -> None:
-    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
-    try:
-        with scratch.ctrl_c_held():
-            _ctrl_c()
-    finally:
-        signal.signal(signal.SIGINT, previous)
 
 
 def test_a_folder_interrupted_while_it_is_removed_is_still_removed(
@@ -90,19 +59,6 @@ def test_a_ctrl_c_between_the_two_renames_of_a_commit_loses_no_model(
     assert sorted(p.name for p in repo.iterdir()) == ["m"]
 
 
-def test_an_interrupt_during_a_held_step_that_fails_still_arrives() -> None:
-    def step() -> None:
-        with scratch.ctrl_c_held():
-            _ctrl_c()
-            msg = "the rename failed"
-            raise OSError(msg)
-
-    with pytest.raises(KeyboardInterrupt) as stopped:
-        step()
-    assert isinstance(stopped.value.__context__, OSError)
-    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
-
-
 def test_a_commit_whose_second_rename_fails_puts_the_old_model_back(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -122,138 +78,3 @@ def test_a_commit_whose_second_rename_fails_puts_the_old_model_back(
         model.config.write_text("new")
     assert (repo / "m" / "config.pbtxt").read_text() == "old"
     assert sorted(p.name for p in repo.iterdir()) == ["m"]
-
-
-@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP])
-def test_a_stop_signal_interrupts_the_block_as_ctrl_c_does(sig: signal.Signals) -> None:
-    before = signal.getsignal(sig)
-    with pytest.raises(scratch.Interrupted) as stopped, scratch.stop_signals_interrupt():
-        os.kill(os.getpid(), sig)
-    assert isinstance(stopped.value, KeyboardInterrupt)
-    assert scratch.exit_code(stopped.value) == 128 + sig
-    assert signal.getsignal(sig) == before  # put back
-
-
-def test_a_ctrl_c_ignored_on_entry_is_heeded_inside_the_block() -> None:
-    """A background job of a non-interactive shell starts with SIGINT ignored; `kill -INT` must still stop it."""
-    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
-    try:
-        with pytest.raises(KeyboardInterrupt), scratch.stop_signals_interrupt():
-            _ctrl_c()
-        assert signal.getsignal(signal.SIGINT) == signal.SIG_IGN
-    finally:
-        signal.signal(signal.SIGINT, previous)
-
-
-def test_a_stop_signal_waits_for_a_held_step() -> None:
-    done = []
-
-    def step() -> None:
-        with scratch.stop_signals_interrupt(), scratch.ctrl_c_held():
-            os.kill(os.getpid(), signal.SIGTERM)
-            done.append("after the signal")
-
-    with pytest.raises(scratch.Interrupted):
-        step()
-    assert done == ["after the signal"]
-
-
-@pytest.mark.parametrize(
-    ("sig", "raised"), [(signal.SIGINT, KeyboardInterrupt), (signal.SIGTERM, scratch.Interrupted)]
-)
-def test_a_stop_that_lands_in_a_finalizer_is_raised_after_it(
-    sig: signal.Signals, raised: type[KeyboardInterrupt], monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Python ignores what a ``__del__`` raises: a stop raised there would be lost, and the run would go on."""
-    swallowed: list[object] = []
-    monkeypatch.setattr(sys, "unraisablehook", lambda hook: swallowed.append(hook.exc_type))
-    finalized = []
-
-    class Finalized:
-        def __del__(self) -> None:
-            os.kill(os.getpid(), sig)  # the stop lands while the finalizer runs
-            finalized.append("ran to its end")
-
-    def collect_one_then_work() -> None:
-        Finalized()  # collected at once
-        deadline = time.monotonic() + 10.0
-        while time.monotonic() < deadline:  # the stop is raised here, a moment after the finalizer
-            pass
-        finalized.append("the work ended")
-
-    with scratch.stop_signals_interrupt(), pytest.raises(raised):
-        collect_one_then_work()
-    assert finalized == ["ran to its end"]
-    assert swallowed == []
-
-
-RUNNER = """
-import subprocess, sys
-from tritonpt import scratch
-scratch.forward_stop_signals()
-child = subprocess.Popen([sys.executable, "-c", sys.argv[1]])
-print("ready", flush=True)
-try:
-    child.wait()
-except KeyboardInterrupt:
-    print("interrupted", flush=True)
-    print(f"child exited {child.wait()}", flush=True)  # nox waits for its command (interrupt_timeout)
-"""
-COMMAND = """
-import signal, sys, time
-def stop(signum, frame):
-    print(f"command got {signal.Signals(signum).name}", flush=True)
-    if signum == signal.SIGTERM:
-        sys.exit(0)
-signal.signal(signal.SIGINT, stop)
-signal.signal(signal.SIGTERM, stop)
-time.sleep(60)
-"""
-
-
-@pytest.mark.timeout(60)
-def test_a_stop_sent_to_nox_alone_reaches_its_command_and_a_second_does_not_orphan_it() -> None:
-    """As GitHub's runner cancels a step: SIGINT to its process alone, then SIGTERM; nox must pass both on and
-    outlive its command (before, nox passed nothing on, and the SIGTERM ended it with the command still running)."""
-    with subprocess.Popen(
-        [sys.executable, "-c", RUNNER, COMMAND],
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        text=True,
-        env={**os.environ, "PYTHONPATH": str(Path(scratch.__file__).parents[1])},
-    ) as runner:
-        assert runner.stdout is not None
-        assert runner.stdout.readline().strip() == "ready"
-        time.sleep(0.5)  # the command has installed its handlers
-        runner.send_signal(signal.SIGINT)
-        assert runner.stdout.readline().strip() == "command got SIGINT"
-        assert runner.stdout.readline().strip() == "interrupted"
-        runner.send_signal(signal.SIGTERM)  # while it waits for the command
-        rest = runner.stdout.read().split("\n")
-        assert runner.wait(timeout=30) == 0
-    assert [line for line in rest if line] == ["command got SIGTERM", "child exited 0"]
-
-
-def test_a_stop_python_drops_as_unraisable_is_sent_again_and_interrupts() -> None:
-    """A Ctrl-C that lands in a weakref callback (or any callback whose exceptions Python only prints) would be
-    lost; it is sent again a moment later and interrupts where it can."""
-    import weakref  # noqa: PLC0415
-
-    class Thing:
-        pass
-
-    def callback(_: object) -> None:
-        raise KeyboardInterrupt  # as the handler raises it when the signal lands here
-
-    def drop_and_wait(things: list[Thing]) -> None:
-        things.clear()  # the callback runs and raises; Python hands the exception to the unraisable hook
-        time.sleep(5)
-
-    things = [Thing()]
-    with scratch.stop_signals_interrupt():
-        ref = weakref.ref(things[0], callback)
-        started = time.monotonic()
-        with pytest.raises(KeyboardInterrupt):
-            drop_and_wait(things)
-        assert time.monotonic() - started < 2
-    assert ref() is None

@@ -18,7 +18,7 @@ from __future__ import annotations
 import contextlib
 from pathlib import Path
 
-from tritonpt import scratch
+from tritonpt import scratch, stopping
 from tritonpt.backend.cache import BuiltBackend
 from tritonpt.backend.layout import LIBRARY
 from tritonpt.versions import VERSIONS
@@ -41,7 +41,7 @@ def backend_directory(pytorch: BuiltBackend, pt2: BuiltBackend | None = None) ->
         (made / PT2_NAME).mkdir(parents=True)
         (made / "pytorch").symlink_to(pytorch.directory / "pytorch", target_is_directory=True)
         (made / PT2_NAME / PT2_LIBRARY).symlink_to(pt2.library)
-        with scratch.ctrl_c_held():
+        with stopping.ctrl_c_held():
             if folder.is_dir() and not folder.is_symlink():  # stale: its links name builds that moved or went
                 with contextlib.suppress(
                     OSError

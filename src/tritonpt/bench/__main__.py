@@ -11,7 +11,7 @@ from pathlib import Path
 
 import torch
 
-from tritonpt import perf_analyzer, repository, scratch
+from tritonpt import perf_analyzer, repository, stopping
 from tritonpt.bench import (
     BenchError,
     Measurement,
@@ -151,11 +151,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(line, file=sys.stderr, flush=True)
 
     try:
-        with scratch.stop_signals_interrupt():
+        with stopping.stop_signals_interrupt():
             return _main(options, say)
     except KeyboardInterrupt as interrupt:
         say("bench: interrupted; the server was stopped and no report was written")
-        return scratch.exit_code(interrupt)
+        return stopping.exit_code(interrupt)
 
 
 def _main(options: argparse.Namespace, say: Callable[[str], None]) -> int:

@@ -33,7 +33,7 @@ import pytest
 import torch
 from tritonclient.utils import InferenceServerException
 
-from tritonpt import backend, client, reference, repository, scratch, server, shards
+from tritonpt import backend, client, reference, repository, server, shards, stopping
 from tritonpt.backend import PT2_NAME
 from tritonpt.errors import TritonPtError
 from tritonpt.export.stamp import export_seconds
@@ -138,7 +138,7 @@ def pytest_configure(config: pytest.Config) -> None:
         return  # not the matrix's own run, or `--help`: nothing to validate or start
     # SIGTERM, SIGHUP and a SIGINT ignored on entry (a background job) end the run as Ctrl-C does: pytest's
     # teardown stops the server or the container.
-    scratch.install_stop_signals()
+    stopping.install_stop_signals()
     started = time.perf_counter()
     folder = Path(config.option.repository)
     held = repository.models(folder)

@@ -41,7 +41,7 @@ from testcontainers.core.container import DockerContainer
 from testcontainers.core.exceptions import ContainerStartException
 from testcontainers.core.wait_strategies import LogMessageWaitStrategy
 
-from tritonpt import image, scratch
+from tritonpt import image, scratch, stopping
 from tritonpt.backend import PT2_NAME, Origin
 from tritonpt.client import GRPC_PORT, HTTP_PORT, METRICS_PORT, Endpoints
 from tritonpt.errors import HINT, ServerError, ServerStartError
@@ -456,7 +456,7 @@ class ContainerServer(Server):
                 f"{VERSIONS.pt2.native_ngc} or later, or on the embedded server (target local)."
             )
             raise ServerStartError(msg)
-        with scratch.ctrl_c_held():
+        with stopping.ctrl_c_held():
             self.served_copy = Path(tempfile.mkdtemp(prefix="tritonpt-served-"))
         write_served_copy(
             repository, self.served_copy, pt2_backend=PT2_NAME, link_base=Path(PT2_SOURCE_MOUNT)

@@ -33,7 +33,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import ClassVar, Literal
 
-from tritonpt import backend, scratch
+from tritonpt import backend, scratch, stopping
 from tritonpt.backend import BuiltBackend, Sanitizer
 from tritonpt.client import Endpoints
 from tritonpt.errors import HINT, BackendError, ServerStartError
@@ -438,7 +438,7 @@ class LocalServer(Server):
             self.install, self.pt2_backend, build=self.pt2_build, sanitizer=self.sanitizer
         )
         directory = backend.backend_directory(self.pytorch_backend, self.pt2_backend)
-        with scratch.ctrl_c_held():
+        with stopping.ctrl_c_held():
             self.served_copy = Path(tempfile.mkdtemp(prefix="tritonpt-served-"))
         write_served_copy(flags.model_repository, self.served_copy, pt2_backend=backend.PT2_NAME)
         return replace(flags, backend_directory=directory, model_repository=self.served_copy)

@@ -8,7 +8,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from tritonpt import scratch
+from tritonpt import stopping
 from tritonpt.backend.serving import PT2_NAME
 from tritonpt.errors import TritonPtError
 from tritonpt.testing.qa import report
@@ -43,7 +43,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     started = time.monotonic()
     results, controls = [], []
     try:
-        with scratch.stop_signals_interrupt():
+        with stopping.stop_signals_interrupt():
             for plan in PLANS:
                 if options.suite and plan.suite.source.ref not in options.suite:
                     continue
@@ -54,7 +54,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                     controls += checked
     except KeyboardInterrupt as interrupt:
         say("interrupted; the running test's processes were stopped and no report was written")
-        return scratch.exit_code(interrupt)
+        return stopping.exit_code(interrupt)
     except TritonPtError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1

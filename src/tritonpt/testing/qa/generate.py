@@ -22,7 +22,7 @@ import time
 from importlib import metadata
 from pathlib import Path
 
-from tritonpt import scratch
+from tritonpt import scratch, stopping
 from tritonpt.backend import Step, cache_root
 from tritonpt.errors import HINT, QaError
 from tritonpt.testing.qa.adapt import GENERATION, SUBSTITUTIONS
@@ -110,7 +110,7 @@ def models(plan: Plan, common: Path, *, log: Path, cache: Path | None = None, st
             timings[label] = round(time.monotonic() - started, 1)
         record = {"inputs": inputs(plan), "seconds": timings}
         (made / RECORD).write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
-        with scratch.ctrl_c_held():
+        with stopping.ctrl_c_held():
             if not (folder / RECORD).is_file():  # another run may have made it meanwhile
                 made.replace(folder)
     return folder

@@ -7,7 +7,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from tritonpt import repository, scratch
+from tritonpt import repository, stopping
 from tritonpt.errors import TritonPtError
 from tritonpt.parts import PARTS
 from tritonpt.testing.soak import CONCURRENCY, REQUESTS, SMOKE_REQUESTS, soak
@@ -47,7 +47,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(line, file=sys.stderr, flush=True)
 
     try:
-        with scratch.stop_signals_interrupt():
+        with stopping.stop_signals_interrupt():
             report = soak(
                 options.repository,
                 requests=requests,
@@ -64,7 +64,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     except KeyboardInterrupt as interrupt:
         say("soak: interrupted; the server was stopped and no report was written")
-        return scratch.exit_code(interrupt)
+        return stopping.exit_code(interrupt)
     print(report.to_markdown())
     say("written: " + ", ".join(str(p) for p in written))
     for problem in report.problems():

@@ -7,7 +7,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from tritonpt import scratch
+from tritonpt import stopping
 from tritonpt.errors import TritonPtError
 from tritonpt.testing.workflows import actions
 from tritonpt.testing.workflows.runner import Lane, run
@@ -50,7 +50,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--repo", type=Path, default=Path(), help="the checkout whose workflows run (default: here)"
     )
     options = parser.parse_args(argv)
-    scratch.install_stop_signals()
+    stopping.install_stop_signals()
     workflow = options.workflow if options.workflow.suffix else Path(f"{options.workflow}.yml")
     if len(workflow.parts) == 1:
         workflow = Path(".github/workflows") / workflow

@@ -8,7 +8,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from tritonpt import scratch
+from tritonpt import stopping
 from tritonpt.errors import TritonPtError
 from tritonpt.testing.zoo import PAGE, chosen, run
 
@@ -29,14 +29,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     architectures = chosen(smoke=options.smoke, only=options.only)
     shutil.rmtree(options.reports / "repository", ignore_errors=True)  # each run exports afresh
     try:
-        with scratch.stop_signals_interrupt():
+        with stopping.stop_signals_interrupt():
             report = run(architectures, reports=options.reports, step=say)
     except TritonPtError as exc:
         say(f"error: {exc}")
         return 1
     except KeyboardInterrupt as interrupt:
         say("zoo: interrupted; the server was stopped and no report was written")
-        return scratch.exit_code(interrupt)
+        return stopping.exit_code(interrupt)
     written = report.write(options.reports)
     if options.page:
         report.into_page(options.page)
