@@ -13,6 +13,7 @@ import pytest
 from tritonpt import image, options
 from tritonpt.errors import DockerUnavailable, ImageError
 from tritonpt.testing import standin
+from tritonpt.testing.standin import debian
 from tritonpt.versions import VERSIONS
 
 from .conftest import MakeBackend
@@ -310,8 +311,8 @@ def test_why_not_base_names_what_is_missing_and_the_fix(
 ) -> None:
     mirror = "http://deb.example/debian"
     tag = standin.base_tag(mirror)
-    monkeypatch.setattr(standin.shutil, "which", lambda tool: f"/usr/sbin/{tool}" if tools else None)
-    monkeypatch.setattr(standin.os, "geteuid", lambda: 0 if root else 1000)
+    monkeypatch.setattr(debian.shutil, "which", lambda tool: f"/usr/sbin/{tool}" if tools else None)
+    monkeypatch.setattr(debian.os, "geteuid", lambda: 0 if root else 1000)
     reason = standin.why_not_base(_Images({tag} if built else set()), mirror)  # type: ignore[arg-type]
     if not expected:
         assert reason == ""
