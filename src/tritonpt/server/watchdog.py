@@ -24,6 +24,7 @@ from types import TracebackType
 from typing import NoReturn
 
 from tritonpt import client
+from tritonpt.server import logtext
 from tritonpt.server.base import Server
 
 INTERVAL_S = 0.5
@@ -154,7 +155,7 @@ class Watchdog:
                 noticed = time.strftime("%H:%M:%S")
                 # A server on its way down after a signal (SIGTERM: Triton closes its ports, then unloads) does
                 # not answer either; its log says so, and it is not hung: it is ended gracefully, as it began.
-                hung = ended.startswith(HUNG) and "Signal (" not in self.server.log_tail(60)
+                hung = ended.startswith(HUNG) and not logtext.signalled(self.server.log_tail(60))
                 paragraph = self.server.failure(
                     f"{self.server.describe()} {ended} {self.what} (noticed {noticed})",
                     hint=HUNG_HINT if hung else None,
