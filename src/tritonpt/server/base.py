@@ -6,16 +6,19 @@
     └── ContainerServer      an image run by Docker                                      (server/container.py)
 
 ``start()`` is one template for every runner: refuse a second start, launch, wait until ready, record the
-time it took, and stop on any failure. A runner must supply ``_launch()`` (bring it up, set the endpoints),
-``_terminate()`` (bring it down) and ``_exit_state()`` (has what runs it died, and how). It may override
+time it took, and stop on any failure. A runner must supply ``_launch()`` (bring it up, set ``_endpoints``),
+``_terminate()`` (bring it down) and ``_exit_state()`` (has what runs it ended, and how). It may override
 ``_kill()`` (bring it down at once, for :meth:`Server.kill`, where a graceful stop can hang), ``_await_ready()``
-(what "started" means for it), ``is_alive()``, ``reap_later()``, and what only it knows: ``log_path`` and
-``log_tail()``, ``server_pid()``, ``backend_origin()`` and ``pt2_origin()``, ``describe()``, and the hints
-(``_default_hint()``, ``_verdict_hint()``). Its life is one :class:`State`. Everything asked of the server goes
-through :mod:`tritonpt.client`, so it behaves the same whoever runs it.
+(what "started" means for it; by default :meth:`Server.wait_ready`), ``is_alive()``, ``reap_later()``, and what
+only it knows: ``log_path`` and ``log_tail()``, ``server_pid()`` (what ``memory_mb()`` reads), ``describe()``,
+``backend_origin()`` and ``pt2_origin()``, and the hints (``_default_hint()``, ``_verdict_hint()``). It may use
+the helpers the runners share, ``_repository_folder()`` and ``_log_file()``. Its life is one :class:`State`.
+Everything asked of the server goes through :mod:`tritonpt.client`, so it behaves the same whoever runs it.
 
-Failures read like testcontainers' wait strategies: what was expected, the state last seen, the last log
-lines and a ``Hint:`` sentence chosen from what the log says (:mod:`tritonpt.server.logtext` reads it).
+The waits are :mod:`tritonpt.server.waiting`'s conditions on its one poll loop; what Triton's log says (the
+hints, the lines worth showing) is read by :mod:`tritonpt.server.logtext`. Failures read like testcontainers'
+wait strategies: what was expected, the state last seen, the last log lines and a ``Hint:`` sentence chosen
+from what the runner and the log say.
 """
 
 from __future__ import annotations
@@ -37,14 +40,17 @@ from tritonclient.utils import InferenceServerException
 
 from tritonpt import client
 from tritonpt.backend import LIBRARY, PT2_LIBRARY, PT2_NAME, Origin
-from tritonpt.client import POLL_INTERVAL_S, Endpoints, ModelState, pick_states
+from tritonpt.client import Endpoints, ModelState, pick_states
 from tritonpt.errors import HINT, ModelLoadError, ServerError, ServerStartError
+from tritonpt.server import waiting
 from tritonpt.server.logtext import hint_for, worth_reading
 from tritonpt.server.memory import rss_mb
 
 ServerKind = Literal["local", "url", "container"]
 
 TAIL_LINES = 25
+EXIT_POLL_S = 0.1
+"""How often :meth:`Server.exit_state` asks the runner while it waits for a verdict."""
 
 __all__ = [
     "Endpoints",
@@ -169,12 +175,7 @@ class Server(abc.ABC):
     def exit_state(self, wait: float = 0.0) -> str | None:
         """What ended the server, in words (an exit code, a signal, an OOM kill, a Docker engine gone), waiting up to
         ``wait`` seconds for a verdict; None while it runs."""
-        deadline = time.monotonic() + wait
-        while True:
-            ended = self._exit_state()
-            if ended is not None or time.monotonic() >= deadline:
-                return ended
-            time.sleep(0.1)
+        return waiting.within(waiting.Gone(self._exit_state), wait, interval=EXIT_POLL_S)
 
     @abc.abstractmethod
     def _exit_state(self) -> str | None:
@@ -317,43 +318,19 @@ class Server(abc.ABC):
         """Return once the server answers and has settled its startup model loads.
 
         Ready means ``/v2/health/ready`` answers 200, or the server is live and no model is LOADING or
-        UNLOADING: with --strict-readiness one model that failed to load keeps ``/v2/health/ready`` at 400
-        for good, and saying which model failed and why is :meth:`wait_models_ready`'s job. Fails fast,
-        with the log tail, when the runner exits.
+        UNLOADING (:class:`~tritonpt.server.waiting.Ready`): with --strict-readiness one model that failed to
+        load keeps ``/v2/health/ready`` at 400 for good, and saying which model failed and why is
+        :meth:`wait_models_ready`'s job. Fails fast, with the log tail, when the runner exits.
         """
-        started = time.monotonic()
-        last = "nothing answered yet"
-        while True:
-            exited = self._exit_state()
-            if exited is not None:
-                waited = time.monotonic() - started
-                headline = (
-                    f"{self.describe()} {exited} before it was ready ({waited:.1f} s after waiting began)"
-                )
-                raise ServerStartError(self.failure(headline))
-            try:
-                ready = self.is_ready()
-                live = ready or self.is_live()
-            except OSError as exc:
-                last = f"not answering ({_reason(exc)})"
-            else:
-                if ready:
-                    return
-                if not live:
-                    last = "answering, but not live"
-                else:
-                    try:
-                        busy = [state for state in self.repository_index() if state.busy]
-                    except (OSError, ServerError, ValueError) as exc:
-                        last = f"live but not ready, and its repository index failed ({_reason(exc)})"
-                    else:
-                        if not busy:
-                            return
-                        last = f"live, {len(busy)} model version(s) still loading or unloading"
-            if time.monotonic() - started >= timeout:
-                headline = f"{self.describe()} was not ready within {timeout:.0f} s; last seen: {last}"
-                raise ServerStartError(self.failure(headline))
-            time.sleep(POLL_INTERVAL_S)
+        ready = waiting.Ready(self)
+        try:
+            waiting.until(ready, timeout, ended=self._exit_state)
+        except waiting.ServerEndedError as gone:
+            headline = f"{self.describe()} {gone.verdict} before it was ready ({gone.waited:.1f} s after waiting began)"
+            raise ServerStartError(self.failure(headline)) from None
+        except waiting.WaitTimeoutError:
+            headline = f"{self.describe()} was not ready within {timeout:.0f} s; last seen: {ready.last}"
+            raise ServerStartError(self.failure(headline)) from None
 
     def wait_models_ready(self, names: Sequence[str], timeout: float = 120.0) -> dict[str, ModelState]:
         """Return each model's state once all are READY; raise ``ModelLoadError`` with Triton's reasons if not.
@@ -361,30 +338,22 @@ class Server(abc.ABC):
         Fails as soon as every model has settled (a failed load does not come back on its own), or when
         ``timeout`` seconds pass with some still loading.
         """
-        started = time.monotonic()
-        states: dict[str, ModelState] = {}
-        while True:
-            exited = self._exit_state()
-            if exited is not None:
-                raise ServerStartError(
-                    self.failure(f"{self.describe()} {exited} while its models were loading")
+        models = waiting.ModelsReady(self, names)
+        try:
+            return waiting.until(models, timeout, ended=self._exit_state)
+        except waiting.ServerEndedError as gone:
+            headline = f"{self.describe()} {gone.verdict} while its models were loading"
+            raise ServerStartError(self.failure(headline)) from None
+        except waiting.LoadsSettledError as settled:
+            raise self._not_ready(settled.states, waited=settled.waited, timed_out=False) from None
+        except waiting.WaitTimeoutError as late:
+            if models.error is not None:
+                msg = (
+                    f"{self.describe()} stopped answering while its models were loading "
+                    f"({waiting.reason(models.error)})."
                 )
-            try:
-                index = self.repository_index()
-            except (OSError, ServerError, ValueError) as exc:
-                if time.monotonic() - started >= timeout:
-                    msg = (
-                        f"{self.describe()} stopped answering while its models were loading ({_reason(exc)})."
-                    )
-                    raise ServerStartError(self.failure(msg)) from exc
-            else:
-                states = pick_states(index, names)
-                if all(state.ready for state in states.values()):
-                    return states
-                settled = not any(state.busy for state in index)
-                if settled or time.monotonic() - started >= timeout:
-                    raise self._not_ready(states, waited=time.monotonic() - started, timed_out=not settled)
-            time.sleep(POLL_INTERVAL_S)
+                raise ServerStartError(self.failure(msg)) from models.error
+            raise self._not_ready(models.states, waited=late.waited, timed_out=True) from None
 
     def _not_ready(self, states: dict[str, ModelState], *, waited: float, timed_out: bool) -> ModelLoadError:
         failed = {name: state for name, state in states.items() if not state.ready}
@@ -420,9 +389,3 @@ class Server(abc.ABC):
         hint = hint or self._verdict_hint() or hint_for(chr(10).join(tail)) or self._default_hint()
         parts.append(f"{HINT} {hint}")
         return "\n".join(parts)
-
-
-def _reason(exc: BaseException) -> str:
-    if isinstance(exc, InferenceServerException):
-        return f"{exc.status()}: {exc.message()}"
-    return str(getattr(exc, "reason", None) or exc) or type(exc).__name__
