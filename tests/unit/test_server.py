@@ -15,8 +15,9 @@ from tritonpt import client, server
 from tritonpt.backend import toolchain
 from tritonpt.errors import ServerError, ServerStartError
 from tritonpt.server import LocalServer, TritonFlags, TritonInstall, UrlServer
-from tritonpt.server.base import Endpoints, ModelState, hint_for, worth_reading
+from tritonpt.server.base import Endpoints, ModelState
 from tritonpt.server.local import free_ports, pytorch_backend_for, server_library_folder
+from tritonpt.server.logtext import hint_for, worth_reading
 from tritonpt.server.url import parse_endpoints
 from tritonpt.versions import VERSIONS
 

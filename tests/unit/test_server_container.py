@@ -15,7 +15,6 @@ from tritonpt.errors import ServerError, ServerStartError
 from tritonpt.server.container import (
     CONTAINER_MODELS,
     ENGINE_GONE,
-    STARTED_LINES,
     ContainerServer,
     check_readable,
     container_flags,
@@ -24,6 +23,7 @@ from tritonpt.server.container import (
     unreadable_paths,
 )
 from tritonpt.server.local import TritonFlags
+from tritonpt.server.logtext import STARTED_LINES
 
 TRITON_START = (
     'I1130 10:12:53.027363 1 grpc_server.cc:2558] "Started GRPCInferenceService at 0.0.0.0:8001"\n'

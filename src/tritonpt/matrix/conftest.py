@@ -39,7 +39,8 @@ from tritonpt.errors import TritonPtError
 from tritonpt.export.stamp import export_seconds
 from tritonpt.options import PT2_BUILDS, Pt2Build, parse_mounts
 from tritonpt.report import Report
-from tritonpt.server.base import Server, load_seconds
+from tritonpt.server.base import Server
+from tritonpt.server.logtext import load_seconds
 from tritonpt.server.watchdog import Ending, Watchdog, end_now
 from tritonpt.validate import validate_repository
 from tritonpt.versions import VERSIONS

@@ -6,16 +6,19 @@
     └── ContainerServer      an image run by Docker                                      (server/container.py)
 
 ``start()`` is one template for every runner: refuse a second start, launch, wait until ready, record the
-time it took, and stop on any failure. A runner must supply ``_launch()`` (bring it up, set the endpoints),
-``_terminate()`` (bring it down) and ``_exit_state()`` (has what runs it died, and how). It may override
+time it took, and stop on any failure. A runner must supply ``_launch()`` (bring it up, set ``_endpoints``),
+``_terminate()`` (bring it down) and ``_exit_state()`` (has what runs it ended, and how). It may override
 ``_kill()`` (bring it down at once, for :meth:`Server.kill`, where a graceful stop can hang), ``_await_ready()``
-(what "started" means for it), ``is_alive()``, ``reap_later()``, and what only it knows: ``log_path`` and
-``log_tail()``, ``server_pid()``, ``backend_origin()`` and ``pt2_origin()``, ``describe()``, and the hints
-(``_default_hint()``, ``_verdict_hint()``). Its life is one :class:`State`. Everything asked of the server goes through :mod:`tritonpt.client`, so it behaves the same
-whoever runs it.
+(what "started" means for it; by default :meth:`Server.wait_ready`), ``is_alive()``, ``reap_later()``, and what
+only it knows: ``log_path`` and ``log_tail()``, ``server_pid()`` (what ``memory_mb()`` reads), ``describe()``,
+``backend_origin()`` and ``pt2_origin()``, and the hints (``_default_hint()``, ``_verdict_hint()``). It may use
+the helpers the runners share, ``_repository_folder()`` and ``_log_file()``. Its life is one :class:`State`.
+Everything asked of the server goes through :mod:`tritonpt.client`, so it behaves the same whoever runs it.
 
-Failures read like testcontainers' wait strategies: what was expected, the state last seen, the last log
-lines and a ``Hint:`` sentence chosen from what the log says.
+The waits are :mod:`tritonpt.server.waiting`'s conditions on its one poll loop; what Triton's log says (the
+hints, the lines worth showing) is read by :mod:`tritonpt.server.logtext`. Failures read like testcontainers'
+wait strategies: what was expected, the state last seen, the last log lines and a ``Hint:`` sentence chosen
+from what the runner and the log say.
 """
 
 from __future__ import annotations
@@ -23,7 +26,6 @@ from __future__ import annotations
 import abc
 import enum
 import os
-import re
 import tempfile
 import time
 from collections import deque
@@ -38,12 +40,17 @@ from tritonclient.utils import InferenceServerException
 
 from tritonpt import client
 from tritonpt.backend import LIBRARY, PT2_LIBRARY, PT2_NAME, Origin
-from tritonpt.client import POLL_INTERVAL_S, Endpoints, ModelState, pick_states
+from tritonpt.client import Endpoints, ModelState, pick_states
 from tritonpt.errors import HINT, ModelLoadError, ServerError, ServerStartError
+from tritonpt.server import waiting
+from tritonpt.server.logtext import hint_for, worth_reading
+from tritonpt.server.memory import rss_mb
 
 ServerKind = Literal["local", "url", "container"]
 
 TAIL_LINES = 25
+EXIT_POLL_S = 0.1
+"""How often :meth:`Server.exit_state` asks the runner while it waits for a verdict."""
 
 __all__ = [
     "Endpoints",
@@ -52,8 +59,6 @@ __all__ = [
     "Server",
     "ServerKind",
     "State",
-    "hint_for",
-    "worth_reading",
 ]
 
 
@@ -85,171 +90,6 @@ class ModelRuntime:
         """Served by the official pytorch backend: ``libtriton_pytorch.so``, or its PT2 build installed under the
         second name (``libtriton_pt2.so``, for torch_aoti on a server before Triton 26.03)."""
         return (self.backend, self.library) in {("pytorch", LIBRARY), (PT2_NAME, PT2_LIBRARY)}
-
-
-HEAP_CORRUPTED = (
-    "glibc found the server's heap corrupted and aborted it (SIGABRT): a memory bug inside the server process "
-    "(Triton, a backend or libtorch), which no request or config should be able to cause. NVIDIA's "
-    "trackers hold reports of the same message without a cause (triton-inference-server/server#7517). Run it "
-    "again; if it comes back with one model, serve that model alone and report it upstream with this log."
-)
-GLIBC_HEAP_CHECKS = (
-    "malloc_consolidate(): ",
-    "malloc(): ",
-    "free(): ",
-    "double free or corruption",
-    "corrupted size vs. prev_size",
-    "munmap_chunk(): invalid pointer",
-)
-"""What glibc prints before it aborts a process whose heap it found corrupted (glibc 2.36's malloc.c)."""
-
-# Heuristics for the Hint: sentence, first match wins; each key is text Triton (or the loader) writes.
-HINTS: tuple[tuple[str, str], ...] = (
-    *((check, HEAP_CORRUPTED) for check in GLIBC_HEAP_CHECKS),
-    (
-        "Signal (15) received",
-        "something sent the server SIGTERM (`kill`, `docker stop`, a Docker engine that is stopping: it stops its "
-        "containers first, a supervisor, a CI runner cancelling the job); Triton then unloads its models and exits "
-        "with code 0.",
-    ),
-    (
-        "Signal (2) received",
-        "the server got SIGINT (Ctrl-C in the terminal that started it, or `kill -INT`); Triton then unloads its "
-        "models and exits.",
-    ),
-    (
-        "Signal (11) received",
-        "the server crashed (SIGSEGV: it read or wrote memory it does not own); the backtrace Triton printed names "
-        "the library it happened in. No request or config should be able to cause this; if one does every time, "
-        "report it upstream with that backtrace.",
-    ),
-    (
-        "Signal (6) received",
-        "the server aborted itself (SIGABRT): an uncaught C++ exception ('terminate called after throwing ...') or "
-        "a failed check inside Triton, a backend or libtorch; the lines above it say which.",
-    ),
-    (
-        "failed to stat file",
-        "the model repository folder does not exist or cannot be read; check the --model-repository path.",
-    ),
-    (
-        "already in use",
-        "one of the server's ports is taken; let LocalServer pick free ports (port 0) or stop the other server.",
-    ),
-    (
-        "GLIBC_",
-        "this tritonserver needs a newer glibc than the system has; run it in an image built for it.",
-    ),
-    (
-        "libtorch.so: cannot open shared object file",
-        "the pytorch backend cannot find libtorch: a built backend runs the torch of the environment it serves "
-        "from (LocalServer puts its torch/lib on LD_LIBRARY_PATH); in an image, torch/lib must be on its library path.",
-    ),
-    (
-        "cannot open shared object file",
-        "a shared library is missing; the nvidia-pytriton server needs site-packages/nvidia_pytriton.libs on "
-        "LD_LIBRARY_PATH (LocalServer sets it), other builds need their own lib folder or their image.",
-    ),
-    (
-        "unable to find backend library for backend 'pytorch'",
-        "the server's backend directory has no pytorch/libtriton_pytorch.so; build it with `invoke build-backend` "
-        "(LocalServer then serves with it), or use an image whose /opt/tritonserver/backends/pytorch holds it.",
-    ),
-    (
-        "triton backend API version",
-        "the pytorch backend was built for another Triton backend API; build it from the pinned sources "
-        "(`invoke build-backend`), whose API (1.19) servers 2.51 to 2.62 accept.",
-    ),
-    (
-        "unsupported datatype",
-        "the pytorch backend serves BOOL, UINT8, INT8, INT16, INT32, INT64, FP16, FP32 and FP64 only; cast the "
-        "tensor inside the model and change config.pbtxt to match.",
-    ),
-    (
-        "configuration expects",
-        "config.pbtxt must list exactly as many inputs as the model's forward() takes (self excluded).",
-    ),
-    (
-        "failed to read text proto",
-        "a config.pbtxt does not parse with Triton's model_config.proto; the libprotobuf line names the file, "
-        "line and column.",
-    ),
-    (
-        "but no GPUs are available",
-        "a model asks for KIND_GPU on a machine without a usable GPU; use KIND_AUTO (it falls back to the CPU) "
-        "or run on a GPU host.",
-    ),
-    (
-        "failed to load all models",
-        "a model failed to load and --exit-on-error is on; its 'failed to load' line above says why. With "
-        "exit_on_error=False the server keeps the other models and wait_models_ready reports each failure.",
-    ),
-)
-
-
-def hint_for(text: str) -> str | None:
-    """The first hint whose key appears in ``text`` (a log tail or Triton's reasons)."""
-    for key, hint in HINTS:
-        if key in text:
-            return hint
-    return None
-
-
-# What every Triton logs on a machine without a GPU (seen with server 2.51.0 on CPU-only hosts): harmless, and no clue to a failure.
-NO_GPU_NOTICES: tuple[str, ...] = (
-    "Failed to initialize NVML",
-    "CudaDriverHelper has not been initialized",
-    "Unable to allocate pinned system memory",
-    "CUDA memory pool disabled",
-    "DCGM unable to start",
-    "Collecting CPU metrics",
-)
-
-
-def worth_reading(lines: Iterable[str]) -> list[str]:
-    """Log lines without Triton's tables (``+---+``, ``| ... |`` and their empty headings) or no-GPU notices."""
-    kept = []
-    for line in lines:
-        text = line.strip()
-        if not text or text.startswith(("+", "|")) or text.endswith("]"):
-            continue
-        if any(notice in text for notice in NO_GPU_NOTICES):
-            continue
-        kept.append(line)
-    return kept
-
-
-def rss_mb(pid: int) -> tuple[float, float]:
-    """``(VmRSS, VmHWM)`` of a process in MiB, from /proc/<pid>/status (the current and the peak RSS)."""
-    found: dict[str, float] = {}
-    for line in Path(f"/proc/{pid}/status").read_text(encoding="ascii").splitlines():
-        key, _, value = line.partition(":")
-        if key in ("VmRSS", "VmHWM"):
-            found[key] = int(value.split()[0]) / 1024  # the kernel writes kB
-    return found["VmRSS"], found["VmHWM"]
-
-
-_LOG_LINE = re.compile(
-    r'^[IWE](\d{4}) (\d\d):(\d\d):(\d\d\.\d+) .*?\] "(loading: (.+):\d+|successfully loaded \'(.+)\')"'
-)
-
-
-def load_seconds(log: str) -> dict[str, float]:
-    """Each model's load time in a Triton log: from its ``loading: NAME:V`` line to ``successfully loaded 'NAME'``
-    (loads run in parallel, so these overlap). Models without both lines are left out."""
-    began: dict[str, float] = {}
-    took: dict[str, float] = {}
-    for line in log.splitlines():
-        match = _LOG_LINE.match(line)
-        if match is None:
-            continue
-        _, hours, minutes, seconds, _, loading, loaded = match.groups()
-        at = int(hours) * 3600 + int(minutes) * 60 + float(seconds)
-        if loading is not None:
-            began.setdefault(loading, at)
-        elif loaded in began and loaded not in took:  # the first load (a reload comes later)
-            took[loaded] = (at - began[loaded]) % 86400  # a load across midnight
-    return took
 
 
 class Server(abc.ABC):
@@ -335,12 +175,7 @@ class Server(abc.ABC):
     def exit_state(self, wait: float = 0.0) -> str | None:
         """What ended the server, in words (an exit code, a signal, an OOM kill, a Docker engine gone), waiting up to
         ``wait`` seconds for a verdict; None while it runs."""
-        deadline = time.monotonic() + wait
-        while True:
-            ended = self._exit_state()
-            if ended is not None or time.monotonic() >= deadline:
-                return ended
-            time.sleep(0.1)
+        return waiting.within(waiting.Gone(self._exit_state), wait, interval=EXIT_POLL_S)
 
     @abc.abstractmethod
     def _exit_state(self) -> str | None:
@@ -483,43 +318,19 @@ class Server(abc.ABC):
         """Return once the server answers and has settled its startup model loads.
 
         Ready means ``/v2/health/ready`` answers 200, or the server is live and no model is LOADING or
-        UNLOADING: with --strict-readiness one model that failed to load keeps ``/v2/health/ready`` at 400
-        for good, and saying which model failed and why is :meth:`wait_models_ready`'s job. Fails fast,
-        with the log tail, when the runner exits.
+        UNLOADING (:class:`~tritonpt.server.waiting.Ready`): with --strict-readiness one model that failed to
+        load keeps ``/v2/health/ready`` at 400 for good, and saying which model failed and why is
+        :meth:`wait_models_ready`'s job. Fails fast, with the log tail, when the runner exits.
         """
-        started = time.monotonic()
-        last = "nothing answered yet"
-        while True:
-            exited = self._exit_state()
-            if exited is not None:
-                waited = time.monotonic() - started
-                headline = (
-                    f"{self.describe()} {exited} before it was ready ({waited:.1f} s after waiting began)"
-                )
-                raise ServerStartError(self.failure(headline))
-            try:
-                ready = self.is_ready()
-                live = ready or self.is_live()
-            except OSError as exc:
-                last = f"not answering ({_reason(exc)})"
-            else:
-                if ready:
-                    return
-                if not live:
-                    last = "answering, but not live"
-                else:
-                    try:
-                        busy = [state for state in self.repository_index() if state.busy]
-                    except (OSError, ServerError, ValueError) as exc:
-                        last = f"live but not ready, and its repository index failed ({_reason(exc)})"
-                    else:
-                        if not busy:
-                            return
-                        last = f"live, {len(busy)} model version(s) still loading or unloading"
-            if time.monotonic() - started >= timeout:
-                headline = f"{self.describe()} was not ready within {timeout:.0f} s; last seen: {last}"
-                raise ServerStartError(self.failure(headline))
-            time.sleep(POLL_INTERVAL_S)
+        ready = waiting.Ready(self)
+        try:
+            waiting.until(ready, timeout, ended=self._exit_state)
+        except waiting.ServerEndedError as gone:
+            headline = f"{self.describe()} {gone.verdict} before it was ready ({gone.waited:.1f} s after waiting began)"
+            raise ServerStartError(self.failure(headline)) from None
+        except waiting.WaitTimeoutError:
+            headline = f"{self.describe()} was not ready within {timeout:.0f} s; last seen: {ready.last}"
+            raise ServerStartError(self.failure(headline)) from None
 
     def wait_models_ready(self, names: Sequence[str], timeout: float = 120.0) -> dict[str, ModelState]:
         """Return each model's state once all are READY; raise ``ModelLoadError`` with Triton's reasons if not.
@@ -527,30 +338,22 @@ class Server(abc.ABC):
         Fails as soon as every model has settled (a failed load does not come back on its own), or when
         ``timeout`` seconds pass with some still loading.
         """
-        started = time.monotonic()
-        states: dict[str, ModelState] = {}
-        while True:
-            exited = self._exit_state()
-            if exited is not None:
-                raise ServerStartError(
-                    self.failure(f"{self.describe()} {exited} while its models were loading")
+        models = waiting.ModelsReady(self, names)
+        try:
+            return waiting.until(models, timeout, ended=self._exit_state)
+        except waiting.ServerEndedError as gone:
+            headline = f"{self.describe()} {gone.verdict} while its models were loading"
+            raise ServerStartError(self.failure(headline)) from None
+        except waiting.LoadsSettledError as settled:
+            raise self._not_ready(settled.states, waited=settled.waited, timed_out=False) from None
+        except waiting.WaitTimeoutError as late:
+            if models.error is not None:
+                msg = (
+                    f"{self.describe()} stopped answering while its models were loading "
+                    f"({waiting.reason(models.error)})."
                 )
-            try:
-                index = self.repository_index()
-            except (OSError, ServerError, ValueError) as exc:
-                if time.monotonic() - started >= timeout:
-                    msg = (
-                        f"{self.describe()} stopped answering while its models were loading ({_reason(exc)})."
-                    )
-                    raise ServerStartError(self.failure(msg)) from exc
-            else:
-                states = pick_states(index, names)
-                if all(state.ready for state in states.values()):
-                    return states
-                settled = not any(state.busy for state in index)
-                if settled or time.monotonic() - started >= timeout:
-                    raise self._not_ready(states, waited=time.monotonic() - started, timed_out=not settled)
-            time.sleep(POLL_INTERVAL_S)
+                raise ServerStartError(self.failure(msg)) from models.error
+            raise self._not_ready(models.states, waited=late.waited, timed_out=True) from None
 
     def _not_ready(self, states: dict[str, ModelState], *, waited: float, timed_out: bool) -> ModelLoadError:
         failed = {name: state for name, state in states.items() if not state.ready}
@@ -586,9 +389,3 @@ class Server(abc.ABC):
         hint = hint or self._verdict_hint() or hint_for(chr(10).join(tail)) or self._default_hint()
         parts.append(f"{HINT} {hint}")
         return "\n".join(parts)
-
-
-def _reason(exc: BaseException) -> str:
-    if isinstance(exc, InferenceServerException):
-        return f"{exc.status()}: {exc.message()}"
-    return str(getattr(exc, "reason", None) or exc) or type(exc).__name__

@@ -51,6 +51,7 @@ from tritonpt.repository import pt2_models, write_served_copy
 from tritonpt.server import engine
 from tritonpt.server.base import Server, ServerKind, State
 from tritonpt.server.local import TritonFlags
+from tritonpt.server.logtext import STARTED_LINES, holding_all
 from tritonpt.versions import VERSIONS
 
 CONTAINER_MODELS = image.MODELS_MOUNT
@@ -58,12 +59,6 @@ CONTAINER_MODELS = image.MODELS_MOUNT
 PT2_SOURCE_MOUNT = "/models-source"
 """Where the repository itself goes when /models holds the copy a pre-26.03 server serves torch_aoti models from."""
 
-STARTED_LINES = {
-    "grpc": "Started GRPCInferenceService",
-    "http": "Started HTTPService",
-    "metrics": "Started Metrics Service",
-}
-"""What Triton logs once an endpoint listens (after the startup model loads); keyed by its --allow-<key> flag."""
 ROOT_USERS = frozenset({"", "0", "root"})
 NGC_USER = (1000, 1000)
 """triton-server in NGC images and in docker/ngc.Dockerfile; assumed for a user given by name."""
@@ -95,16 +90,12 @@ def container_flags(flags: TritonFlags) -> TritonFlags:
 
 
 def started_pattern(flags: TritonFlags) -> re.Pattern[str]:
-    """One regular expression that matches a log holding every "Started ..." line these flags lead to.
-
-    Anchored at the start with one lookahead per line, so the lines may come in any order and one search
-    costs one pass over the log. An endpoint turned off with ``--allow-<name>=false`` logs no line.
+    """One regular expression that matches a log holding every "Started ..." line these flags lead to, in any
+    order (:func:`tritonpt.server.logtext.holding_all`). An endpoint turned off with ``--allow-<name>=false``
+    logs no line.
     """
     off = {key for key in STARTED_LINES if f"--allow-{key}=false" in flags.extra}
-    lookaheads = "".join(
-        rf"(?=[\s\S]*{re.escape(line)})" for key, line in STARTED_LINES.items() if key not in off
-    )
-    return re.compile(rf"\A{lookaheads}")
+    return holding_all(line for key, line in STARTED_LINES.items() if key not in off)
 
 
 def image_user(user: str) -> tuple[int, int] | None:

@@ -26,7 +26,6 @@ import socket
 import subprocess
 import tempfile
 import threading
-import time
 import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
@@ -39,6 +38,7 @@ from tritonpt.client import Endpoints
 from tritonpt.errors import HINT, BackendError, ServerStartError
 from tritonpt.options import Pt2Build
 from tritonpt.repository import pt2_models, write_served_copy
+from tritonpt.server import waiting
 from tritonpt.server.base import Server, ServerKind, State
 from tritonpt.versions import VERSIONS
 
@@ -46,6 +46,8 @@ TRITONSERVER_ENV = "TRITONSERVER"
 SYSTEM_TRITONSERVER = Path("/opt/tritonserver/bin/tritonserver")
 SERVER_LIBRARY = "libtritonserver.so"
 GROUP_EXIT_TIMEOUT_S = 10.0
+GROUP_POLL_S = 0.05
+"""How often a stop looks whether the server's process group is gone (orphans are reaped by init, not by us)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -462,7 +464,7 @@ class LocalServer(Server):
         finally:
             _kill_group(process.pid)  # anything the server started shares the group
             process.wait()
-            _wait_group_gone(process.pid, GROUP_EXIT_TIMEOUT_S)
+            waiting.within(waiting.GroupGone(process.pid), GROUP_EXIT_TIMEOUT_S, interval=GROUP_POLL_S)
             if self._finalizer is not None:
                 self._finalizer.detach()
             if self.served_copy is not None:
@@ -480,7 +482,7 @@ class LocalServer(Server):
             return
         _kill_group(process.pid)
         process.wait()
-        _wait_group_gone(process.pid, GROUP_EXIT_TIMEOUT_S)
+        waiting.within(waiting.GroupGone(process.pid), GROUP_EXIT_TIMEOUT_S, interval=GROUP_POLL_S)
         if self._finalizer is not None:
             self._finalizer.detach()
         if self.served_copy is not None:
@@ -544,17 +546,6 @@ def _dies_with(parent: int) -> Callable[[], None]:
             os.kill(os.getpid(), signal.SIGKILL)
 
     return arm
-
-
-def _wait_group_gone(pgid: int, timeout: float) -> None:
-    """Wait until no process of the group is left (orphans are reaped by init, not by us)."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            os.killpg(pgid, 0)
-        except (ProcessLookupError, PermissionError):
-            return
-        time.sleep(0.05)
 
 
 def _kill_group(pgid: int) -> None:

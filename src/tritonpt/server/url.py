@@ -8,6 +8,7 @@ from typing import ClassVar
 from tritonpt import client
 from tritonpt.client import GRPC_PORT, HTTP_PORT, METRICS_PORT, Endpoints, host_port
 from tritonpt.errors import ServerStartError
+from tritonpt.server import waiting
 from tritonpt.server.base import Server, ServerKind
 
 
@@ -60,20 +61,12 @@ class UrlServer(Server):
 
     def _await_ready(self, timeout: float) -> None:
         """Wait up to ``timeout`` seconds for ``/v2/health/live`` to answer 200 (readiness is the checks' job)."""
-        last = ["nothing answered"]
-
-        def live() -> bool | None:
-            try:
-                if client.is_live(self.endpoints):
-                    return True
-                last[0] = "it answers, but /v2/health/live is not 200"
-            except OSError as exc:
-                last[0] = str(getattr(exc, "reason", None) or exc) or type(exc).__name__
-            return None
-
-        if client.poll_until(live, timeout=timeout) is None:
-            msg = self.failure(f"Cannot reach {self.describe()} within {timeout:.0f} s, as {last[0]}")
-            raise ServerStartError(msg)
+        live = waiting.Live(self.is_live)
+        try:
+            waiting.until(live, timeout)
+        except waiting.WaitTimeoutError:
+            msg = self.failure(f"Cannot reach {self.describe()} within {timeout:.0f} s, as {live.last}")
+            raise ServerStartError(msg) from None
 
     def _terminate(self) -> None:
         """Nothing to do: whoever started the server stops it."""

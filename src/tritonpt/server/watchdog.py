@@ -24,6 +24,7 @@ from types import TracebackType
 from typing import NoReturn
 
 from tritonpt import client
+from tritonpt.server import logtext, waiting
 from tritonpt.server.base import Server
 
 INTERVAL_S = 0.5
@@ -121,16 +122,10 @@ class Watchdog:
         before its process ends) fails every check at once, and this gives the watchdog's verdict, one
         paragraph, the time to end the run before the failures pile up. A server that answers costs one probe.
         """
-        deadline = time.monotonic() + timeout
-        while not self._stop.is_set():
-            try:
-                if client.is_live(self.server.endpoints, timeout=PROBE_TIMEOUT_S):
-                    return
-            except OSError:
-                pass
-            if time.monotonic() >= deadline:
-                return
-            time.sleep(self.interval)
+        live = waiting.Live(
+            lambda: client.is_live(self.server.endpoints, timeout=PROBE_TIMEOUT_S), unless=self._stop
+        )
+        waiting.within(live, timeout, interval=self.interval)
 
     def verdict(self, missed: int) -> tuple[str | None, int]:
         """How the server ended (or None), and the probes missed in a row so far."""
@@ -154,7 +149,7 @@ class Watchdog:
                 noticed = time.strftime("%H:%M:%S")
                 # A server on its way down after a signal (SIGTERM: Triton closes its ports, then unloads) does
                 # not answer either; its log says so, and it is not hung: it is ended gracefully, as it began.
-                hung = ended.startswith(HUNG) and "Signal (" not in self.server.log_tail(60)
+                hung = ended.startswith(HUNG) and not logtext.signalled(self.server.log_tail(60))
                 paragraph = self.server.failure(
                     f"{self.server.describe()} {ended} {self.what} (noticed {noticed})",
                     hint=HUNG_HINT if hung else None,

@@ -49,7 +49,7 @@ from tritonpt.client import Endpoints
 from tritonpt.errors import HINT
 from tritonpt.parts import PARTS
 from tritonpt.server import LocalServer, TritonFlags
-from tritonpt.server.base import rss_mb
+from tritonpt.server.memory import rss_mb
 from tritonpt.server.watchdog import Ending, Watchdog, end_now
 from tritonpt.testing.soak.plan import (
     CONCURRENCY,
