@@ -130,9 +130,9 @@ def export(
                         "--model MODULE:ATTR; the built-in set carries its own settings."
                     )
                     raise SpecError(msg)
-                from tritonpt import zoo  # noqa: PLC0415
+                from tritonpt import builtin  # noqa: PLC0415
 
-                names = list(only) or list(zoo.BUILTIN)
+                names = list(only) or list(builtin.BUILTIN)
                 folders = None
                 part, costs = _shard_of(shard, shard_costs)
                 if part is not None:

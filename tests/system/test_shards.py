@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from tritonpt import export, merge, shards, zoo
+from tritonpt import builtin, export, merge, shards
 from tritonpt.repository import models as model_folders
 
 from ..helpers import ROOT, matrix_command
@@ -78,7 +78,7 @@ def test_shards_whose_probes_differ_merge_to_the_whole_run(exported_small: Path,
     repository = tmp_path / "repository"
     for name in ("multi_io", "fixed_shape"):
         shutil.copytree(exported_small / name, repository / name)
-    export.export_factory(zoo.BUILTIN["token_encoder"], name="a_token_encoder", repository=repository)
+    export.export_factory(builtin.BUILTIN["token_encoder"], name="a_token_encoder", repository=repository)
     split = shards.split(["a_token_encoder", "fixed_shape", "multi_io"], 2)
     assert not any({"a_token_encoder", "multi_io"} <= set(part) for part in split), split  # apart
     whole = _run(repository, tmp_path / "whole")
@@ -132,7 +132,7 @@ def exported_builtin(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The whole built-in set in both formats, as `invoke export --format both` writes it (the PT2 copies are
     compiled by AOTInductor: minutes on 2 cores)."""
     repository = tmp_path_factory.mktemp("builtin") / "repository"
-    export.export_builtin(list(zoo.BUILTIN), repository=repository, model_formats=("torchscript", "pt2"))
+    export.export_builtin(list(builtin.BUILTIN), repository=repository, model_formats=("torchscript", "pt2"))
     return repository
 
 

@@ -26,7 +26,7 @@ LAYERS = (
     "dtypes",
     "backend",
     "spec",
-    "zoo",
+    "builtin",
     "repository",
     "parity",
     "reference",

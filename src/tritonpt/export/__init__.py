@@ -33,7 +33,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from tritonpt import __version__, dtypes, reference, spec, validate, zoo
+from tritonpt import __version__, builtin, dtypes, reference, spec, validate
 from tritonpt.errors import HINT, ExportError, SpecError, first_line
 from tritonpt.export import pt2 as pt2_export
 from tritonpt.export.config import MAX_QUEUE_DELAY_US, WARMUP_COUNT, add_warmup, build_config, header
@@ -142,7 +142,7 @@ def export_factory(
     started = time.perf_counter()
     step(f"[{name}] building the model (seed {seed})")
     try:
-        built = zoo.build(factory, seed)
+        built = builtin.build(factory, seed)
     except Exception as exc:  # the user's factory: whatever it raises is the user's to fix
         msg = (
             f"Model {name!r}: the factory raised {type(exc).__name__}: {sentence(first_line(exc))} {HINT} call it "
@@ -164,10 +164,10 @@ def export_factory(
 
 def builtin_names(model_format: ModelFormat) -> dict[str, str]:
     """The built-in set's folder names for one format, to the model each is made from (``resnet18_pt2``:
-    ``resnet18``); models torch.export cannot take (zoo.NOT_PT2) have no PT2 copy."""
+    ``resnet18``); models torch.export cannot take (builtin.NOT_PT2) have no PT2 copy."""
     if model_format == "torchscript":
-        return {name: name for name in zoo.BUILTIN}
-    return {f"{name}{pt2_export.SUFFIX}": name for name in zoo.BUILTIN if name not in zoo.NOT_PT2}
+        return {name: name for name in builtin.BUILTIN}
+    return {f"{name}{pt2_export.SUFFIX}": name for name in builtin.BUILTIN if name not in builtin.NOT_PT2}
 
 
 def builtin_parameters(folders: Collection[str], *, seed: int = 0) -> dict[str, dict[str, str]]:
@@ -179,7 +179,7 @@ def builtin_parameters(folders: Collection[str], *, seed: int = 0) -> dict[str, 
         for folder, name in builtin_names(model_format).items():
             if folder in folders:
                 if name not in built:
-                    built[name] = spec.coerce(zoo.build(zoo.BUILTIN[name], seed), name=name)
+                    built[name] = spec.coerce(builtin.build(builtin.BUILTIN[name], seed), name=name)
                 model_spec = built[name]
                 if model_format == "pt2":
                     model_spec = pt2_export.as_written(model_spec)
@@ -201,9 +201,9 @@ def export_builtin(
     """Export models of the built-in set by name, in each format (a PT2 copy is ``<name>_pt2``); one whose
     stamp says nothing changed is kept (unless ``force``). ``folders``: only these of the folders that makes
     (a shard's). ``pt2_build``: the PT2 build that will serve the PT2 copies (patched: with dynamic_batching)."""
-    unknown = [n for n in names if n not in zoo.BUILTIN]
+    unknown = [n for n in names if n not in builtin.BUILTIN]
     if unknown:
-        msg = f"Unknown built-in model(s) {', '.join(unknown)}; the built-in set is {', '.join(zoo.BUILTIN)}."
+        msg = f"Unknown built-in model(s) {', '.join(unknown)}; the built-in set is {', '.join(builtin.BUILTIN)}."
         raise SpecError(msg)
     results = []
     for model_format in model_formats:
@@ -224,7 +224,7 @@ def export_builtin(
                 )
                 continue
             result = export_factory(
-                zoo.BUILTIN[name],
+                builtin.BUILTIN[name],
                 name=folder,
                 repository=repository,
                 seed=seed,
@@ -235,8 +235,8 @@ def export_builtin(
             write_stamp(result.model, fingerprint, seconds=result.seconds)
             results.append(result)
         if model_format == "pt2":
-            for name in sorted(set(names) & set(zoo.NOT_PT2)):
-                step(f"[{name}] no PT2 copy: {zoo.NOT_PT2[name]}")
+            for name in sorted(set(names) & set(builtin.NOT_PT2)):
+                step(f"[{name}] no PT2 copy: {builtin.NOT_PT2[name]}")
     return results
 
 

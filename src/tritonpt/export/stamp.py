@@ -20,9 +20,9 @@ from tritonpt.repository import ModelDir
 
 STAMP = ".export-stamp.json"
 
-EXPORT_CODE = ("zoo.py", "spec.py", "reference.py", "repository.py", "dtypes.py")
+EXPORT_CODE = ("builtin.py", "spec.py", "reference.py", "repository.py", "dtypes.py")
 """The modules whose code decides what a built-in model's export writes, besides the export package itself
-(the model lives in zoo)."""
+(the model lives in builtin)."""
 
 
 def _code() -> list[bytes]:

@@ -54,14 +54,14 @@ class ScalingError(TritonPtError):
 
 def make_models(count: int, into: Path) -> None:
     """Export ``count`` copies of the small built-in models into ``into`` (run in a process of its own)."""
-    from tritonpt import zoo  # noqa: PLC0415 - torch loads in the export process only
+    from tritonpt import builtin  # noqa: PLC0415 - torch loads in the export process only
     from tritonpt.export import export_factory  # noqa: PLC0415
     from tritonpt.export.stamp import write_stamp  # noqa: PLC0415
 
     for index in range(count):
         source = SOURCES[index % len(SOURCES)]
         name = f"s{index:03d}_{source}"
-        result = export_factory(zoo.BUILTIN[source], name=name, repository=into, seed=index)
+        result = export_factory(builtin.BUILTIN[source], name=name, repository=into, seed=index)
         write_stamp(result.model, f"scaling:{source}:{index}", seconds=result.seconds)
         print(f"exported {name} in {result.seconds:.2f} s", file=sys.stderr, flush=True)
 
