@@ -24,7 +24,10 @@ NVIDIA_DEVICE = Path("/dev/nvidiactl")
 
 # The one CMake definition of the backend, for `invoke build-backend` and docker/pytorch.Dockerfile alike
 # (paths are added by configure_command). TorchVision is off: the torch wheel has no libtorchvision.so
-# (linking fails with `cannot find -ltorchvision`, pytorch_backend issues #3010, #3058); TorchTRT needs TensorRT. NVSHMEM follows the variant (only CUDA torch has it).
+# (linking fails with `cannot find -ltorchvision`, reported on Triton's server tracker against the pytorch_backend
+# build: https://github.com/triton-inference-server/server/issues/3010 and
+# https://github.com/triton-inference-server/server/issues/3058); TorchTRT needs TensorRT. NVSHMEM follows the
+# variant (only CUDA torch has it).
 DEFINITION: Mapping[str, str] = {
     "CMAKE_BUILD_TYPE": "Release",
     "TRITON_PYTORCH_ENABLE_TORCHVISION": "OFF",

@@ -34,8 +34,9 @@ __all__ = [
 HEAP_CORRUPTED = (
     "glibc found the server's heap corrupted and aborted it (SIGABRT): a memory bug inside the server process "
     "(Triton, a backend or libtorch), which no request or config should be able to cause. NVIDIA's "
-    "trackers hold reports of the same message without a cause (triton-inference-server/server#7517). Run it "
-    "again; if it comes back with one model, serve that model alone and report it upstream with this log."
+    "trackers hold reports of the same message without a cause "
+    "(https://github.com/triton-inference-server/server/issues/7517). Run it again; if it comes back with one "
+    "model, serve that model alone and report it upstream with this log."
 )
 GLIBC_HEAP_CHECKS = (
     "malloc_consolidate(): ",

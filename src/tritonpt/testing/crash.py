@@ -18,7 +18,7 @@ a process raises against itself (SIGABRT from a failed check, SIGSEGV, SIGBUS, S
 failed, a server killed from outside (SIGKILL prints nothing; SIGTERM and SIGINT are asked for) and a matrix
 that errs are never that. Server 2.51.0 was seen once here to abort with glibc's "malloc_consolidate():
 unaligned fastbin chunk detected" while the matrix unloaded a model; NVIDIA's trackers hold the same message
-without a cause (triton-inference-server/server#7517).
+without a cause (https://github.com/triton-inference-server/server/issues/7517).
 
 Read by noxfile.py before any install, so this module uses the standard library only.
 """
