@@ -14,5 +14,8 @@
     workflows    .github/workflows run under act on this machine, offline (`nox -s workflows`)
     procs        this machine's processes as /proc shows them: a run's leftovers, a process tree signalled
 
+Beside them, package data that standin builds from: standin.Dockerfile, standin-pytorch.Dockerfile and
+standin-entrypoint.sh.
+
 No runtime module imports this package; tests/unit/test_layout.py checks it.
 """
