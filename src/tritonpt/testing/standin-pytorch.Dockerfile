@@ -1,7 +1,7 @@
 # Offline stand-in for pytorch/pytorch:<torch>-cuda<cuda>-cudnn9-devel, the base of docker/pytorch.Dockerfile's
 # backend stage, so that CI runs that stage's own build step on a machine that cannot pull any image.
 #
-# Built by `python -m tritonpt.testing.standin --pytorch-devel` (src/tritonpt/standin.py), never by hand: the context holds
+# Built by `python -m tritonpt.testing.standin --pytorch-devel` (src/tritonpt/testing/standin/pytorch.py), never by hand: the context holds
 # this file and the torch package of the host environment (the same torch 2.9.1 wheel the real image carries in
 # /opt/conda), nothing else. Build arguments:
 #   STANDIN_BASE    the Debian bookworm image made with debootstrap + `docker import` (python3 3.11)

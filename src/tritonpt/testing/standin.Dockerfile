@@ -1,7 +1,7 @@
 # Offline stand-in for nvcr.io/nvidia/tritonserver:<release>-pyt-python-py3, so that CI can build and run the
 # project's real recipe (docker/ngc.Dockerfile) on a machine that cannot pull any image.
 #
-# Built by `python -m tritonpt.testing.standin` (src/tritonpt/standin.py), never by hand: it assembles the build context
+# Built by `python -m tritonpt.testing.standin` (src/tritonpt/testing/standin/ngc.py), never by hand: it assembles the build context
 # (never the repository) from the nvidia-pytriton wheel and the backend tritonpt.backend built, and passes every
 # build argument:
 #   STANDIN_BASE             the Debian bookworm image made with debootstrap + `docker import` (python3,
