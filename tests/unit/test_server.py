@@ -6,6 +6,7 @@ These use the real nvidia-pytriton install on disk without starting it; tests/sy
 from __future__ import annotations
 
 import os
+import shutil
 from dataclasses import replace
 from pathlib import Path
 
@@ -157,6 +158,27 @@ def test_the_wheels_server_library_gets_its_plain_name(
     assert link.resolve().name.startswith("libtritonserver-")
     assert server_library_folder(install) == folder  # the second start reuses it
     assert sorted(p.name for p in folder.iterdir()) == ["libtritonserver.so"]  # no staged link left
+
+
+def test_two_venvs_of_one_wheel_keep_their_own_library_links(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two venvs with the same nvidia-pytriton (the same libtritonserver-<hash>.so) share one cache: each gets a
+    link of its own, so removing one venv leaves the other's whole."""
+    install = embedded()
+    assert install.libraries is not None
+    monkeypatch.setenv("TRITONPT_CACHE", str(tmp_path / "cache"))
+    folders = []
+    for venv in ("venv-a", "venv-b"):
+        libraries = tmp_path / venv / install.libraries.name
+        shutil.copytree(install.libraries, libraries, symlinks=True)
+        folder = server_library_folder(replace(install, libraries=libraries))
+        assert folder is not None
+        assert (folder / "libtritonserver.so").resolve().parent == libraries.resolve()
+        folders.append(folder)
+    assert folders[0] != folders[1]
+    shutil.rmtree(tmp_path / "venv-a")  # a job's workspace removed with its venv
+    assert (folders[1] / "libtritonserver.so").resolve().is_file()
 
 
 def test_free_ports_are_distinct_and_bindable() -> None:

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import hashlib
 import os
 import shutil
 import signal
@@ -200,14 +201,19 @@ def pt2_backend_for(
 
 
 def server_library_folder(install: TritonInstall) -> Path | None:
-    """A folder holding ``libtritonserver.so`` -> the wheel's ``libtritonserver-<hash>.so`` (None if not needed)."""
+    """A folder holding ``libtritonserver.so`` -> the wheel's ``libtritonserver-<hash>.so`` (None if not needed).
+
+    One folder per install (its libraries' path in the name): the cache is shared by every venv of the user, and
+    a link that one venv re-pointed at its own copy would dangle for the others once that venv is removed (seen
+    under act, whose jobs each have a venv of their own: "unable to load shared library: libtritonserver.so")."""
     if install.libraries is None or (install.libraries / SERVER_LIBRARY).exists():
         return None
     hashed = sorted(install.libraries.glob("libtritonserver-*.so"))
     if not hashed:
         msg = f"Cannot find libtritonserver-*.so in {install.libraries}; reinstall nvidia-pytriton."
         raise ServerStartError(msg)
-    folder = backend.cache_root() / "server-libs" / hashed[0].stem
+    where = hashlib.sha256(str(install.libraries.resolve()).encode()).hexdigest()[:12]
+    folder = backend.cache_root() / "server-libs" / f"{hashed[0].stem}-{where}"
     link = folder / SERVER_LIBRARY
     if link.resolve() == hashed[0].resolve():
         return folder
