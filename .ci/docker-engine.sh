@@ -53,8 +53,10 @@ else
         rm -f /var/run/docker.pid
         mkdir -p "$(dirname "$log")"
         say "starting dockerd in the background (log: $log)."
-        # setsid: the engine must outlive this script and the CI step's process group.
-        setsid dockerd >>"$log" 2>&1 </dev/null &
+        # setsid: the engine must outlive this script and the CI step's process group. env -i: a machine's
+        # daemon carries nothing of whoever started it (a CI job's variables and tokens, a run's marker that
+        # `nox -s workflows` counts leftovers by), only the PATH it finds containerd and runc on.
+        env -i PATH="$PATH" setsid dockerd >>"$log" 2>&1 </dev/null &
         pid=$!
     fi
     started=$SECONDS

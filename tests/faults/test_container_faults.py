@@ -284,6 +284,11 @@ def test_a_docker_engine_that_stops_ends_the_run(
         run.docker.close()
     record(outcome)
     assert outcome.passed, outcome.explain()
+    # The engine started again is the machine's, not this run's: it carries nothing of the environment that
+    # started it (a CI job's variables, the marker `nox -s workflows` counts a run's leftovers by).
+    environ = Path(f"/proc/{DOCKER_PID.read_text().strip()}/environ").read_bytes().split(b"\0")
+    carried = sorted(e.split(b"=", 1)[0].decode() for e in environ if e)
+    assert carried == ["PATH"], f"the restarted Docker engine carries {carried}"
 
 
 def _engine_answers() -> bool:
