@@ -17,5 +17,6 @@
 Beside them, package data that standin builds from: standin.Dockerfile, standin-pytorch.Dockerfile and
 standin-entrypoint.sh.
 
-No runtime module imports this package; tests/unit/test_layout.py checks it.
+No runtime module imports this package; tests/unit/test_layout.py checks it. It is not in the wheel
+(pyproject.toml excludes it; tests/system/test_install.py checks that): a checkout runs it, installed editable.
 """
