@@ -26,11 +26,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
 
+from tritonpt import parts as reliability_parts
 from tritonpt.errors import HINT, ShardError, TritonPtError
 from tritonpt.report import Report, ShardState
 
 SUMMARY = "summary.json"
-PARTS = Path("reliability/parts")  # below a report folder: tritonpt.parts writes there
 JUNIT = "junit.xml"
 TOTALS = ("tests", "failures", "errors", "skipped")
 T = TypeVar("T")
@@ -396,7 +396,7 @@ def merged_parts(
         return isinstance(kind, str) and kind in chosen and chosen[kind] != folder
 
     for folder in folders:
-        for path in sorted((folder / PARTS).glob("*.json")):
+        for path in sorted(reliability_parts.folder_in(folder).glob("*.json")):
             try:
                 data = json.loads(path.read_text(encoding="utf-8"))
             except (OSError, ValueError):
@@ -443,7 +443,7 @@ def write(merged: Merged, into: Path, parts: dict[str, dict[str, object]] | None
     ET.ElementTree(merged.junit).write(junit, encoding="utf-8", xml_declaration=True)
     written = [markdown, data, junit]
     for name, body in (parts or {}).items():
-        folder = into / PARTS
+        folder = reliability_parts.folder_in(into)
         folder.mkdir(parents=True, exist_ok=True)
         target = folder / f"{name}.json"
         target.write_text(json.dumps(body, indent=2) + "\n", encoding="utf-8")

@@ -1,6 +1,7 @@
 """The reliability report's parts: each tier that judges reliability writes one JSON object, ``<folder>/<part>.json``
 (the integration matrix's bad-request probes among them, so this is runtime code, not a test helper).
 
+    folder_in(reports)            <reports>/reliability/parts: where every tier's parts go, below its reports
     write_part("soak", {...})     reports/reliability/parts/soak.json, written atomically (temp file + rename)
     count_tracebacks(*texts)      how often "Traceback (most recent call last)" appears in what a tier captured
 
@@ -17,8 +18,14 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-PARTS = Path("reports/reliability/parts")
+BELOW_REPORTS = Path("reliability/parts")
+PARTS = Path("reports") / BELOW_REPORTS
 TRACEBACK = "Traceback (most recent call last)"
+
+
+def folder_in(reports: Path) -> Path:
+    """The parts folder of a tier whose reports go to ``reports``."""
+    return reports / BELOW_REPORTS
 
 
 def count_tracebacks(texts: Iterable[str]) -> int:

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from tritonpt.parts import folder_in
 from tritonpt.testing import crash, reliability
 
 CLEAN = dict.fromkeys(reliability.LEFTOVER_KINDS, 0)
@@ -267,7 +268,7 @@ def _crash(reports: Path, known: str) -> crash.Crash:
 def test_each_matrix_run_and_its_crash_and_rerun_are_named(
     tmp_path: Path, known: str, rerun: str, met: bool
 ) -> None:
-    parts = reliability.parts_folder(tmp_path)
+    parts = folder_in(tmp_path)
     crash.record_run(crash.Run(reports="reports/container", first="passed"), parts)
     crash.record_run(crash.Run(reports="reports", first="passed"), parts)
     found = _crash(tmp_path, known)
@@ -288,7 +289,7 @@ def test_each_matrix_run_and_its_crash_and_rerun_are_named(
 
 
 def test_matrix_runs_that_all_passed_meet_the_goal(tmp_path: Path) -> None:
-    parts = reliability.parts_folder(tmp_path)
+    parts = folder_in(tmp_path)
     crash.record_run(crash.Run(reports="reports", first="passed"), parts)
     (goal,) = [g for g in reliability.merge(tmp_path).goals if g.what.startswith("matrix runs")]
     assert (goal.value, goal.met) == ("1 / 0 / 0", True)

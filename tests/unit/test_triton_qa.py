@@ -12,7 +12,7 @@ import pytest
 
 from tritonpt.backend.sources import unpack_source
 from tritonpt.errors import QaError
-from tritonpt.parts import write_part
+from tritonpt.parts import folder_in, write_part
 from tritonpt.testing import reliability
 from tritonpt.testing.qa import adapt, generate, ledger, report
 from tritonpt.testing.qa.plan import LIBTORCH, PLANS, TORCH_AOTI, Plan, UpstreamTest, lay_overlay
@@ -121,13 +121,13 @@ def test_the_claim_counts_checks_seen_to_hold_and_a_failure_fails_the_goal(tmp_p
     write_part(
         "triton-qa",
         {"tests": [row], "controls": [{"test": "t", "suite": "r25.10", "held": True}], "tracebacks": 0},
-        reliability.parts_folder(tmp_path),
+        folder_in(tmp_path),
     )
     assert all(g.met for g in reliability.merge(tmp_path).goals if "QA" in g.what)
     write_part(
         "triton-qa",
         {"tests": [{**row, "checks_passed": 1}], "controls": [], "tracebacks": 0},
-        reliability.parts_folder(tmp_path),
+        folder_in(tmp_path),
     )
     goals = {g.what: g for g in reliability.merge(tmp_path).goals}
     assert not goals["Triton's own QA tests passed (their checks, seen to hold)"].met  # passed, a check short

@@ -149,6 +149,7 @@ def eager(
         str(model.root),
         json.dumps(asdict(case)),
         str(seconds),
+        str(len(cores)),
     ]
     try:
         done = subprocess.run(
@@ -170,18 +171,17 @@ def eager(
     return Measurement(**json.loads(done.stdout.strip().splitlines()[-1]))
 
 
-def measure_eager(model: ModelDir, case: Case, *, seconds: float, config: ModelConfig) -> Measurement:
-    """:func:`eager` in this process, on the cores it has: threads as the config gives the backend, else one per
-    core this process may use (torch's default where it may use them all)."""
+def measure_eager(
+    model: ModelDir, case: Case, *, seconds: float, config: ModelConfig, threads: int | None = None
+) -> Measurement:
+    """:func:`eager` in this process: intra-op threads as the config gives the backend, else ``threads`` (one per
+    pinned core), else torch's default."""
     module = _in_process(model, config)
     inputs = _feed(model, case.eager_batch)
     latencies: list[float] = []
     run = spec.BackendRun.of(config)
     before = torch.get_num_threads()
-    allowed = len(os.sched_getaffinity(0))
-    torch.set_num_threads(
-        run.intra_op_threads or (allowed if allowed < (os.cpu_count() or allowed) else before)
-    )
+    torch.set_num_threads(run.intra_op_threads or threads or before)
     try:
         with torch.inference_mode(), torch.jit.optimized_execution(run.optimized):  # type: ignore[attr-defined]  # no-op for a package
             for _ in range(3):  # the profiling executor's first runs

@@ -31,7 +31,7 @@ from tritonclient.utils import InferenceServerException
 
 from tritonpt import client, dtypes
 from tritonpt.client import Array
-from tritonpt.parts import count_tracebacks, write_part
+from tritonpt.parts import count_tracebacks, folder_in, write_part
 from tritonpt.server.base import Server
 
 from .models import CLIENT_ERROR, Model, aftermath, probe_model, unbatched_model
@@ -309,7 +309,7 @@ def cases_seen(pytestconfig: pytest.Config) -> Iterator[list[dict[str, Any]]]:
     seen: list[dict[str, Any]] = []
     yield seen
     if seen:
-        folder = Path(pytestconfig.option.reports) / "reliability" / "parts"
+        folder = folder_in(Path(pytestconfig.option.reports))
         tracebacks = count_tracebacks(str(entry.pop("message")) for entry in seen)
         write_part("bad-requests", {"tracebacks": tracebacks, "cases": seen}, folder=folder)
 

@@ -31,7 +31,7 @@ import shutil
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from tritonpt.parts import PARTS, write_part
+from tritonpt.parts import folder_in, write_part
 
 RERUN_ENV = "TRITONPT_RERUN_ON_CRASH"
 """Set to 1 (.ci/run does) for the matrix sessions to run once more after a known crash of the server on its own
@@ -97,6 +97,18 @@ class Crash:
     def known(self) -> Known | None:
         text = "\n".join((*self.before, self.lines, *self.backtrace))
         return next((k for k in KNOWN if all(mark in text for mark in k.marks)), None)
+
+    @property
+    def name(self) -> str:
+        """Its KNOWN name, else "new"."""
+        known = self.known
+        return known.name if known else "new"
+
+    @property
+    def reproduction(self) -> str | None:
+        """Where docs/upstream/ reproduces it, or None (new, or its cause is not found yet)."""
+        known = self.known
+        return known.reproduction if known else None
 
 
 def crash_in_log(log: list[str]) -> Crash | None:
@@ -219,12 +231,11 @@ class Run:
 
     @classmethod
     def crashed(cls, reports: Path, crash: Crash, kept: Path, rerun: str = "") -> Run:
-        known = crash.known
         return cls(
             reports=str(reports),
             first="crashed",
-            crash=known.name if known else "new",
-            reproduction=(known.reproduction or "") if known else "",
+            crash=crash.name,
+            reproduction=crash.reproduction or "",
             kept=str(kept),
             rerun=rerun,
         )
@@ -234,7 +245,7 @@ def record_run(run: Run, folder: Path | None = None) -> Path:
     """Add ``run`` to the "matrix-runs" part (replacing an earlier run of the same reports folder), beside the
     matrix's own parts in ``<reports>/reliability/parts`` unless ``folder`` says where (`nox -s merge-reports` joins
     the shards')."""
-    folder = Path(run.reports) / PARTS.relative_to("reports") if folder is None else folder
+    folder = folder_in(Path(run.reports)) if folder is None else folder
     try:
         held = json.loads((folder / f"{RUNS_PART}.json").read_text(encoding="utf-8")).get("runs", [])
     except (OSError, ValueError, AttributeError):

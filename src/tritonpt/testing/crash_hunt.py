@@ -88,14 +88,13 @@ def _one(index: int, folder: Path, matrix_args: Sequence[str]) -> Run:
     (folder / "backtrace.txt").write_text(
         "\n".join((crash.lines, *crash.backtrace, *crash.report)) + "\n", encoding="utf-8"
     )
-    known = crash.known
     return Run(
         index,
         code,
         seconds,
         "crashed",
-        crash=known.name if known else "new",
-        reproduction=known.reproduction if known else None,
+        crash=crash.name,
+        reproduction=crash.reproduction,
         kept=str(folder),
         findings=found,
     )

@@ -42,7 +42,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tritonpt.parts import PARTS as PARTS_FOLDER
+from tritonpt.parts import folder_in
 
 PARTS = ("faults", "soak", "fuzz", "export-contract", "bad-requests", "lockdown", "triton-qa", "matrix-runs")
 """The parts the report knows, in the order it shows them."""
@@ -110,11 +110,6 @@ ROWS_KEY = {
 
 class PartError(ValueError):
     """A part file that does not hold what its contract says."""
-
-
-def parts_folder(reports: Path) -> Path:
-    """Where the tiers write their parts (:data:`tritonpt.parts.PARTS` below ``reports``)."""
-    return reports / PARTS_FOLDER.relative_to(DEFAULT_REPORTS)
 
 
 # --- reading the parts ---------------------------------------------------------------------------------------
@@ -244,7 +239,7 @@ class Reliability:
 def merge(reports: Path) -> Reliability:
     """Read every part under ``reports/reliability/parts/`` into one :class:`Reliability`."""
     result = Reliability()
-    folder = parts_folder(reports)
+    folder = folder_in(reports)
     found = sorted(folder.glob("*.json")) if folder.is_dir() else []
     parts: dict[str, dict[str, Any]] = {}
     for path in found:
