@@ -7,8 +7,10 @@ Needs a Docker engine and the stand-in images (tests/docker/conftest.py builds o
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import textwrap
@@ -33,7 +35,7 @@ from tritonpt.server.engine import (
     reaper_or_labels,
 )
 from tritonpt.server.local import TritonFlags
-from tritonpt.testing import standin
+from tritonpt.testing import procs, standin
 from tritonpt.versions import VERSIONS
 
 from ..helpers import wait_for_text
@@ -222,6 +224,60 @@ def test_an_unstopped_server_is_stopped_at_exit(
     container_id = done.stdout.strip().splitlines()[-1]
     assert container_id not in {c.id for c in docker_client.containers.list(all=True)}
     assert "Started HTTPService" in log.read_text(encoding="utf-8")
+
+
+def test_the_containers_of_a_killed_process_are_removed(
+    ngc_image: str, model_repository: Path, docker_client: Any, tmp_path: Path
+) -> None:
+    """SIGKILL to the process and its whole group (a CI runner's tree kill): no exit hook runs, the tether
+    (tritonpt.server.tether) removes the container, and then ends itself."""
+    with reaper_or_labels(docker_client) as ryuk:
+        if ryuk:
+            pytest.skip(
+                "Ryuk runs here (its image is in the engine, or it was chosen): it removes these itself"
+            )
+    log = tmp_path / "tritonserver.log"
+    script = textwrap.dedent(
+        f"""
+        import time
+        from pathlib import Path
+        from tritonpt.server.container import ContainerServer
+        from tritonpt.server.engine import SESSION_ID
+        from tritonpt.testing import standin
+        server = ContainerServer(repository=Path({str(model_repository)!r}), image={ngc_image!r},
+                                 log_path=Path({str(log)!r}), gpus="none", mounts=standin.host_mounts())
+        server.start()
+        print(server.container_id, SESSION_ID, flush=True)
+        time.sleep(600)
+        """
+    )
+    with subprocess.Popen(
+        [sys.executable, "-c", script], stdout=subprocess.PIPE, text=True, start_new_session=True
+    ) as owner:
+        try:
+            assert owner.stdout is not None
+            container_id, session = owner.stdout.readline().split()
+            assert docker_client.containers.get(container_id).status == "running"
+        finally:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(owner.pid, signal.SIGKILL)
+
+    def gone() -> bool | None:
+        return True if container_id not in {c.id for c in docker_client.containers.list(all=True)} else None
+
+    def tethers() -> list[str]:
+        return [
+            p.command
+            for p in procs.every()
+            if b"tritonpt.server.tether" in p.cmdline and session in p.command
+        ]
+
+    assert client.poll_until(gone, timeout=30), (
+        f"the container of a killed process still exists: {container_id}"
+    )
+    assert client.poll_until(lambda: True if not tethers() else None, timeout=10), (
+        f"its tether runs: {tethers()}"
+    )
 
 
 # --- failures that teach ------------------------------------------------------------------------------------------

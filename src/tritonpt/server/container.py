@@ -17,9 +17,9 @@ The engine side (GPU requests, labels, leftovers, the exit hook, the reaper, the
 per-process ``io.tritonpt.session`` label. ``stop()`` removes its own container, ``start()`` first removes exited
 containers of earlier sessions, and an ``atexit`` hook stops what this process left running. Where Ryuk's
 image is not in the engine (no registry here, so it cannot be pulled) and ``TESTCONTAINERS_RYUK_DISABLED`` is
-unset, Ryuk is turned off for our ``start()`` calls only; elsewhere (a GPU runner whose engine has the image,
-or with ``TESTCONTAINERS_RYUK_DISABLED=false`` to have it pulled) Ryuk runs as usual and also removes the
-containers of a process that was killed.
+unset, Ryuk is turned off for our ``start()`` calls only, and :mod:`tritonpt.server.tether` removes the
+containers of a process that was killed (a cancelled CI job's tree kill); elsewhere (a GPU runner whose engine
+has the image, or with ``TESTCONTAINERS_RYUK_DISABLED=false`` to have it pulled) Ryuk runs as usual and does that.
 """
 
 from __future__ import annotations
@@ -48,7 +48,7 @@ from tritonpt.errors import HINT, ServerError, ServerStartError
 from tritonpt.image import DockerClient
 from tritonpt.options import GPUS, Gpus, Mount
 from tritonpt.repository import pt2_models, write_served_copy
-from tritonpt.server import engine
+from tritonpt.server import engine, tether
 from tritonpt.server.base import Server, ServerKind, State
 from tritonpt.server.local import TritonFlags
 from tritonpt.server.logtext import STARTED_LINES, holding_all
@@ -418,6 +418,8 @@ class ContainerServer(Server):
         engine.LIVE.add(self)
         engine.hook_exit()
         with engine.reaper_or_labels(client) as self.reaper:
+            if not self.reaper:
+                tether.tether()  # what removes the container should this process be killed
             try:
                 container.start()
             except (RuntimeError, TimeoutError):

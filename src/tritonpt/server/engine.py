@@ -5,6 +5,7 @@ reaper_or_labels    testcontainers' Ryuk where its image is in the engine, else 
 session_labels      ``io.tritonpt.harness`` and a per-process ``io.tritonpt.session`` on every container
 remove_leftovers    exited containers of earlier sessions (a killed run without Ryuk leaves them)
 at exit             servers nobody stopped are stopped, whatever else carries our session is removed
+remove_session      that removal, also what tritonpt.server.tether does when this process was killed
 remove_when_back    for a run that ends while the engine is away: remove its container once it answers
 LogFollower         ``docker logs --follow`` copied into a file as it comes (readable when the engine is gone)
 """
@@ -177,18 +178,34 @@ def _at_exit() -> None:
     for server in list(LIVE):
         with contextlib.suppress(*failures):
             server.stop()
-    try:
-        client = image.docker_client(timeout=30)
-    except TritonPtError:
-        return
-    try:
-        for left in client.containers.list(all=True, filters={"label": f"{SESSION_LABEL}={SESSION_ID}"}):
-            with contextlib.suppress(docker.errors.NotFound):
-                left.remove(force=True)
-    except (docker.errors.DockerException, requests.exceptions.RequestException):
-        pass
-    finally:
-        client.close()
+    remove_session(SESSION_ID)
+
+
+def remove_session(session: str, *, within: float = 0.0) -> list[str]:
+    """Force-remove every container labelled ``io.tritonpt.session=session``; their ids. An engine that does not
+    answer is asked again every second for ``within`` seconds (0: once)."""
+    deadline = time.monotonic() + within
+    while True:
+        try:
+            client = image.docker_client(timeout=30)
+        except TritonPtError:
+            client = None
+        if client is not None:
+            removed: list[str] = []
+            try:
+                for left in client.containers.list(all=True, filters={"label": f"{SESSION_LABEL}={session}"}):
+                    with contextlib.suppress(image.docker_module().errors.NotFound):
+                        left.remove(force=True)
+                        removed.append(str(left.id))
+            except engine_errors():
+                pass
+            else:
+                return removed
+            finally:
+                client.close()
+        if time.monotonic() >= deadline:
+            return []
+        time.sleep(1.0)
 
 
 def remove_when_back(container_id: str, *, within: float = REAP_WITHIN_S) -> None:

@@ -49,7 +49,9 @@ GITHUB_CANCEL_S = (7.5, 2.5)
 """GitHub's runner on a cancel: SIGINT to a step's entry process, SIGTERM after 7.5 s, the process tree killed after
 2.5 s more (docs.github.com, "Canceling a workflow", "Steps the runner takes to cancel a workflow run")."""
 ACT_GRACE_S = 30.0
-SETTLE_S = 3.0
+SETTLE_S = 20.0
+"""After a cancel, how long what the killed processes held may take to go on its own before it counts as left
+behind: a tether (tritonpt.server.tether) removing a killed job's containers, on a busy machine a few seconds."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -190,7 +192,9 @@ class Running:
                     os.killpg(self.process.pid, sig)
                 with contextlib.suppress(subprocess.TimeoutExpired):
                     self.process.wait(timeout=grace)
-            time.sleep(SETTLE_S)  # what the killed processes held (a container's stop) has its moment to go
+            deadline = time.monotonic() + SETTLE_S
+            while host.leftovers(self.marker, self.work) and time.monotonic() < deadline:
+                time.sleep(0.5)
 
     def wait(self, timeout: float | None = None) -> Result:
         """The run's result once act has ended (``timeout``: then cancel it)."""
