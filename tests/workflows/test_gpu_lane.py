@@ -20,6 +20,7 @@ from .conftest import Launch
 
 GPU = Path(".github/workflows/gpu.yml")
 PREFLIGHT = "GPU preflight"
+PREFLIGHT_ERROR = "nvidia-smi failed: no GPU or no driver on this runner"
 
 
 def _gpu_answers() -> bool:
@@ -52,13 +53,11 @@ def test_the_plan_fans_out_to_that_many_shards_and_the_merge_expects_them(launch
         assert preflight is not None
         assert preflight.outcome == "failure"
         assert shard.result == "failure"
-        said = result.logs[shard.name].read_text(encoding="utf-8")
-        if "nvidia-smi" in said:  # the preflight's own output is in the log
-            assert any("nvidia-smi failed: no GPU or no driver on this runner" in e for e in shard.errors), (
-                shard.errors
-            )
-        else:  # act dropped the failed step's output (seen once: shard 3/3, 2026-12-02); its other shards hold it
-            dropped.append(shard.name)
+        # act (host mode) stops reading a failed step's output when the step ends, so the last lines can be lost
+        # (docs/guide/ci-and-gpu.md); the preflight pauses a second before failing for that, and a run whose
+        # every shard lost the line still fails here.
+        if not any(PREFLIGHT_ERROR in e for e in shard.errors):
+            dropped.append(f"{shard.name}: {shard.errors}")
         assert not shard.artifacts  # it never reached its matrix, so it has nothing to upload
         later = [
             s
