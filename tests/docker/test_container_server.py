@@ -213,24 +213,27 @@ def test_an_unstopped_server_is_stopped_at_exit(
         from tritonpt.testing import standin
         server = ContainerServer(repository=Path({str(model_repository)!r}), image={ngc_image!r},
                                  log_path=Path({str(log)!r}), gpus="none", mounts=standin.host_mounts())
+        from tritonpt.server.engine import SESSION_ID
         server.start()
-        print(server.container_id)
+        print(server.container_id, SESSION_ID)
         """
     )
     done = subprocess.run(
         [sys.executable, "-c", script], capture_output=True, text=True, timeout=300, check=False
     )
     assert done.returncode == 0, done.stderr
-    container_id = done.stdout.strip().splitlines()[-1]
+    container_id, session = done.stdout.strip().splitlines()[-1].split()
     assert container_id not in {c.id for c in docker_client.containers.list(all=True)}
     assert "Started HTTPService" in log.read_text(encoding="utf-8")
+    # The exit hook released the tether: it ends at once, without waiting on the engine.
+    assert client.poll_until(lambda: True if not tethers(session) else None, timeout=2), tethers(session)
 
 
 def test_the_containers_of_a_killed_process_are_removed(
     ngc_image: str, model_repository: Path, docker_client: Any, tmp_path: Path
 ) -> None:
     """SIGKILL to the process and its whole group (a CI runner's tree kill): no exit hook runs, the tether
-    (tritonpt.server.tether) removes the container, and then ends itself."""
+    (tritonpt.tether) removes the container, and then ends itself."""
     with reaper_or_labels(docker_client) as ryuk:
         if ryuk:
             pytest.skip(
@@ -265,19 +268,17 @@ def test_the_containers_of_a_killed_process_are_removed(
     def gone() -> bool | None:
         return True if container_id not in {c.id for c in docker_client.containers.list(all=True)} else None
 
-    def tethers() -> list[str]:
-        return [
-            p.command
-            for p in procs.every()
-            if b"tritonpt.server.tether" in p.cmdline and session in p.command
-        ]
-
     assert client.poll_until(gone, timeout=30), (
         f"the container of a killed process still exists: {container_id}"
     )
-    assert client.poll_until(lambda: True if not tethers() else None, timeout=10), (
-        f"its tether runs: {tethers()}"
+    assert client.poll_until(lambda: True if not tethers(session) else None, timeout=10), (
+        f"its tether runs: {tethers(session)}"
     )
+
+
+def tethers(session: str) -> list[str]:
+    """The tethers (tritonpt.tether) of ``session`` that still run."""
+    return [p.command for p in procs.every() if b"tritonpt.tether" in p.cmdline and session in p.command]
 
 
 # --- failures that teach ------------------------------------------------------------------------------------------

@@ -17,7 +17,7 @@ The engine side (GPU requests, labels, leftovers, the exit hook, the reaper, the
 per-process ``io.tritonpt.session`` label. ``stop()`` removes its own container, ``start()`` first removes exited
 containers of earlier sessions, and an ``atexit`` hook stops what this process left running. Where Ryuk's
 image is not in the engine (no registry here, so it cannot be pulled) and ``TESTCONTAINERS_RYUK_DISABLED`` is
-unset, Ryuk is turned off for our ``start()`` calls only, and :mod:`tritonpt.server.tether` removes the
+unset, Ryuk is turned off for our ``start()`` calls only, and :mod:`tritonpt.tether` removes the
 containers of a process that was killed (a cancelled CI job's tree kill); elsewhere (a GPU runner whose engine
 has the image, or with ``TESTCONTAINERS_RYUK_DISABLED=false`` to have it pulled) Ryuk runs as usual and does that.
 """
@@ -39,16 +39,17 @@ from typing import Any, ClassVar
 from testcontainers.core.config import testcontainers_config
 from testcontainers.core.container import DockerContainer
 from testcontainers.core.exceptions import ContainerStartException
+from testcontainers.core.labels import SESSION_ID
 from testcontainers.core.wait_strategies import LogMessageWaitStrategy
 
-from tritonpt import image, scratch, stopping
+from tritonpt import image, scratch, stopping, tether
 from tritonpt.backend import PT2_NAME, Origin
 from tritonpt.client import GRPC_PORT, HTTP_PORT, METRICS_PORT, Endpoints
 from tritonpt.errors import HINT, ServerError, ServerStartError
 from tritonpt.image import DockerClient
 from tritonpt.options import GPUS, Gpus, Mount
 from tritonpt.repository import pt2_models, write_served_copy
-from tritonpt.server import engine, tether
+from tritonpt.server import engine
 from tritonpt.server.base import Server, ServerKind, State
 from tritonpt.server.local import TritonFlags
 from tritonpt.server.logtext import STARTED_LINES, holding_all
@@ -419,7 +420,7 @@ class ContainerServer(Server):
         engine.hook_exit()
         with engine.reaper_or_labels(client) as self.reaper:
             if not self.reaper:
-                tether.tether()  # what removes the container should this process be killed
+                tether.tether(SESSION_ID)  # what removes the container should this process be killed
             try:
                 container.start()
             except (RuntimeError, TimeoutError):

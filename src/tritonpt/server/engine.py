@@ -5,7 +5,7 @@ reaper_or_labels    testcontainers' Ryuk where its image is in the engine, else 
 session_labels      ``io.tritonpt.harness`` and a per-process ``io.tritonpt.session`` on every container
 remove_leftovers    exited containers of earlier sessions (a killed run without Ryuk leaves them)
 at exit             servers nobody stopped are stopped, whatever else carries our session is removed
-remove_session      that removal, also what tritonpt.server.tether does when this process was killed
+                    (tritonpt.tether: the same removal, by a process of its own when this one was killed)
 remove_when_back    for a run that ends while the engine is away: remove its container once it answers
 LogFollower         ``docker logs --follow`` copied into a file as it comes (readable when the engine is gone)
 """
@@ -25,7 +25,7 @@ from typing import Any, Protocol
 from testcontainers.core.config import testcontainers_config
 from testcontainers.core.labels import SESSION_ID
 
-from tritonpt import image
+from tritonpt import image, tether
 from tritonpt.errors import HINT, ServerStartError, TritonPtError
 from tritonpt.image import DockerClient
 from tritonpt.options import Gpus
@@ -178,34 +178,8 @@ def _at_exit() -> None:
     for server in list(LIVE):
         with contextlib.suppress(*failures):
             server.stop()
-    remove_session(SESSION_ID)
-
-
-def remove_session(session: str, *, within: float = 0.0) -> list[str]:
-    """Force-remove every container labelled ``io.tritonpt.session=session``; their ids. An engine that does not
-    answer is asked again every second for ``within`` seconds (0: once)."""
-    deadline = time.monotonic() + within
-    while True:
-        try:
-            client = image.docker_client(timeout=30)
-        except TritonPtError:
-            client = None
-        if client is not None:
-            removed: list[str] = []
-            try:
-                for left in client.containers.list(all=True, filters={"label": f"{SESSION_LABEL}={session}"}):
-                    with contextlib.suppress(image.docker_module().errors.NotFound):
-                        left.remove(force=True)
-                        removed.append(str(left.id))
-            except engine_errors():
-                pass
-            else:
-                return removed
-            finally:
-                client.close()
-        if time.monotonic() >= deadline:
-            return []
-        time.sleep(1.0)
+    tether.remove_session(SESSION_ID)
+    tether.release()  # this process cleaned up itself: its tether (if it has one) ends without acting
 
 
 def remove_when_back(container_id: str, *, within: float = REAP_WITHIN_S) -> None:

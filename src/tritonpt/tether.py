@@ -1,0 +1,137 @@
+"""The tether: a process's containers go when it goes, however it goes, where testcontainers' Ryuk is off.
+
+    tether(session)               once per process, before its first container starts: a small process outside
+                                  this one's process tree holds the read end of a pipe only this process holds
+    release()                     at a normal exit, once this process removed its containers itself: the tether
+                                  is told so and ends without asking the engine anything
+    remove_session(session)       force-remove every container labelled ``io.tritonpt.session=SESSION``
+    python -m tritonpt.tether SESSION
+                                  the tether: it reads until end of file, which comes when its owner has ended
+                                  (the kernel closes the write end, on SIGKILL too); unless it was released, it
+                                  then removes the owner's containers, and exits
+
+Why it is needed: ``stop()`` and the exit hook (:mod:`tritonpt.server.engine`) run only in a process that is let
+finish. GitHub's runner cancels a step with SIGINT, SIGTERM 7.5 s later and kills the step's process tree 2.5 s
+after that (docs.github.com, "Canceling a workflow"); a run whose teardown needs longer (two containers to stop
+on a busy 2-core runner) was killed in the middle of it, and its containers kept running (seen under act,
+tests/workflows/test_cancel.py). Ryuk does the same job from a container whose image this machine cannot pull.
+
+How it stays out of the way: it is started through a launcher that exits at once, so it belongs to no process
+tree a runner kills (its parent is init), in a session of its own (no Ctrl-C of a terminal reaches it), and
+without ``RUNNER_TRACKING_ID``, the variable by which GitHub's runner kills a job's leftover processes at the
+job's end (actions/runner, JobExtension.cs, "Cleaning up orphan processes"), which would otherwise kill it
+before it did its work. It imports nothing but the standard library and this module until it has to act
+(``tritonpt.server`` imports torch: seconds), so it is ready, and gone after a release, at once.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import subprocess
+import sys
+import time
+
+from tritonpt import image
+from tritonpt.errors import TritonPtError
+
+TRACKING = "RUNNER_TRACKING_ID"
+ENGINE_WAIT_S = 120.0
+"""How long a tether waits for an engine that does not answer when its owner ended (one restarting)."""
+RELEASED = b"released\n"
+LAUNCH = (
+    "import subprocess, sys; "
+    "subprocess.Popen([sys.executable, '-m', 'tritonpt.tether', sys.argv[1]], stdin=0, "
+    "stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)"
+)
+"""The launcher: it starts the tether and exits, so the tether is reparented to init."""
+
+_HELD: tuple[int, int] | None = None
+"""(pid, write end) of the process holding a tether: the write end is held open and closed by the kernel when
+that process ends. A forked child (another pid) starts its own."""
+
+
+def tether(session: str) -> None:
+    """Start this process's tether for the containers labelled with ``session``, unless it runs already."""
+    global _HELD  # noqa: PLW0603 - one tether per process
+    if _HELD is not None and _HELD[0] == os.getpid():
+        return
+    # Both ends are non-inheritable: no other child of this process holds the write end open.
+    read_end, write_end = os.pipe()
+    env = {name: value for name, value in os.environ.items() if name != TRACKING}
+    try:
+        subprocess.run(
+            [sys.executable, "-c", LAUNCH, session],
+            stdin=read_end,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            env=env,
+            check=True,
+            timeout=60,
+        )
+    except (OSError, subprocess.SubprocessError):
+        os.close(write_end)
+        raise
+    finally:
+        os.close(read_end)
+    _HELD = (os.getpid(), write_end)
+
+
+def release() -> None:
+    """Tell this process's tether that its containers are gone (a normal exit): it ends without acting."""
+    global _HELD  # noqa: PLW0603 - one tether per process
+    if _HELD is None or _HELD[0] != os.getpid():
+        return
+    with contextlib.suppress(OSError):
+        os.write(_HELD[1], RELEASED)
+        os.close(_HELD[1])
+    _HELD = None
+
+
+def remove_session(session: str, *, within: float = 0.0) -> list[str]:
+    """Force-remove every container labelled ``io.tritonpt.session=session``; their ids. An engine that does not
+    answer is asked again every second for ``within`` seconds (0: once)."""
+    import requests  # noqa: PLC0415 - docker-py's transport, imported when there is work
+
+    docker = image.docker_module()
+    deadline = time.monotonic() + within
+    while True:
+        try:
+            client = image.docker_client(timeout=30)
+        except TritonPtError:
+            client = None
+        if client is not None:
+            removed: list[str] = []
+            try:
+                found = client.containers.list(
+                    all=True, filters={"label": f"{image.LABEL_SESSION}={session}"}
+                )
+                for left in found:
+                    with contextlib.suppress(docker.errors.NotFound):
+                        left.remove(force=True)
+                        removed.append(str(left.id))
+            except (docker.errors.DockerException, requests.exceptions.RequestException):
+                pass
+            else:
+                return removed
+            finally:
+                client.close()
+        if time.monotonic() >= deadline:
+            return []
+        time.sleep(1.0)
+
+
+def main(argv: list[str]) -> int:
+    """Wait for the owner's end (end of file on stdin); unless it released this tether, remove its containers."""
+    (session,) = argv
+    said = b""
+    with contextlib.suppress(OSError):
+        while chunk := os.read(0, 4096):
+            said += chunk
+    if RELEASED not in said:
+        remove_session(session, within=ENGINE_WAIT_S)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
