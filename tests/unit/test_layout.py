@@ -33,6 +33,7 @@ LAYERS = (
     "validate",
     "export",
     "image",
+    "tether",
     "client",
     "perf_analyzer",
     "server",
