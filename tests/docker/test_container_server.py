@@ -202,22 +202,29 @@ def test_start_removes_exited_leftovers_and_stop_leaves_nothing(
             exited.remove(force=True)
 
 
+def owner_script(repository: Path, image: str, log: Path, *, then: str = "") -> str:
+    """A process that starts a container server, prints its container id and session, then does ``then``."""
+    return textwrap.dedent(
+        f"""
+        import time
+        from pathlib import Path
+        from tritonpt.server.container import ContainerServer
+        from tritonpt.server.engine import SESSION_ID
+        from tritonpt.testing import standin
+        server = ContainerServer(repository=Path({str(repository)!r}), image={image!r},
+                                 log_path=Path({str(log)!r}), gpus="none", mounts=standin.host_mounts())
+        server.start()
+        print(server.container_id, SESSION_ID, flush=True)
+        {then}
+        """
+    )
+
+
 def test_an_unstopped_server_is_stopped_at_exit(
     ngc_image: str, model_repository: Path, docker_client: Any, tmp_path: Path
 ) -> None:
     log = tmp_path / "tritonserver.log"
-    script = textwrap.dedent(
-        f"""
-        from pathlib import Path
-        from tritonpt.server.container import ContainerServer
-        from tritonpt.testing import standin
-        server = ContainerServer(repository=Path({str(model_repository)!r}), image={ngc_image!r},
-                                 log_path=Path({str(log)!r}), gpus="none", mounts=standin.host_mounts())
-        from tritonpt.server.engine import SESSION_ID
-        server.start()
-        print(server.container_id, SESSION_ID)
-        """
-    )
+    script = owner_script(model_repository, ngc_image, log)
     done = subprocess.run(
         [sys.executable, "-c", script], capture_output=True, text=True, timeout=300, check=False
     )
@@ -239,21 +246,7 @@ def test_the_containers_of_a_killed_process_are_removed(
             pytest.skip(
                 "Ryuk runs here (its image is in the engine, or it was chosen): it removes these itself"
             )
-    log = tmp_path / "tritonserver.log"
-    script = textwrap.dedent(
-        f"""
-        import time
-        from pathlib import Path
-        from tritonpt.server.container import ContainerServer
-        from tritonpt.server.engine import SESSION_ID
-        from tritonpt.testing import standin
-        server = ContainerServer(repository=Path({str(model_repository)!r}), image={ngc_image!r},
-                                 log_path=Path({str(log)!r}), gpus="none", mounts=standin.host_mounts())
-        server.start()
-        print(server.container_id, SESSION_ID, flush=True)
-        time.sleep(600)
-        """
-    )
+    script = owner_script(model_repository, ngc_image, tmp_path / "tritonserver.log", then="time.sleep(600)")
     with subprocess.Popen(
         [sys.executable, "-c", script], stdout=subprocess.PIPE, text=True, start_new_session=True
     ) as owner:
