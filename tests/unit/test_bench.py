@@ -18,15 +18,8 @@ def test_cases_follow_the_config(exported_small: Path) -> None:
     assert [(c.id, c.batch, c.concurrency, c.eager_batch) for c in bench.cases_for(batched)] == [
         ("b1-c1", 1, 1, 1),
         (f"b{largest}-c1", largest, 1, largest),
-        (
-            f"b1-c{2 * largest}",
-            1,
-            2 * largest,
-            largest,
-        ),  # one instance: 2 x max_batch_size keeps batches full
+        (f"b1-c{largest}", 1, largest, largest),
     ]
-    batched.instance_group[0].count = 3
-    assert bench.cases_for(batched)[-1].concurrency == 2 * largest * 3
     unbatched = repository.read_config(exported_small / "fixed_shape" / "config.pbtxt")
     assert unbatched.max_batch_size == 0
     assert [c.id for c in bench.cases_for(unbatched)] == ["full-c1"]

@@ -225,15 +225,15 @@ def test_a_refused_apply_reads_at_the_front_door_as_problems_then_what_was_writt
 
 def test_candidates_are_compared_at_the_exported_load_levels() -> None:
     bigger = replace(EXPORTED, instances=2)
-    assert bigger.load_levels(EXPORTED) == (1, 16, 32)  # 2 x max batch 8 x instances (Triton's rule)
+    assert bigger.load_levels(EXPORTED) == (1, 8, 16)
     trial = tune.Trial(
         settings=bigger,
         varied="instances",
         seconds=0,
-        points=(_point(10, 5, 1), _point(50, 9, 16), _point(90, 20, 32)),
-        compared=(1, 16),
+        points=(_point(10, 5, 1), _point(50, 9, 8), _point(90, 20, 16)),
+        compared=(1, 8),
     )
-    assert trial.score(None) == 50  # the concurrency-32 point is on the front, not in the comparison
+    assert trial.score(None) == 50  # the concurrency-16 point is on the front, not in the comparison
     assert {p.throughput for _, p in tune.pareto_front([trial])} == {10, 50, 90}
 
 

@@ -1,9 +1,8 @@
 """Stage "bench": what serving costs against eager PyTorch, measured side by side with NVIDIA's perf_analyzer.
 
     for each model of the repository (or those named):
-      cases   b1-c1: batch 1, one request at a time | bN-c1: the largest batch | b1-cM: batch-1 requests at
-              concurrency M = 2 x N x instances, which the dynamic batcher combines (Triton's rule for its
-              maximum throughput)
+      cases   b1-c1: batch 1, one request at a time | bN-c1: the largest batch | b1-cN: batch-1 requests at
+              concurrency N (the largest batch), which the dynamic batcher combines
       sides   eager: the same model.pt in this process with the backend's settings for its config (intra-op
               threads, optimized execution), at the case's batch (b1-cN: at batch N, the best the batcher can form)
               http, grpc: the model served by the official backend, load from perf_analyzer
@@ -77,26 +76,9 @@ class Measurement:
     stable: bool = True  # False: the windows never agreed within 25 %; three more were taken as they came
 
 
-def saturating_concurrency(max_batch_size: int, instances: int) -> int:
-    """Batch-1 requests in flight that keep every instance's batches full: ``2 * max_batch_size * instances``,
-    the rule of Triton's optimization guide for maximum throughput ("Dynamic Batcher",
-    docs/user_guide/optimization.md). The bench's b1-cM case and the tune's load are this.
-
-    At ``max_batch_size * instances`` alone, one instance's batches split in two that take turns: while one
-    executes, the other waits in the queue for longer than any queue delay, so it leaves half full as soon as
-    the instance is free. That costs nothing where a batch costs its rows (TorchScript on a CPU here), and much
-    where a batch of 8 is cheaper per row than one of 4 (an AOTInductor package: 0.85 of eager at batch 8 under
-    concurrency 8, its batches 4.5 requests on average, with a 1 ms queue delay or a 10 ms one alike).
-    """
-    return 2 * max(1, max_batch_size) * max(1, instances)
-
-
 def cases_for(config: ModelConfig) -> list[Case]:
     """b1-c1 (full-c1 without a batch axis); with batching the largest batch; with dynamic batching batch 1 at
-    the concurrency that keeps the batcher's batches full.
-
-    That concurrency is :func:`saturating_concurrency`.
-    """
+    that concurrency."""
     largest = config.max_batch_size
     if largest <= 0:
         return [Case(id="full-c1", batch=1, concurrency=1, eager_batch=1)]
@@ -104,9 +86,7 @@ def cases_for(config: ModelConfig) -> list[Case]:
     if largest > 1:
         found.append(Case(id=f"b{largest}-c1", batch=largest, concurrency=1, eager_batch=largest))
         if config.HasField("dynamic_batching"):
-            instances = sum(group.count or 1 for group in config.instance_group)
-            full = saturating_concurrency(largest, instances)
-            found.append(Case(id=f"b1-c{full}", batch=1, concurrency=full, eager_batch=largest))
+            found.append(Case(id=f"b1-c{largest}", batch=1, concurrency=largest, eager_batch=largest))
     return found
 
 

@@ -97,8 +97,8 @@ class Settings:
 
     @property
     def filling(self) -> int:
-        """The concurrency that keeps every instance's batches full (:func:`tritonpt.bench.saturating_concurrency`)."""
-        return bench.saturating_concurrency(self.max_batch_size, self.instances)
+        """The concurrency that fills every instance's batch."""
+        return max(1, self.max_batch_size) * self.instances
 
     def load_levels(self, exported: Settings) -> tuple[int, ...]:
         """Concurrencies measured: one request at a time, the exported config's filling load (the levels every
