@@ -142,6 +142,13 @@ def docker_module() -> ModuleType:
     return importlib.import_module("docker")
 
 
+def engine_errors() -> tuple[type[BaseException], ...]:
+    """What docker-py raises when the engine refuses, fails or is gone (requests' errors are not DockerException)."""
+    import requests  # noqa: PLC0415 - docker-py's transport
+
+    return (docker_module().errors.DockerException, requests.exceptions.RequestException)
+
+
 def docker_client(*, timeout: int = 60) -> DockerClient:
     """A client for a Docker engine that answers, or :class:`DockerUnavailable` saying what to do."""
     import requests  # noqa: PLC0415 - only needed here

@@ -91,8 +91,6 @@ def release() -> None:
 def remove_session(session: str, *, within: float = 0.0) -> list[str]:
     """Force-remove every container labelled ``io.tritonpt.session=session``; their ids. An engine that does not
     answer is asked again every second for ``within`` seconds (0: once)."""
-    import requests  # noqa: PLC0415 - docker-py's transport, imported when there is work
-
     docker = image.docker_module()
     deadline = time.monotonic() + within
     while True:
@@ -110,7 +108,7 @@ def remove_session(session: str, *, within: float = 0.0) -> list[str]:
                     with contextlib.suppress(docker.errors.NotFound):
                         left.remove(force=True)
                         removed.append(str(left.id))
-            except (docker.errors.DockerException, requests.exceptions.RequestException):
+            except image.engine_errors():
                 pass
             else:
                 return removed

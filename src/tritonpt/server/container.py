@@ -282,7 +282,7 @@ class ContainerServer(Server):
         """``docker logs --tail`` while the container exists; the file ``stop()`` wrote afterwards."""
         if self._client is not None and self._id is not None and self.state is not State.STOPPED:
             with contextlib.suppress(
-                *engine.engine_errors()
+                *image.engine_errors()
             ):  # without an engine, the copy in log_path has it
                 raw: bytes = self._client.api.logs(self._id, stdout=True, stderr=True, tail=lines)
                 return raw.decode("utf-8", errors="replace").rstrip("\n")
@@ -554,7 +554,7 @@ class ContainerServer(Server):
         ``_terminate`` does: the whole log to ``log_path`` and the container removed."""
         if self._client is not None and self._id is not None:
             docker = image.docker_module()
-            with contextlib.suppress(*engine.engine_errors()):
+            with contextlib.suppress(*image.engine_errors()):
                 if self._client.api.inspect_container(self._id)["State"].get("Paused"):
                     self._client.api.unpause(self._id)
                 with contextlib.suppress(docker.errors.APIError):  # it ended meanwhile
@@ -567,7 +567,7 @@ class ContainerServer(Server):
             return
         engine.LIVE.discard(self)
         client, container = self._client, self._container
-        errors = engine.engine_errors()
+        errors = image.engine_errors()
         try:
             if self._id is not None:
                 try:

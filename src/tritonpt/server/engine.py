@@ -27,7 +27,7 @@ from testcontainers.core.labels import SESSION_ID
 
 from tritonpt import image, tether
 from tritonpt.errors import HINT, ServerStartError, TritonPtError
-from tritonpt.image import DockerClient
+from tritonpt.image import DockerClient, engine_errors
 from tritonpt.options import Gpus
 
 HARNESS_LABEL = image.LABEL_HARNESS
@@ -119,13 +119,6 @@ def _has_image(client: DockerClient, tag: str) -> bool:
     return True
 
 
-def engine_errors() -> tuple[type[BaseException], ...]:
-    """What docker-py raises when the engine refuses, fails or is gone (requests' errors are not DockerException)."""
-    import requests  # noqa: PLC0415 - docker-py's transport
-
-    return (image.docker_module().errors.DockerException, requests.exceptions.RequestException)
-
-
 def first_words(exc: BaseException) -> str:
     """The innermost operating-system reason behind a connection error ("No such file or directory")."""
     pending: list[object] = [exc]
@@ -171,10 +164,7 @@ def hook_exit() -> None:
 
 def _at_exit() -> None:
     """Stop servers nobody stopped (their logs are written), then remove whatever else carries our session."""
-    import requests  # noqa: PLC0415 - docker-py's transport
-
-    docker = image.docker_module()
-    failures = (TritonPtError, OSError, docker.errors.DockerException, requests.exceptions.RequestException)
+    failures: tuple[type[BaseException], ...] = (TritonPtError, OSError, *engine_errors())
     for server in list(LIVE):
         with contextlib.suppress(*failures):
             server.stop()
