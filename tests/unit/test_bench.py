@@ -25,6 +25,27 @@ def test_cases_follow_the_config(exported_small: Path) -> None:
     assert [c.id for c in bench.cases_for(unbatched)] == ["full-c1"]
 
 
+def _option(windows: list[str], name: str) -> str:
+    return windows[windows.index(name) + 1]
+
+
+def test_fast_cases_are_measured_in_time_windows_that_hold_hundreds_of_requests() -> None:
+    slow = bench.windows_for(200, 8, rate=2.5)  # resnet18 at batch 8 on two cores
+    assert _option(slow, "--measurement-mode") == "count_windows"
+    assert _option(slow, "--measurement-request-count") == "25"
+    edge = bench.windows_for(200, 1, rate=bench.COUNTED_UP_TO)
+    assert _option(edge, "--measurement-mode") == "count_windows"
+    for rate in (bench.COUNTED_UP_TO + 1, 5_000.0, 50_000.0):  # multi_io served at ~5,000 requests/s here
+        fast = bench.windows_for(200, 1, rate=rate)
+        assert _option(fast, "--measurement-mode") == "time_windows"
+        window_ms = int(_option(fast, "--measurement-interval"))
+        assert window_ms >= bench.SHORTEST_WINDOW_MS
+        # twice the wanted 200 requests at that pace, unless the shortest window holds more already
+        assert window_ms * rate / 1000 == pytest.approx(
+            max(400, bench.SHORTEST_WINDOW_MS * rate / 1000), rel=0.01
+        )
+
+
 @pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="pinning two sides needs two cores")
 def test_pinning_parses_separate_cores_and_refuses_overlaps() -> None:
     cores = sorted(os.sched_getaffinity(0))

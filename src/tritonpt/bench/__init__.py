@@ -232,6 +232,27 @@ def count_windows(requests: int, batch: int) -> list[str]:
     ]  # fmt: skip
 
 
+COUNTED_UP_TO = 500
+"""The request rate (requests a second) up to which the bench measures in count windows. perf_analyzer 2.51.0's
+count windows last at least a second (it checks the count once a second), and each window's summary takes
+its requests out of one vector one erase at a time (``InferenceProfiler::ValidLatencyMeasurement``), so it
+costs the square of the requests a window holds; the requests that arrive while it runs make the next window
+longer still. Seen here: multi_io at about 5,000 requests a second, concurrency 17 to 32 over HTTP, one window
+measured and then perf_analyzer's main thread in that function for minutes while its workers went on sending."""
+SHORTEST_WINDOW_MS = 250
+
+
+def windows_for(requests: int, batch: int, rate: float) -> list[str]:
+    """The windows for a case expected at ``rate`` requests a second (eager's pace): :func:`count_windows` of
+    ``requests`` samples up to :data:`COUNTED_UP_TO` requests a second; faster, time windows long enough for
+    twice that many requests at that pace (at least :data:`SHORTEST_WINDOW_MS`), so that a window holds what it
+    needs instead of a second's requests or more."""
+    if rate <= COUNTED_UP_TO:
+        return count_windows(requests, batch)
+    wanted = max(20, requests // batch)
+    return time_windows(max(SHORTEST_WINDOW_MS, round(2000 * wanted / rate)), trials=6)
+
+
 def time_windows(milliseconds: int, *, stability: int = 25, trials: int = 4) -> list[str]:
     """perf_analyzer windows of ``milliseconds`` each, until three agree within ``stability`` % (at most
     ``trials``)."""

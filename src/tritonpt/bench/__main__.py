@@ -17,10 +17,10 @@ from tritonpt.bench import (
     Measurement,
     Pinning,
     cases_for,
-    count_windows,
     eager,
     first_requests,
     served,
+    windows_for,
 )
 from tritonpt.bench.report import BenchReport
 from tritonpt.client import PROTOCOLS
@@ -52,6 +52,9 @@ def run(
     tool = perf_analyzer.locate(step)  # fetched on first use; fails before anything is measured
     configs = {m.name: repository.read_config(m.config) for m in chosen}
     measured: list[Measurement] = []
+    paces: dict[
+        tuple[str, str], float
+    ] = {}  # requests a second at eager's pace: picks a served case's windows
     for model in chosen:
         for case in cases_for(configs[model.name]):
             step(f"[{model.name}] {case.id}: eager at batch {case.eager_batch}")
@@ -64,6 +67,7 @@ def run(
                     cores=pin.server if pin else (),
                 )
             )
+            paces[model.name, case.id] = measured[-1].throughput / case.batch
     with LocalServer(
         TritonFlags(model_repository=repository_dir), cpus=pin.server if pin else (), pt2_build=pt2_build
     ) as server:
@@ -79,7 +83,7 @@ def run(
                             model,
                             configs[model.name],
                             case,
-                            windows=count_windows(requests, case.batch),
+                            windows=windows_for(requests, case.batch, paces[model.name, case.id]),
                             tool=tool,
                             cores=pin.client if pin else (),
                         )
