@@ -45,9 +45,11 @@ from tritonpt.tune.report import TuneReport
 from tritonpt.tune.space import (
     DIMENSIONS,
     MARGIN,
+    Known,
     Measure,
     Settings,
     Trial,
+    batch_execution_us,
     confirmed,
     grid_size,
     pareto_front,
@@ -60,6 +62,7 @@ from tritonpt.versions import VERSIONS
 __all__ = [
     "DIMENSIONS",
     "MARGIN",
+    "Known",
     "Measure",
     "Settings",
     "Trial",
@@ -193,7 +196,7 @@ def run(
         model=name,
         budget_ms=budget_ms,
         cores=cores,
-        grid=grid_size(exported, cores),
+        grid=grid_size(exported, cores, batch_us=batch_execution_us(trials[0], exported)),
         seconds=time.perf_counter() - started,
         trials=tuple(trials),
         winner=winner,

@@ -107,41 +107,61 @@ class Settings:
 
 
 @dataclass(frozen=True, kw_only=True)
+class Known:
+    """What a dimension's values are chosen from: the model's own settings, the best found so far, the cores,
+    and how long the exported config's trial took to execute a batch at its filling load (None: not measured)."""
+
+    exported: Settings
+    current: Settings
+    cores: int
+    batch_us: float | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
 class Dimension:
     name: str  # a field of Settings
-    values: Callable[[Settings, Settings, int], Sequence[object]]  # (exported, current, cores) -> values
+    values: Callable[[Known], Sequence[object]]
 
 
-def _instances(_: Settings, __: Settings, cores: int) -> Sequence[object]:
-    return [n for n in (1, 2, 4) if n <= max(2, cores)]
+def _instances(known: Known) -> Sequence[object]:
+    return [n for n in (1, 2, 4) if n <= max(2, known.cores)]
 
 
-def _threads(_: Settings, __: Settings, cores: int) -> Sequence[object]:
-    return list(dict.fromkeys([None, 1, cores]))
+def _threads(known: Known) -> Sequence[object]:
+    return list(dict.fromkeys([None, 1, known.cores]))
 
 
-def _batches(exported: Settings, _: Settings, __: int) -> Sequence[object]:
+def _batches(known: Known) -> Sequence[object]:
     """Up to the exported max_batch_size only: the reference cases, which the winner's parity is checked on,
     go no further."""
-    largest = exported.max_batch_size
+    largest = known.exported.max_batch_size
     return list(dict.fromkeys([max(1, largest // 4), max(1, largest // 2), largest])) if largest > 0 else []
 
 
-def _delays(exported: Settings, _: Settings, __: int) -> Sequence[object]:
-    return [0, 100, 1000, 5000] if exported.queue_delay_us is not None else []
-
-
-def _preferred(exported: Settings, current: Settings, _: int) -> Sequence[object]:
-    if exported.queue_delay_us is None or current.max_batch_size <= 1:
+def _delays(known: Known) -> Sequence[object]:
+    """Fixed delays, and one of two batch executions. Triton's dynamic batcher closes the next batch once its
+    oldest request has waited the delay, also while the instance is still busy, and that batch then waits for
+    the instance whole: under a steady load of max_batch_size clients the requests settle into groups that take
+    turns and never merge (traced: 1 and 7, 2 and 6, at concurrency 8; docs/figures/bench.md). Only a delay
+    longer than an execution lets the next group join; what it costs a request that has no company is the
+    delay itself, which the trial's concurrency-1 point shows."""
+    if known.exported.queue_delay_us is None:
         return []
-    return [(), (current.max_batch_size,)]
+    fixed: list[object] = [0, 100, 1000, 5000]
+    return [*fixed, round(2 * known.batch_us)] if known.batch_us else fixed
+
+
+def _preferred(known: Known) -> Sequence[object]:
+    if known.exported.queue_delay_us is None or known.current.max_batch_size <= 1:
+        return []
+    return [(), (known.current.max_batch_size,)]
 
 
 # Threads first: on a CPU they decide more than anything else; then how work is spread and batched.
 DIMENSIONS: tuple[Dimension, ...] = (
     Dimension(name="intra_op_threads", values=_threads),
-    Dimension(name="inter_op_threads", values=lambda *_: [None, 1]),
-    Dimension(name="optimized", values=lambda *_: [True, False]),
+    Dimension(name="inter_op_threads", values=lambda _: [None, 1]),
+    Dimension(name="optimized", values=lambda _: [True, False]),
     Dimension(name="instances", values=_instances),
     Dimension(name="queue_delay_us", values=_delays),
     Dimension(name="max_batch_size", values=_batches),
@@ -149,11 +169,12 @@ DIMENSIONS: tuple[Dimension, ...] = (
 )
 
 
-def grid_size(exported: Settings, cores: int) -> int:
+def grid_size(exported: Settings, cores: int, *, batch_us: float | None = None) -> int:
     """How many candidates a full grid of the same values would measure."""
+    known = Known(exported=exported, current=exported, cores=cores, batch_us=batch_us)
     total = 1
     for dimension in DIMENSIONS:
-        total *= max(1, len(dimension.values(exported, exported, cores)))
+        total *= max(1, len(dimension.values(known)))
     return total
 
 
@@ -197,9 +218,12 @@ def search(
     trials = [measure_one(exported, "exported")]
     best = trials[0]
     seen = {exported}
+    batch_us = batch_execution_us(trials[0], exported)
     for dimension in DIMENSIONS:
         current = best.settings
-        for value in dimension.values(exported, current, cores):
+        for value in dimension.values(
+            Known(exported=exported, current=current, cores=cores, batch_us=batch_us)
+        ):
             changed: dict[str, Any] = {dimension.name: value}
             candidate = normalized(replace(current, **changed))
             if candidate in seen:
@@ -210,6 +234,19 @@ def search(
             if trial.score(budget_ms) > best.score(budget_ms) * (1 + MARGIN):
                 best = trial
     return trials, best
+
+
+def batch_execution_us(trial: Trial, settings: Settings) -> float | None:
+    """A batch's execution as the server reported it at ``settings``' filling load (compute infer a request is
+    its batch's), if the trial measured that load."""
+    return next(
+        (
+            p.compute_infer_us
+            for p in trial.points
+            if p.concurrency == settings.filling and p.compute_infer_us
+        ),
+        None,
+    )
 
 
 def confirmed(
