@@ -29,7 +29,7 @@ def _option(windows: list[str], name: str) -> str:
     return windows[windows.index(name) + 1]
 
 
-def test_fast_cases_are_measured_in_time_windows_that_hold_hundreds_of_requests() -> None:
+def test_fast_cases_are_measured_in_time_windows_sized_by_their_pace() -> None:
     slow = bench.windows_for(200, 8, rate=2.5)  # resnet18 at batch 8 on two cores
     assert _option(slow, "--measurement-mode") == "count_windows"
     assert _option(slow, "--measurement-request-count") == "25"
