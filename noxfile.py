@@ -287,11 +287,16 @@ def gpu(session: nox.Session) -> None:
     )  # fmt: skip
 
 
-def _bench(session: nox.Session, args: list[str], *, harness: bool) -> None:
-    # --pt2-build patched: PT2 copies exported with dynamic_batching, served by our patched PT2 build
+def _measured(session: nox.Session, args: list[str]) -> None:
+    """_prepare for the bench and the tune. --pt2-build patched: the PT2 copies exported with dynamic_batching,
+    and our patched PT2 build built to serve them."""
     patched = _known(args)[0].pt2_build == "patched"
     export = ["--format", "both", "--pt2-build", "patched"] if patched else []
     _prepare(session, "test", "bench", args=args, export=export, build=["--pt2-patches"] if patched else [])
+
+
+def _bench(session: nox.Session, args: list[str], *, harness: bool) -> None:
+    _measured(session, args)
     session.run("python", "-m", "tritonpt.bench", *args)
     if harness:  # the harness against a bare script, and the first command by stage (nox runs nox for it)
         session.run(
@@ -312,11 +317,11 @@ def bench(session: nox.Session) -> None:
 
 @nox.session(python=PYTHON, default=False)
 def tune(session: nox.Session) -> None:
-    """`invoke tune` on the built-in set: -- --model NAME [--latency-budget-ms N] [--apply].
+    """`invoke tune` on the built-in set: -- --model NAME [--latency-budget-ms N] [--apply] [--pt2-build patched].
 
     Exports the built-in set first unless --repository is given; writes reports/tune/NAME/.
     """
-    _prepare(session, "test", "bench", args=list(session.posargs), export=[], build=[])
+    _measured(session, list(session.posargs))
     session.run("invoke", "tune", *(session.posargs or ["--model", "resnet18"]))
 
 

@@ -459,7 +459,14 @@ def doctor(*, image: str | None, repository: Path, mounts: Sequence[str], debug:
 
 
 def tune(
-    *, model: str, repository: Path, latency_budget_ms: float | None, apply: bool, reports: Path, debug: bool
+    *,
+    model: str,
+    repository: Path,
+    latency_budget_ms: float | None,
+    apply: bool,
+    reports: Path,
+    debug: bool,
+    pt2_build: str = "stock",
 ) -> None:
     from tritonpt import tune as tuning  # noqa: PLC0415
 
@@ -468,7 +475,14 @@ def tune(
         if not model:
             msg = "invoke tune needs --model NAME: the model of the repository to tune."
             raise SpecError(msg)
-        report = tuning.run(repository, model, budget_ms=latency_budget_ms, apply_winner=apply, step=progress)
+        report = tuning.run(
+            repository,
+            model,
+            budget_ms=latency_budget_ms,
+            apply_winner=apply,
+            step=progress,
+            pt2_build=_pt2_build(pt2_build),
+        )
         written = report.write(reports / model)
     out.print(report.to_markdown())
     progress("written: " + ", ".join(str(p) for p in written))

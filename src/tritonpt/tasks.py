@@ -315,6 +315,7 @@ def validate(
         "latency_budget_ms": "the winner's p99 latency must fit this many milliseconds (default: no budget)",
         "apply": "write the winning config.pbtxt into the repository (staged and validated, as export writes)",
         "reports": "where the table, Pareto front and plot go (default reports/tune/<model>/)",
+        "pt2_build": "which PT2 build serves a torch_aoti model: stock (default; NVIDIA's) or patched (ours, r26.05+tritonpt.1, which batches)",
         "debug": "show tracebacks",
     }
 )
@@ -325,6 +326,7 @@ def tune(
     latency_budget_ms: float = 0.0,
     apply: bool = False,
     reports: str = "reports/tune",
+    pt2_build: str = "stock",
     debug: bool = False,
 ) -> None:
     """Search instance count, batching, queue delay and backend threads for the fastest config that keeps parity."""
@@ -337,6 +339,7 @@ def tune(
         apply=apply,
         reports=Path(reports),
         debug=debug,
+        pt2_build=pt2_build,
     )
 
 

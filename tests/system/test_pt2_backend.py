@@ -23,11 +23,12 @@ import torch
 from tritonclient.grpc.model_config_pb2 import DataType, ModelConfig
 from tritonclient.utils import InferenceServerException
 
-from tritonpt import client, reference
+from tritonpt import client, perf_analyzer, reference, tune
 from tritonpt.backend import BuiltBackend
-from tritonpt.errors import TritonPtError
+from tritonpt.errors import TritonPtError, ValidationError
 from tritonpt.repository import ModelDir, read_config, render_config
 from tritonpt.server import LocalServer, TritonFlags
+from tritonpt.tune import trials
 
 pytestmark = pytest.mark.slow
 
@@ -360,3 +361,46 @@ def test_the_compute_statistics(
         assert not split.in_order, (
             f"the stock PT2 build reports its statistics in order ({split}): let the bench show its split"
         )
+
+
+# --- The tune, told which build serves ----------------------------------------------------------------------------
+
+
+class _PastTheFrontDoorError(Exception):
+    pass
+
+
+def test_the_tune_validates_and_serves_a_batching_pt2_model_with_the_build_it_is_told(
+    exported_pt2: Path, tmp_path: Path, pt2_patched: BuiltBackend, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`invoke tune --pt2-build patched`: a PT2 model exported with dynamic_batching for the patched build is
+    refused at the tune's front door for stock (A005, as `invoke validate` refuses it), and measured when the
+    tune is told the patched build serves it."""
+
+    def batching(config: ModelConfig) -> None:
+        config.dynamic_batching.max_queue_delay_microseconds = 1000
+
+    model = _multi_io(exported_pt2, tmp_path, batching)
+    with pytest.raises(ValidationError, match="A005"):
+        tune.run(model.root.parent, MODEL)
+
+    def past(*_: object, **__: object) -> None:
+        raise _PastTheFrontDoorError
+
+    with monkeypatch.context() as patch:  # what run() does once the model is accepted: fetch perf_analyzer
+        patch.setattr(tune.perf_analyzer, "locate", past)
+        with pytest.raises(_PastTheFrontDoorError):
+            tune.run(model.root.parent, MODEL, pt2_build="patched")
+    config = read_config(model.config)
+    settings = tune.Settings.of(config)
+    trial = trials.measure(
+        model,
+        config,
+        settings,
+        exported=settings,
+        varied="exported",
+        tool=perf_analyzer.locate(),
+        pt2_build="patched",
+    )
+    assert trial.error is None, trial.error
+    assert {p.concurrency for p in trial.points} == {1, settings.filling}

@@ -40,6 +40,7 @@ from tritonclient.utils import InferenceServerException
 
 from tritonpt import __version__, export, perf_analyzer, repository, validate
 from tritonpt.errors import TritonPtError, ValidationError, first_line
+from tritonpt.options import Pt2Build
 from tritonpt.repository import ModelDir
 from tritonpt.tune.report import TuneReport
 from tritonpt.tune.space import (
@@ -87,7 +88,7 @@ class TuneError(TritonPtError):
 # --- Applying the winner ------------------------------------------------------------------------------------
 
 
-def apply(model: ModelDir, config: ModelConfig, *, note: str) -> Path:
+def apply(model: ModelDir, config: ModelConfig, *, note: str, pt2_build: Pt2Build = "stock") -> Path:
     """Replace the model's config.pbtxt with ``config``: the folder is copied aside, the config written and the
     copy validated as export validates, then swapped in (on any error the model stays as it was)."""
     with repository.staged_model(model.root.parent, model.name) as staged:
@@ -101,7 +102,7 @@ def apply(model: ModelDir, config: ModelConfig, *, note: str) -> Path:
             staged,
             model.root,
             [
-                *validate.validate_model(staged, gpu_available=True),
+                *validate.validate_model(staged, gpu_available=True, pt2_build=pt2_build),
                 *validate.process_wide_problems([staged, *others]),
             ],
         )
@@ -119,8 +120,10 @@ def run(
     apply_winner: bool = False,
     window_ms: int = WINDOW_MS,
     step: Step = lambda _: None,
+    pt2_build: Pt2Build = "stock",
 ) -> TuneReport:
-    """Search, re-check the winner's parity, and apply it if asked."""
+    """Search, re-check the winner's parity, and apply it if asked; a PT2 model served, checked and validated for
+    the PT2 build ``pt2_build``."""
     model = next((m for m in repository.models(repository_dir) if m.name == name), None)
     if model is None:
         held = ", ".join(m.name for m in repository.models(repository_dir)) or "no models"
@@ -129,7 +132,11 @@ def run(
     if budget_ms is not None and budget_ms <= 0:
         msg = f"--latency-budget-ms {budget_ms:g}: a budget must be a positive number of milliseconds."
         raise TuneError(msg)
-    problems = [p for p in validate.validate_model(model, gpu_available=True) if p.severity == "error"]
+    problems = [
+        p
+        for p in validate.validate_model(model, gpu_available=True, pt2_build=pt2_build)
+        if p.severity == "error"
+    ]
     if problems:
         raise ValidationError(problems)
     tool = perf_analyzer.locate(step)
@@ -143,7 +150,14 @@ def run(
         number = next(counter)
         step(f"[{name}] candidate {number} ({varied}): {settings.label()}")
         trial = measure(
-            model, base, settings, exported=exported, varied=varied, tool=tool, window_ms=window_ms
+            model,
+            base,
+            settings,
+            exported=exported,
+            varied=varied,
+            tool=tool,
+            window_ms=window_ms,
+            pt2_build=pt2_build,
         )
         best = trial.best(budget_ms)
         outcome = (
@@ -169,7 +183,7 @@ def run(
     for trial in parity_order(trials, best_trial, budget_ms):
         step(f"[{name}] re-checking parity: {trial.settings.label()}")
         try:
-            failures = parity_failures(model, trial.settings.config(base))
+            failures = parity_failures(model, trial.settings.config(base), pt2_build=pt2_build)
         except (TritonPtError, InferenceServerException) as exc:
             failures = [f"it did not serve again: {first_line(exc)}"]
         if not failures:
@@ -188,7 +202,7 @@ def run(
             else winner.settings.label()
         )
         step(f"[{name}] applying the winner to {model.config}")
-        applied = apply(model, winner.settings.config(base), note=note)
+        applied = apply(model, winner.settings.config(base), note=note, pt2_build=pt2_build)
         export.restamp(model)  # so that the next `invoke export` keeps the tuned config
     import torch  # noqa: PLC0415 - already loaded by validate; named for the report
 

@@ -18,6 +18,7 @@ from tritonclient.utils import InferenceServerException
 from tritonpt import bench, checks, client, perf_analyzer, reference, repository
 from tritonpt.client import Array
 from tritonpt.errors import ModelLoadError, TritonPtError, first_line
+from tritonpt.options import Pt2Build
 from tritonpt.repository import ModelDir
 from tritonpt.tune.space import Settings, Trial
 
@@ -33,13 +34,18 @@ WARMUP_REQUESTS = 3
 
 
 @contextmanager
-def serving(model: ModelDir, config: ModelConfig) -> Iterator[client.Endpoints]:
-    """One tritonserver with the official backend, serving ``config`` for ``model``; its endpoints."""
+def serving(
+    model: ModelDir, config: ModelConfig, *, pt2_build: Pt2Build = "stock"
+) -> Iterator[client.Endpoints]:
+    """One tritonserver with the official backend (a PT2 model with the PT2 build ``pt2_build``), serving
+    ``config`` for ``model``; its endpoints."""
     from tritonpt.server import LocalServer, TritonFlags  # noqa: PLC0415
 
     with (
         repository.one_model(model, config) as folder,
-        LocalServer(TritonFlags(model_repository=folder, load_model=(model.name,))) as server,
+        LocalServer(
+            TritonFlags(model_repository=folder, load_model=(model.name,)), pt2_build=pt2_build
+        ) as server,
     ):
         server.wait_models_ready([model.name], timeout=60)
         yield server.endpoints
@@ -90,6 +96,7 @@ def measure(
     varied: str,
     tool: perf_analyzer.Tool,
     window_ms: int = WINDOW_MS,
+    pt2_build: Pt2Build = "stock",
 ) -> Trial:
     """Serve one candidate and measure it at each load level; a refusal or a failed run is the trial's error."""
     started = time.perf_counter()
@@ -97,7 +104,7 @@ def measure(
     points = []
     error: str | None = None
     try:
-        with serving(model, config) as endpoints:
+        with serving(model, config, pt2_build=pt2_build) as endpoints:
             warm_up(endpoints, model, config)
             for concurrency in settings.load_levels(exported):
                 case = bench.Case(id=f"c{concurrency}", batch=1, concurrency=concurrency, eager_batch=1)
@@ -116,7 +123,7 @@ def measure(
 # --- Parity of the winner -----------------------------------------------------------------------------------
 
 
-def parity_failures(model: ModelDir, config: ModelConfig) -> list[str]:
+def parity_failures(model: ModelDir, config: ModelConfig, *, pt2_build: Pt2Build = "stock") -> list[str]:
     """Serve ``config`` and send every reference case over HTTP and gRPC (in requests of at most
     max_batch_size rows); what disagrees with eager PyTorch, one line each."""
     ref = reference.load(model)
@@ -124,7 +131,7 @@ def parity_failures(model: ModelDir, config: ModelConfig) -> list[str]:
     outputs = [info.name for info in ref.outputs]
     largest = max(1, config.max_batch_size)
     failures = []
-    with serving(model, config) as endpoints:
+    with serving(model, config, pt2_build=pt2_build) as endpoints:
         gpu = checks.served_on_gpu(config)
         for case in ref.cases:
             rows = case.batch_size if config.max_batch_size > 0 else 0
