@@ -223,12 +223,26 @@ def _in_process(model: ModelDir, config: ModelConfig) -> Callable[..., object]:
     return loaded
 
 
+def _wanted(requests: int, batch: int) -> int:
+    """Requests a window should hold: ``requests`` samples in requests of ``batch``, at least 20."""
+    return max(20, requests // batch)
+
+
 def count_windows(requests: int, batch: int) -> list[str]:
     """perf_analyzer windows of ``requests`` samples each (at least 20 requests), until the last three agree
     within 25 % (at most six)."""
     return [
-        "--measurement-mode", "count_windows", "--measurement-request-count", str(max(20, requests // batch)),
+        "--measurement-mode", "count_windows", "--measurement-request-count", str(_wanted(requests, batch)),
         "--stability-percentage", "25", "--max-trials", "6",
+    ]  # fmt: skip
+
+
+def time_windows(milliseconds: int, *, stability: int = 25, trials: int = 4) -> list[str]:
+    """perf_analyzer windows of ``milliseconds`` each, until three agree within ``stability`` % (at most
+    ``trials``)."""
+    return [
+        "--measurement-mode", "time_windows", "--measurement-interval", str(milliseconds),
+        "--stability-percentage", str(stability), "--max-trials", str(trials),
     ]  # fmt: skip
 
 
@@ -249,17 +263,7 @@ def windows_for(requests: int, batch: int, rate: float) -> list[str]:
     needs instead of a second's requests or more."""
     if rate <= COUNTED_UP_TO:
         return count_windows(requests, batch)
-    wanted = max(20, requests // batch)
-    return time_windows(max(SHORTEST_WINDOW_MS, round(2000 * wanted / rate)), trials=6)
-
-
-def time_windows(milliseconds: int, *, stability: int = 25, trials: int = 4) -> list[str]:
-    """perf_analyzer windows of ``milliseconds`` each, until three agree within ``stability`` % (at most
-    ``trials``)."""
-    return [
-        "--measurement-mode", "time_windows", "--measurement-interval", str(milliseconds),
-        "--stability-percentage", str(stability), "--max-trials", str(trials),
-    ]  # fmt: skip
+    return time_windows(max(SHORTEST_WINDOW_MS, round(2000 * _wanted(requests, batch) / rate)), trials=6)
 
 
 UNSTABLE = "Failed to obtain stable measurement"

@@ -52,9 +52,8 @@ def run(
     tool = perf_analyzer.locate(step)  # fetched on first use; fails before anything is measured
     configs = {m.name: repository.read_config(m.config) for m in chosen}
     measured: list[Measurement] = []
-    paces: dict[
-        tuple[str, str], float
-    ] = {}  # requests a second at eager's pace: picks a served case's windows
+    # requests a second at eager's pace, by (model, case): what picks a served case's windows
+    paces: dict[tuple[str, str], float] = {}
     for model in chosen:
         for case in cases_for(configs[model.name]):
             step(f"[{model.name}] {case.id}: eager at batch {case.eager_batch}")
