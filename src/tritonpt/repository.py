@@ -170,10 +170,30 @@ def models(repository: Path) -> list[ModelDir]:
 
 
 def parse_config(text: str) -> ModelConfig:
-    """Parse config.pbtxt text with Triton's schema; raises ``text_format.ParseError``."""
+    """Parse config.pbtxt text with Triton's schema; raises ``text_format.ParseError``, also for a number its
+    field cannot hold (protobuf's own parser lets ``data_type: 3372036854775808`` through to the message, which
+    raises ``ValueError``; Triton's parser refuses the text)."""
     config: ModelConfig = ModelConfig()
-    text_format.Parse(text, config)
+    try:
+        text_format.Parse(text, config)
+    except ValueError as exc:  # ParseError is not one
+        raise _out_of_range(text, exc) from exc
     return config
+
+
+_OUT_OF_RANGE = re.compile(r"out of range: (\S+)")
+
+
+def _out_of_range(text: str, exc: ValueError) -> text_format.ParseError:
+    """A ParseError worded as protobuf words an integer out of range (``'field: value': Value out of range``), at
+    the first ``field: value`` of the text that holds the value; without a place when none does."""
+    match = _OUT_OF_RANGE.search(str(exc))
+    where = re.search(rf"(\w+)[ \t]*:[ \t]*{re.escape(match.group(1))}\b", text) if match else None
+    if match is None or where is None:
+        return text_format.ParseError(str(exc))
+    message = f"'{where.group(1)}: {match.group(1)}': Value out of range"
+    line = text.count("\n", 0, where.start()) + 1
+    return text_format.ParseError(message, line, where.start() - text.rfind("\n", 0, where.start()))
 
 
 def config_text(data: bytes) -> str:

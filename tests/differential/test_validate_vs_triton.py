@@ -410,6 +410,14 @@ MUTATIONS: tuple[Mutation, ...] = (
         edit=_nothing,
         raw_config='name: "unknown_field"\nplatform: "pytorch_libtorch"\nmax_batch_sise: 16\n',
     ),
+    # protobuf's Python parser hands a number an enum cannot hold to the message (ValueError, not ParseError)
+    Mutation(
+        id="enum_number_out_of_range",
+        rule="T006",
+        base="multi_io",
+        edit=_nothing,
+        raw_config='name: "enum_number_out_of_range"\nplatform: "pytorch_libtorch"\ninput { name: "INPUT__0" data_type: 3372036854775808 dims: 4 }\n',
+    ),
     # encoding: a Latin-1 byte (é) where an editor may leave one
     Mutation(id="config_latin1_comment", rule="T004", base="multi_io", edit=_nothing, tail=b"# caf\xe9\n"),
     Mutation(

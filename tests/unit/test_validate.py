@@ -61,6 +61,14 @@ CONFIG_BREAKS = [
     ),
     pytest.param(
         "multi_io",
+        (r"data_type: TYPE_FP32", "data_type: 3372036854775808"),
+        "error",
+        "data_type",
+        "value its field's type holds",
+        id="enum-number-out-of-range",
+    ),
+    pytest.param(
+        "multi_io",
         (r"^platform:", 'flavour: "x"\nplatform:'),
         "error",
         "flavour",

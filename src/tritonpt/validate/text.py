@@ -54,6 +54,7 @@ SCHEMA = rule(
 )
 
 _FIELD = re.compile(r'has no field named "([^"]+)"')
+_RANGE = re.compile(r"'(\w+): [^']*': Value out of range")
 
 
 def read(path: Path, findings: Findings) -> ModelConfig | None:
@@ -138,11 +139,13 @@ def _text(path: Path, findings: Findings) -> str | None:
 
 
 def _field_of(exc: text_format.ParseError) -> str:
-    match = _FIELD.search(str(exc))
+    match = _FIELD.search(str(exc)) or _RANGE.search(str(exc))
     return match.group(1) if match else "syntax"
 
 
 def _parse_fix(exc: text_format.ParseError) -> str:
+    if _RANGE.search(str(exc)):
+        return "write a value its field's type holds: an enum by its name (`data_type: TYPE_FP32`), an integer within its field's range."
     match = _FIELD.search(str(exc))
     if not match:
         return "fix the text-format syntax at the line and column given (text format is `field: value`, blocks in `{}` or `[]`)."
