@@ -258,9 +258,9 @@ def test_the_best_must_stay_faster_when_both_are_measured_again() -> None:
     assert tune.confirmed(exported, real, trial(EXPORTED, 105.0), trial(other, 125.0), budget_ms=None) is real
 
 
-def test_a_delay_of_two_batch_executions_is_tried_once_the_exported_trial_measured_one() -> None:
+def test_a_delay_of_a_batch_execution_and_a_quarter_is_tried_once_the_exported_trial_measured_one() -> None:
     # Triton closes the next batch once its oldest request has waited the delay, also while the instance is busy;
-    # under max_batch_size steady clients only a delay longer than an execution lets the groups merge.
+    # under max_batch_size steady clients only a delay longer than the shorter group's execution lets them merge.
     batch_us = 400_000.0
     full = replace(_point(20.0, 500.0, EXPORTED.filling), compute_infer_us=batch_us)
     tried: list[tune.Settings] = []
@@ -271,11 +271,12 @@ def test_a_delay_of_two_batch_executions_is_tried_once_the_exported_trial_measur
         return tune.Trial(settings=settings, varied=varied, seconds=0.0, points=points)
 
     tune.search(EXPORTED, measure, budget_ms=None, cores=2)
-    assert round(2 * batch_us) in {s.queue_delay_us for s in tried}
+    # 1.25 executions of 400 ms
+    assert 500_000 in {s.queue_delay_us for s in tried}
     unmeasured = tune.Known(exported=EXPORTED, current=EXPORTED, cores=2)
     delays = next(d for d in tune.DIMENSIONS if d.name == "queue_delay_us").values
-    assert round(2 * batch_us) not in delays(unmeasured)
-    assert delays(replace(unmeasured, batch_us=batch_us))[-1] == round(2 * batch_us)
+    assert 500_000 not in delays(unmeasured)
+    assert delays(replace(unmeasured, batch_us=batch_us))[-1] == 500_000
     assert tune.grid_size(EXPORTED, 2, batch_us=batch_us) > tune.grid_size(EXPORTED, 2)
     unbatched = replace(EXPORTED, queue_delay_us=None)
     assert delays(tune.Known(exported=unbatched, current=unbatched, cores=2, batch_us=batch_us)) == []

@@ -20,6 +20,8 @@ from tritonpt import bench, spec
 
 MARGIN = 0.03
 """How much faster a value must measure to replace the current one."""
+BATCH_DELAY = 1.25
+"""The queue delay tried beside the fixed ones, in batch executions as the exported config's trial measured them."""
 
 
 # --- The space ----------------------------------------------------------------------------------------------
@@ -139,16 +141,18 @@ def _batches(known: Known) -> Sequence[object]:
 
 
 def _delays(known: Known) -> Sequence[object]:
-    """Fixed delays, and one of two batch executions. Triton's dynamic batcher closes the next batch once its
-    oldest request has waited the delay, also while the instance is still busy, and that batch then waits for
-    the instance whole: under a steady load of max_batch_size clients the requests settle into groups that take
-    turns and never merge (traced: 1 and 7, 2 and 6, at concurrency 8; docs/figures/bench.md). Only a delay
-    longer than an execution lets the next group join; what it costs a request that has no company is the
-    delay itself, which the trial's concurrency-1 point shows."""
+    """Fixed delays, and one of a batch execution and a quarter. Triton's dynamic batcher closes the next batch
+    once its oldest request has waited the delay, also while the instance is still busy, and that batch then
+    waits for the instance whole: under a steady load of max_batch_size clients the requests settle into groups
+    that take turns and never merge (traced: 1 and 7, 2 and 6, at concurrency 8; docs/figures/bench.md). Two
+    groups merge once the delay outlasts the shorter one's execution, which is at most a half batch's; the
+    request-weighted compute infer the trial measured is at least that, and the quarter is room for the spread
+    of the clients' resends (500 ms, 1.03 executions of a batch of 8, filled every batch). What it costs a
+    request without company is the delay itself, which the trial's concurrency-1 point shows."""
     if known.exported.queue_delay_us is None:
         return []
     fixed: list[object] = [0, 100, 1000, 5000]
-    return [*fixed, round(2 * known.batch_us)] if known.batch_us else fixed
+    return [*fixed, round(BATCH_DELAY * known.batch_us)] if known.batch_us else fixed
 
 
 def _preferred(known: Known) -> Sequence[object]:
