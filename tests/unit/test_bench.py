@@ -1,14 +1,17 @@
-"""The bench's pure parts: its cases, core pinning, eager's settings from a config, the one-model repository.
+"""The bench's pure parts: its cases, core pinning, eager's settings from a config, the one-model repository,
+the report's baseline.
 The measuring itself runs in `nox -s bench` (and its smoke in CI)."""
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
 import pytest
 
 from tritonpt import bench, repository
+from tritonpt.bench.report import BenchReport
 from tritonpt.repository import ModelDir
 
 
@@ -103,3 +106,46 @@ def test_an_eager_child_that_fails_names_the_model_and_what_it_said(
             cores=(min(os.sched_getaffinity(0)),),
         )
     assert "Traceback" not in str(failed.value).splitlines()[0]
+
+
+def _row(case: str, side: str, batch: int, throughput: float, *, after: bool = False) -> bench.Measurement:
+    return bench.Measurement(
+        model="m",
+        case=case,
+        side=side,
+        batch=batch,
+        concurrency=8 if case == "b1-c8" else 1,
+        throughput=throughput,
+        p50_ms=1.0,
+        p90_ms=1.0,
+        p99_ms=1.0,
+        after=after,
+    )
+
+
+def test_served_is_read_against_every_eager_run_at_its_batch_before_and_after() -> None:
+    report = BenchReport(
+        environment={},
+        measurements=(
+            _row("b1-c1", "eager", 1, 10.0),
+            _row("b8-c1", "eager", 8, 12.0),
+            _row("b1-c8", "eager", 8, 11.0),
+            _row("b1-c1", "grpc", 1, 9.0),
+            _row("b8-c1", "grpc", 8, 11.5),
+            _row("b1-c8", "grpc", 1, 11.25),
+            _row("b1-c1", "eager", 1, 8.0, after=True),
+            _row("b8-c1", "eager", 8, 10.0, after=True),
+            _row("b1-c8", "eager", 8, 12.0, after=True),
+        ),
+    )
+    # batch 8 was run four times, 12, 11, 10 and 12: 11.25 a second on the mean; batch 1 twice: 9
+    assert report.ratio("m", "b1-c8", "grpc") == pytest.approx(1.0)
+    assert report.ratio("m", "b8-c1", "grpc") == pytest.approx(11.5 / 11.25)
+    assert report.ratio("m", "b1-c1", "grpc") == pytest.approx(1.0)
+    markdown = report.to_markdown()
+    assert "| m | b8-c1 | eager, after | 10.0 |" in markdown
+    assert "- m, eager at batch 8: 10.0-12.0 inferences/s over 4 runs (20% apart)" in markdown
+    rows = json.loads(report.to_json())["measurements"]
+    assert [round(r["ratio_to_eager"], 3) for r in rows if r["side"] == "eager"] == [
+        round(10 / 9, 3), round(12 / 11.25, 3), round(11 / 11.25, 3), round(8 / 9, 3), round(10 / 11.25, 3), round(12 / 11.25, 3)
+    ]  # fmt: skip

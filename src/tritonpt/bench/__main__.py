@@ -1,5 +1,5 @@
-"""``python -m tritonpt.bench``: one run of the bench (every case of every chosen model, eager first, then one
-server for the served sides) and its reports."""
+"""``python -m tritonpt.bench``: one run of the bench (every case of every chosen model: eager, then one server
+for the served sides, then eager again) and its reports."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import argparse
 import os
 import sys
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from pathlib import Path
 
 import torch
@@ -40,8 +41,8 @@ def run(
     step: Callable[[str], None] = lambda _: None,
     pt2_build: Pt2Build = "stock",
 ) -> BenchReport:
-    """Measure every case of every chosen model: eager first, then one server for the served sides (its PT2
-    models served by the PT2 build ``pt2_build``)."""
+    """Measure every case of every chosen model: eager, then one server for the served sides (its PT2 models
+    served by the PT2 build ``pt2_build``), then eager again."""
     from tritonpt.server import LocalServer, TritonFlags  # noqa: PLC0415
 
     chosen = [m for m in repository.models(repository_dir) if not names or m.name in names]
@@ -52,21 +53,28 @@ def run(
     tool = perf_analyzer.locate(step)  # fetched on first use; fails before anything is measured
     configs = {m.name: repository.read_config(m.config) for m in chosen}
     measured: list[Measurement] = []
-    # requests a second at eager's pace, by (model, case): what picks a served case's windows
-    paces: dict[tuple[str, str], float] = {}
-    for model in chosen:
-        for case in cases_for(configs[model.name]):
-            step(f"[{model.name}] {case.id}: eager at batch {case.eager_batch}")
-            measured.append(
-                eager(
+
+    def eager_sides(after: bool) -> None:
+        """Each case's eager side; once before the served sides and once after them, so that a ratio is taken
+        against both and a machine that changed speed in between shows in the report."""
+        for model in chosen:
+            for case in cases_for(configs[model.name]):
+                step(
+                    f"[{model.name}] {case.id}: eager at batch {case.eager_batch}{', again' if after else ''}"
+                )
+                one = eager(
                     model,
                     case,
                     seconds=eager_seconds,
                     config=configs[model.name],
                     cores=pin.server if pin else (),
                 )
-            )
-            paces[model.name, case.id] = measured[-1].throughput / case.batch
+                measured.append(replace(one, after=after))
+
+    eager_sides(after=False)
+    # requests a second at eager's pace, by (model, case): what picks a served case's windows
+    batches = {(model.name, c.id): c.batch for model in chosen for c in cases_for(configs[model.name])}
+    paces = {(m.model, m.case): m.throughput / batches[m.model, m.case] for m in measured}
     with LocalServer(
         TritonFlags(model_repository=repository_dir), cpus=pin.server if pin else (), pt2_build=pt2_build
     ) as server:
@@ -89,6 +97,7 @@ def run(
                     )
         origin, pt2 = server.backend_origin(), server.pt2_origin()
         version = server.install.version if server.install else "unknown"
+    eager_sides(after=True)
     cold = []
     for model in chosen:
         for warmup in (False, True) if configs[model.name].model_warmup else (False,):

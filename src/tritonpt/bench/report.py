@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import statistics
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -15,15 +16,47 @@ class BenchReport:
     measurements: tuple[Measurement, ...]
     first_requests: tuple[FirstRequest, ...] = ()
 
+    def baseline(self, model: str, case: str) -> list[Measurement]:
+        """Every eager measurement of the model at the batch this case's eager side runs: before and after the
+        served sides, and those of other cases at the same batch (b8-c1 and b1-c8 both run eager at batch 8)."""
+        batches = {m.batch for m in self.measurements if (m.model, m.case, m.side) == (model, case, "eager")}
+        return [m for m in self.measurements if m.model == model and m.side == "eager" and m.batch in batches]
+
     def ratio(self, model: str, case: str, side: str) -> float | None:
-        """served / eager throughput for one model and case."""
-        by = {(m.model, m.case, m.side): m for m in self.measurements}
-        base, other = by.get((model, case, "eager")), by.get((model, case, side))
-        return other.throughput / base.throughput if base and other and base.throughput else None
+        """served / eager: a served side's throughput over the mean of :meth:`baseline`'s."""
+        base = [m.throughput for m in self.baseline(model, case)]
+        mine = [m.throughput for m in self.measurements if (m.model, m.case, m.side) == (model, case, side)]
+        if not base or not mine or not sum(base):
+            return None
+        return statistics.fmean(mine) / statistics.fmean(base)
+
+    def spreads(self) -> list[str]:
+        """A line for each model and eager batch measured more than once: its range, against which a ratio is
+        read."""
+        lines = []
+        for model, batch in sorted({(m.model, m.batch) for m in self.measurements if m.side == "eager"}):
+            runs = [
+                m.throughput
+                for m in self.measurements
+                if (m.model, m.batch, m.side) == (model, batch, "eager")
+            ]
+            if len(runs) > 1 and min(runs) > 0:
+                lines.append(
+                    f"- {model}, eager at batch {batch}: {min(runs):.1f}-{max(runs):.1f} inferences/s over "
+                    f"{len(runs)} runs ({max(runs) / min(runs) - 1:.0%} apart)"
+                )
+        return lines
 
     def to_json(self) -> str:
         rows = [
-            {**asdict(m), "ratio_to_eager": self.ratio(m.model, m.case, m.side) if m.side != "eager" else 1.0}
+            {
+                **asdict(m),
+                "ratio_to_eager": (
+                    self.ratio(m.model, m.case, m.side)
+                    if m.side != "eager"
+                    else m.throughput / statistics.fmean(b.throughput for b in self.baseline(m.model, m.case))
+                ),
+            }
             for m in self.measurements
         ]
         first = [{**asdict(f), "cold_over_warm": f.cold_over_warm} for f in self.first_requests]
@@ -41,16 +74,25 @@ class BenchReport:
         ]
         for m in self.measurements:
             ratio = self.ratio(m.model, m.case, m.side) if m.side != "eager" else None
+            side = "eager, after" if m.after else m.side
             split = (
                 f"{m.compute_input_us:.0f} / {m.compute_infer_us:.0f} / {m.compute_output_us:.0f}"
                 if m.compute_infer_us is not None
                 else ""
             )
             lines.append(
-                f"| {m.model} | {m.case} | {m.side} | {m.throughput:.1f}{'' if m.stable else ' (unsteady)'} | {f'{ratio:.2f}' if ratio else ''} | "
+                f"| {m.model} | {m.case} | {side} | {m.throughput:.1f}{'' if m.stable else ' (unsteady)'} | {f'{ratio:.2f}' if ratio else ''} | "
                 f"{m.p50_ms:.2f} | {m.p90_ms:.2f} | {m.p99_ms:.2f} | "
                 f"{'' if m.queue_us is None else f'{m.queue_us:.0f}'} | {split} |"
             )
+        if spreads := self.spreads():
+            lines += [
+                "",
+                "served / eager is against the mean of every eager run at the case's eager batch (before and after"
+                " the served sides); how far those runs lay apart:",
+                "",
+                *spreads,
+            ]
         if self.first_requests:
             lines += [
                 "",
