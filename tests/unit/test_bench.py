@@ -9,6 +9,7 @@ import os
 from pathlib import Path
 
 import pytest
+from tritonclient.grpc.model_config_pb2 import ModelConfig
 
 from tritonpt import bench, repository
 from tritonpt.bench.report import BenchReport
@@ -50,6 +51,30 @@ def test_fast_cases_are_measured_in_time_windows_sized_by_their_pace() -> None:
 
 
 @pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="pinning two sides needs two cores")
+def test_a_case_that_waits_the_queue_delay_is_paced_by_it_and_its_windows_stay_short() -> None:
+    config = ModelConfig(max_batch_size=8)
+    config.dynamic_batching.max_queue_delay_microseconds = 928_000  # a delay the tune tries: 1.25 executions
+    eager_b1 = _row("b1-c1", "eager", 1, 9.0)
+    lone, eight = (
+        bench.Case(id="b1-c1", batch=1, concurrency=1, eager_batch=1),
+        bench.Case(id="b1-c8", batch=1, concurrency=8, eager_batch=8),
+    )
+    # one request, one round per 0.928 s: at most 1.08 a second, not eager's 9
+    assert bench.pace(eager_b1, lone, config) == pytest.approx(1 / 0.928)
+    # eight fill the batch, which goes at once: eager's pace at batch 8 (11 images a second)
+    assert bench.pace(_row("b1-c8", "eager", 8, 11.0), eight, config) == pytest.approx(11.0)
+    config.dynamic_batching.preferred_batch_size.append(1)  # a preferred size it reaches: sent at once
+    assert bench.pace(eager_b1, lone, config) == pytest.approx(9.0)
+    # at about one request a second, a window holds 20 s of them (20 / 0.928 = 21.6), not 200 (185 s each)
+    slow = bench.windows_for(200, 1, rate=1 / 0.928)
+    assert _option(slow, "--measurement-request-count") == "22"
+    assert _option(bench.windows_for(200, 1, rate=0.1), "--measurement-request-count") == "20"  # never fewer
+    assert (
+        _option(bench.windows_for(200, 1, rate=9.0), "--measurement-request-count") == "180"
+    )  # 20 s of them
+    assert _option(bench.windows_for(200, 1, rate=50.0), "--measurement-request-count") == "200"
+
+
 def test_pinning_parses_separate_cores_and_refuses_overlaps() -> None:
     cores = sorted(os.sched_getaffinity(0))
     pin = bench.Pinning.parse(f"{cores[1]}:{cores[0]}")

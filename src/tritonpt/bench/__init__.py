@@ -229,11 +229,10 @@ def _wanted(requests: int, batch: int) -> int:
     return max(20, requests // batch)
 
 
-def count_windows(requests: int, batch: int) -> list[str]:
-    """perf_analyzer windows of ``requests`` samples each (at least 20 requests), until the last three agree
-    within 25 % (at most six)."""
+def count_windows(count: int) -> list[str]:
+    """perf_analyzer windows of ``count`` requests each, until the last three agree within 25 % (at most six)."""
     return [
-        "--measurement-mode", "count_windows", "--measurement-request-count", str(_wanted(requests, batch)),
+        "--measurement-mode", "count_windows", "--measurement-request-count", str(count),
         "--stability-percentage", "25", "--max-trials", "6",
     ]  # fmt: skip
 
@@ -255,16 +254,33 @@ costs the square of the requests a window holds; the requests that arrive while 
 longer still. Seen here: multi_io at about 5,000 requests a second, concurrency 17 to 32 over HTTP, one window
 measured and then perf_analyzer's main thread in that function for minutes while its workers went on sending."""
 SHORTEST_WINDOW_MS = 250
+LONGEST_COUNT_S = 20
+"""A count window holds no more requests than the case's pace brings in this many seconds (at least 20)."""
 
 
 def windows_for(requests: int, batch: int, rate: float) -> list[str]:
-    """The windows for a case expected at ``rate`` requests a second (eager's pace): :func:`count_windows` of
-    ``requests`` samples up to :data:`COUNTED_UP_TO` requests a second; faster, time windows long enough for
-    twice that many requests at that pace (at least :data:`SHORTEST_WINDOW_MS`), so that a window holds what it
-    needs instead of a second's requests or more."""
+    """The windows for a case expected at ``rate`` requests a second (:func:`pace`): :func:`count_windows` of
+    ``requests`` samples, or of :data:`LONGEST_COUNT_S` at that pace if fewer, up to :data:`COUNTED_UP_TO`
+    requests a second; faster, time windows long enough for twice the wanted requests at that pace (at least
+    :data:`SHORTEST_WINDOW_MS`), so that a window holds what it needs instead of a second's requests or more."""
     if rate <= COUNTED_UP_TO:
-        return count_windows(requests, batch)
+        return count_windows(max(20, min(_wanted(requests, batch), round(rate * LONGEST_COUNT_S))))
     return time_windows(max(SHORTEST_WINDOW_MS, round(2000 * _wanted(requests, batch) / rate)), trials=6)
+
+
+def pace(eager: Measurement, case: Case, config: ModelConfig) -> float:
+    """Requests a second a served case can at best reach: eager's at the case's batch, and one round of the
+    case's concurrency per queue delay where its requests cannot fill what the dynamic batcher sends at once
+    (fewer samples than max_batch_size and than every preferred batch size): each then waits the whole delay
+    (a delay the tune chose may be most of a second)."""
+    rate: float = eager.throughput / case.batch
+    if not config.HasField("dynamic_batching") or not config.dynamic_batching.max_queue_delay_microseconds:
+        return rate
+    load = case.batch * case.concurrency
+    batching = config.dynamic_batching
+    if load >= config.max_batch_size or any(p <= load for p in batching.preferred_batch_size):
+        return rate
+    return min(rate, case.concurrency * 1e6 / float(batching.max_queue_delay_microseconds))
 
 
 UNSTABLE = "Failed to obtain stable measurement"

@@ -20,6 +20,7 @@ from tritonpt.bench import (
     cases_for,
     eager,
     first_requests,
+    pace,
     served,
     windows_for,
 )
@@ -72,9 +73,9 @@ def run(
                 measured.append(replace(one, after=after))
 
     eager_sides(after=False)
-    # requests a second at eager's pace, by (model, case): what picks a served case's windows
-    batches = {(model.name, c.id): c.batch for model in chosen for c in cases_for(configs[model.name])}
-    paces = {(m.model, m.case): m.throughput / batches[m.model, m.case] for m in measured}
+    # requests a second a served case can at best reach, by (model, case): what picks its windows
+    cases = {(model.name, c.id): c for model in chosen for c in cases_for(configs[model.name])}
+    paces = {(m.model, m.case): pace(m, cases[m.model, m.case], configs[m.model]) for m in measured}
     with LocalServer(
         TritonFlags(model_repository=repository_dir), cpus=pin.server if pin else (), pt2_build=pt2_build
     ) as server:
