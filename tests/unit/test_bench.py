@@ -50,7 +50,6 @@ def test_fast_cases_are_measured_in_time_windows_sized_by_their_pace() -> None:
         )
 
 
-@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="pinning two sides needs two cores")
 def test_a_case_that_waits_the_queue_delay_is_paced_by_it_and_its_windows_stay_short() -> None:
     config = ModelConfig(max_batch_size=8)
     config.dynamic_batching.max_queue_delay_microseconds = 928_000  # a delay the tune tries: 1.25 executions
@@ -75,6 +74,7 @@ def test_a_case_that_waits_the_queue_delay_is_paced_by_it_and_its_windows_stay_s
     assert _option(bench.windows_for(200, 1, rate=50.0), "--measurement-request-count") == "200"
 
 
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="pinning two sides needs two cores")
 def test_pinning_parses_separate_cores_and_refuses_overlaps() -> None:
     cores = sorted(os.sched_getaffinity(0))
     pin = bench.Pinning.parse(f"{cores[1]}:{cores[0]}")
