@@ -16,30 +16,32 @@ class BenchReport:
     measurements: tuple[Measurement, ...]
     first_requests: tuple[FirstRequest, ...] = ()
 
-    def baseline(self, model: str, case: str) -> list[Measurement]:
-        """Every eager measurement of the model at the batch this case's eager side runs: before and after the
-        served sides, and those of other cases at the same batch (b8-c1 and b1-c8 both run eager at batch 8)."""
-        batches = {m.batch for m in self.measurements if (m.model, m.case, m.side) == (model, case, "eager")}
-        return [m for m in self.measurements if m.model == model and m.side == "eager" and m.batch in batches]
+    def _eager_runs(self, model: str, batch: int) -> list[float]:
+        """The throughput of every eager run of the model at ``batch``: before and after the served sides, and
+        those of other cases at the same batch (b8-c1 and b1-c8 both run eager at batch 8)."""
+        return [
+            m.throughput for m in self.measurements if (m.model, m.side, m.batch) == (model, "eager", batch)
+        ]
+
+    def baseline(self, model: str, case: str) -> float | None:
+        """The mean of :meth:`_eager_runs` at the batch this case's eager side runs."""
+        mine = (m.batch for m in self.measurements if (m.model, m.case, m.side) == (model, case, "eager"))
+        runs = self._eager_runs(model, batch) if (batch := next(mine, None)) is not None else []
+        return statistics.fmean(runs) if runs else None
 
     def ratio(self, model: str, case: str, side: str) -> float | None:
-        """served / eager: a served side's throughput over the mean of :meth:`baseline`'s."""
-        base = [m.throughput for m in self.baseline(model, case)]
-        mine = [m.throughput for m in self.measurements if (m.model, m.case, m.side) == (model, case, side)]
-        if not base or not mine or not sum(base):
-            return None
-        return statistics.fmean(mine) / statistics.fmean(base)
+        """served / eager: a served side's throughput over :meth:`baseline`."""
+        base = self.baseline(model, case)
+        mine = (m.throughput for m in self.measurements if (m.model, m.case, m.side) == (model, case, side))
+        throughput = next(mine, None)
+        return throughput / base if base and throughput is not None else None
 
     def spreads(self) -> list[str]:
         """A line for each model and eager batch measured more than once: its range, against which a ratio is
         read."""
         lines = []
         for model, batch in sorted({(m.model, m.batch) for m in self.measurements if m.side == "eager"}):
-            runs = [
-                m.throughput
-                for m in self.measurements
-                if (m.model, m.batch, m.side) == (model, batch, "eager")
-            ]
+            runs = self._eager_runs(model, batch)
             if len(runs) > 1 and min(runs) > 0:
                 lines.append(
                     f"- {model}, eager at batch {batch}: {min(runs):.1f}-{max(runs):.1f} inferences/s over "
@@ -48,17 +50,10 @@ class BenchReport:
         return lines
 
     def to_json(self) -> str:
-        rows = [
-            {
-                **asdict(m),
-                "ratio_to_eager": (
-                    self.ratio(m.model, m.case, m.side)
-                    if m.side != "eager"
-                    else m.throughput / statistics.fmean(b.throughput for b in self.baseline(m.model, m.case))
-                ),
-            }
-            for m in self.measurements
-        ]
+        rows = []
+        for m in self.measurements:  # served / eager; for an eager run, how far it sits from the mean
+            base = self.baseline(m.model, m.case)
+            rows.append({**asdict(m), "ratio_to_eager": m.throughput / base if base else None})
         first = [{**asdict(f), "cold_over_warm": f.cold_over_warm} for f in self.first_requests]
         return json.dumps(
             {"environment": self.environment, "measurements": rows, "first_requests": first}, indent=2
