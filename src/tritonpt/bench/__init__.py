@@ -224,9 +224,14 @@ def _in_process(model: ModelDir, config: ModelConfig) -> Callable[..., object]:
     return loaded
 
 
+FEWEST_REQUESTS = 20
+"""The fewest requests a count window holds, and the fewest a time window is sized for."""
+
+
 def _wanted(requests: int, batch: int) -> int:
-    """Requests a window should hold: ``requests`` samples in requests of ``batch``, at least 20."""
-    return max(20, requests // batch)
+    """Requests a window should hold: ``requests`` samples in requests of ``batch``, at least
+    :data:`FEWEST_REQUESTS`."""
+    return max(FEWEST_REQUESTS, requests // batch)
 
 
 def count_windows(count: int) -> list[str]:
@@ -255,7 +260,8 @@ longer still. Seen here: multi_io at about 5,000 requests a second, concurrency 
 measured and then perf_analyzer's main thread in that function for minutes while its workers went on sending."""
 SHORTEST_WINDOW_MS = 250
 LONGEST_COUNT_S = 20
-"""A count window holds no more requests than the case's pace brings in this many seconds (at least 20)."""
+"""A count window holds no more requests than the case's pace brings in this many seconds (at least
+:data:`FEWEST_REQUESTS`)."""
 
 
 def windows_for(requests: int, batch: int, rate: float) -> list[str]:
@@ -264,7 +270,9 @@ def windows_for(requests: int, batch: int, rate: float) -> list[str]:
     requests a second; faster, time windows long enough for twice the wanted requests at that pace (at least
     :data:`SHORTEST_WINDOW_MS`), so that a window holds what it needs instead of a second's requests or more."""
     if rate <= COUNTED_UP_TO:
-        return count_windows(max(20, min(_wanted(requests, batch), round(rate * LONGEST_COUNT_S))))
+        return count_windows(
+            max(FEWEST_REQUESTS, min(_wanted(requests, batch), round(rate * LONGEST_COUNT_S)))
+        )
     return time_windows(max(SHORTEST_WINDOW_MS, round(2000 * _wanted(requests, batch) / rate)), trials=6)
 
 
@@ -274,10 +282,10 @@ def pace(eager: Measurement, case: Case, config: ModelConfig) -> float:
     (fewer samples than max_batch_size and than every preferred batch size): each then waits the whole delay
     (a delay the tune chose may be most of a second)."""
     rate: float = eager.throughput / case.batch
-    if not config.HasField("dynamic_batching") or not config.dynamic_batching.max_queue_delay_microseconds:
+    batching = config.dynamic_batching
+    if not config.HasField("dynamic_batching") or not batching.max_queue_delay_microseconds:
         return rate
     load = case.batch * case.concurrency
-    batching = config.dynamic_batching
     if load >= config.max_batch_size or any(p <= load for p in batching.preferred_batch_size):
         return rate
     return min(rate, case.concurrency * 1e6 / float(batching.max_queue_delay_microseconds))
