@@ -141,6 +141,14 @@ def _prepare(
         session.run("invoke", "build-backend", *build)
 
 
+def _served(args: list[str]) -> list[str]:
+    """`invoke export` arguments for the built-in set as a session serves it: its server loads the whole
+    repository, so both formats, the PT2 copies written for the PT2 build that serves them (``--pt2-build`` in
+    ``args``, else stock). A copy written for the other build is exported again (its stamp names the build);
+    otherwise it would stay, and fail validation for this build."""
+    return ["--format", "both", "--pt2-build", _known(args)[0].pt2_build or "stock"]
+
+
 def _docker_answers() -> bool:
     if shutil.which("docker") is None:
         return False
@@ -199,12 +207,10 @@ def integration(session: nox.Session) -> None:
         session.error("--shard-costs balances shards; give --shard K/N with it.")
     shard = ["--shard", known.shard] if known.shard else []
     shard += ["--shard-costs", known.shard_costs] if known.shard_costs else []
-    # --pt2-build patched: the PT2 copies exported with dynamic_batching and served by our patched PT2 build
-    pt2_build = ["--pt2-build", known.pt2_build] if known.pt2_build else []
-    # TorchScript and PT2 (NAME_pt2) copies, a shard's part only, with the backend builds side by side (a first
-    # run overlaps them); the matrix (python -m tritonpt.matrix, as `tritonpt check` runs it) then builds or
-    # reuses any backend it still needs
-    _prepare(session, "test", args=args, export=["--format", "both", *shard, *pt2_build, "--build-backend"])
+    # TorchScript and PT2 (NAME_pt2) copies (--pt2-build patched: with dynamic_batching, for our patched PT2
+    # build), a shard's part only, with the backend builds side by side (a first run overlaps them); the matrix
+    # (python -m tritonpt.matrix, as `tritonpt check` runs it) then builds or reuses any backend it still needs
+    _prepare(session, "test", args=args, export=[*_served(args), *shard, "--build-backend"])
     reports = known.reports or (f"reports/{_shard(session, known.shard).slug}" if known.shard else "reports")
     _matrix(session, reports, *rest)
 
@@ -242,7 +248,7 @@ def container(session: nox.Session) -> None:
     image = str(tag).strip().splitlines()[-1]
     # The stand-in runs the host's libtorch: its containers need this session's site-packages mounted.
     mount = str(session.run(*standin, "--print-mount", silent=True)).strip().splitlines()[-1]
-    session.run("invoke", "export")
+    session.run("invoke", "export", *_served([]))
     session.run("invoke", "doctor", "--image", image, "--mount", mount)
     _matrix(session, "reports/container", "--target", "container", "--image", image, "--mount", mount)
 
@@ -291,8 +297,9 @@ def _measured(session: nox.Session, args: list[str]) -> None:
     """_prepare for the bench and the tune. --pt2-build patched: the PT2 copies exported with dynamic_batching,
     and our patched PT2 build built to serve them."""
     patched = _known(args)[0].pt2_build == "patched"
-    export = ["--format", "both", "--pt2-build", "patched"] if patched else []
-    _prepare(session, "test", "bench", args=args, export=export, build=["--pt2-patches"] if patched else [])
+    _prepare(
+        session, "test", "bench", args=args, export=_served(args), build=["--pt2-patches"] if patched else []
+    )
 
 
 def _bench(session: nox.Session, args: list[str], *, harness: bool) -> None:
@@ -343,7 +350,7 @@ def bench_smoke(session: nox.Session) -> None:
 
 
 def _soak(session: nox.Session, args: list[str]) -> None:
-    _prepare(session, "test", args=args, export=[], build=[])
+    _prepare(session, "test", args=args, export=_served([]), build=[])
     session.run("python", "-m", "tritonpt.testing.soak", *args)
 
 
@@ -455,7 +462,7 @@ def crash_hunt(session: nox.Session) -> None:
     is, nothing exported). No rerun: every crash counts.
     """
     args = list(session.posargs)
-    _prepare(session, "test", args=args, export=["--format", "both", "--build-backend"])
+    _prepare(session, "test", args=args, export=[*_served([]), "--build-backend"])
     session.run("python", "-m", "tritonpt.testing.crash_hunt", *args, interrupt_timeout=60.0)
 
 

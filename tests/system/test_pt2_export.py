@@ -14,6 +14,7 @@ from tritonclient.grpc.model_config_pb2 import DataType
 from tritonpt import export, reference, spec
 from tritonpt.errors import ExportError
 from tritonpt.export import pt2
+from tritonpt.options import Pt2Build
 from tritonpt.repository import ModelDir, read_config, render_config
 from tritonpt.validate import pt2 as pt2_rules
 from tritonpt.validate import validate_model
@@ -166,6 +167,28 @@ def test_a_sharded_export_records_the_parameters_each_format_writes(
         config = read_config(exported_pt2 / name / "config.pbtxt")
         assert len(config.parameters) == 0, f"{name}: the PT2 export writes no backend parameters"
         assert recorded[name] == {}
+
+
+def test_a_pt2_copy_written_for_one_build_is_exported_again_for_the_other(
+    exported_pt2: Path, tmp_path: Path
+) -> None:
+    """A session serves the repository with one PT2 build: a copy written for the other one (dynamic_batching or
+    not) must not be kept as "unchanged", or the stock server would load a config only the patched build serves."""
+    model = _copy(exported_pt2, tmp_path)  # written for the stock build, its stamp with it
+    repository = model.root.parent
+
+    def exported(build: Pt2Build) -> bool:
+        result = export.export_builtin(
+            ["multi_io"], repository=repository, model_formats=("pt2",), pt2_build=build
+        )
+        assert read_config(model.config).HasField("dynamic_batching") == (build == "patched")
+        return not result[0].kept
+
+    assert not exported("stock")  # as the fixture wrote it
+    assert exported("patched")
+    assert not exported("patched")
+    assert exported("stock")
+    assert _rules(model) == {}  # and it validates for the stock build again
 
 
 class Counted(torch.nn.Module):
