@@ -231,6 +231,28 @@ def test_spec_rejects_bad_options() -> None:
         spec.coerce(torch.ones(3), name="m")
 
 
+class InPlace(torch.nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x.add_(1)  # changes its input, as some users' preprocessing does
+        return x * 2
+
+
+def test_a_model_that_changes_its_input_in_place_records_the_inputs_its_reference_outputs_are_of(
+    tmp_path: Path,
+) -> None:
+    """Eager and the reloaded TorchScript each ran on the same tensors, so the recorded inputs were the changed
+    ones and the TorchScript check failed, blaming the tracer."""
+    example = torch.randn(2, 3)
+    before = example.clone()
+    model = spec.ModelSpec(name="in_place", module=InPlace(), example_inputs=(example,), max_batch_size=4)
+    result = export.export(model, repository=tmp_path)
+    assert torch.equal(example, before)  # the user's example inputs are left as they were
+    cases = reference.load(result.model).cases
+    assert len(cases) >= 2
+    for case in cases:
+        np.testing.assert_allclose(case.outputs[0], (case.inputs[0] + 1) * 2, rtol=1e-6)
+
+
 def test_an_unchanged_builtin_is_kept_and_a_changed_one_exported_again(tmp_path: Path) -> None:
     first = export.export_builtin(["multi_io"], repository=tmp_path)
     assert not first[0].kept

@@ -29,6 +29,10 @@ class Eager:
         self.structure = self._structure(self._call(model_spec.example_inputs))
 
     def _call(self, inputs: Sequence[torch.Tensor]) -> object:
+        """forward() on copies of ``inputs``: a model that changes its inputs in place (``x.add_(1)``) must leave
+        the example inputs and a case's recorded inputs as they were, or the reference would hold outputs of
+        other inputs than it records."""
+        inputs = [t.clone() for t in inputs]
         try:
             with torch.inference_mode():
                 if self.spec.keyword_inputs:
@@ -70,7 +74,7 @@ class Eager:
 
     def check_deterministic(self) -> None:
         """Two eager runs on equal copies of the example inputs must agree, or no reference can hold when served."""
-        first, second = (self.outputs([t.clone() for t in self.spec.example_inputs]) for _ in range(2))
+        first, second = (self.outputs(self.spec.example_inputs) for _ in range(2))
         names = self.structure.names()
         differences = []
         for name, a, b in zip(names, first, second, strict=True):

@@ -53,7 +53,10 @@ def compile_model(eager: Eager) -> tuple[torch.jit.ScriptModule, list[str]]:
         # Under no_grad, as it is served: nn.MultiheadAttention takes another path when gradients are on.
         with warnings.catch_warnings(record=True) as caught, torch.no_grad():
             warnings.simplefilter("always", TracerWarning)
-            traced = torch.jit.trace(target, model_spec.example_inputs, check_trace=False)
+            # on copies, as Eager runs it: a forward() that changes its inputs must not change the user's
+            traced = torch.jit.trace(
+                target, tuple(t.clone() for t in model_spec.example_inputs), check_trace=False
+            )
     except Exception as exc:  # torch raises anything from RuntimeError to NotSupportedError here
         scripting = model_spec.method == "script" and not isinstance(target, torch.jit.ScriptModule | Adapter)
         hint = (
