@@ -397,6 +397,14 @@ def check(spec: ModelSpec) -> None:
                 "or export with max_batch_size=0."
             )
             raise SpecError(msg)
+        if spec.batching and tensor.dim() == 1:
+            msg = (
+                f"{where}, input {i}: shape {list(tensor.shape)} is one value a sample once its first axis is the "
+                "batch axis, which leaves no dims after it, and Triton refuses a config without them (`must "
+                f"specify 'dims'`, rule C022). {HINT} take it as [batch, 1] (an example of "
+                f"shape [{tensor.shape[0]}, 1], and `.squeeze(-1)` in forward()), or export with max_batch_size=0."
+            )
+            raise SpecError(msg)
         if tensor.device.type != "cpu":
             msg = (
                 f"{where}, input {i}: the example tensor is on device {tensor.device}; export runs the model on "

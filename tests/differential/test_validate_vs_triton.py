@@ -507,6 +507,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(id="input_dims_wrong", rule="M006", base="multi_io", edit=_input(0, dims=[17])),
     Mutation(id="input_dims_variable", rule="M006", base="multi_io", edit=_input(0, dims=[-1])),
     Mutation(id="input_dims_zero", rule="C011", base="multi_io", edit=_input(0, dims=[0])),
+    Mutation(id="output_without_dims", rule="C022", base="multi_io", edit=_output(1, dims=[])),
     Mutation(id="output_dims_wrong", rule="M011", base="multi_io", edit=_output(0, dims=[9])),
     Mutation(id="output_dims_variable", base="multi_io", edit=_output(0, dims=[-1])),
     Mutation(id="output_rank_wrong", rule="M011", base="multi_io", edit=_output(0, dims=[8, 1])),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 from pathlib import Path
 
@@ -251,6 +252,36 @@ def test_a_model_that_changes_its_input_in_place_records_the_inputs_its_referenc
     assert len(cases) >= 2
     for case in cases:
         np.testing.assert_allclose(case.outputs[0], (case.inputs[0] + 1) * 2, rtol=1e-6)
+
+
+class PerSample(torch.nn.Module):
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        return x * 2, x.sum(dim=1)  # the second: one value a sample, shape [batch]
+
+
+def test_one_value_a_sample_is_refused_before_anything_is_written(tmp_path: Path) -> None:
+    """Triton refuses a config tensor without dims (C022), with a batch axis too; export said "valid" and
+    wrote one (found serving models the set does not hold)."""
+    model = spec.ModelSpec(
+        name="per_sample", module=PerSample(), example_inputs=(torch.randn(2, 3),), max_batch_size=4
+    )
+    with pytest.raises(
+        ExportError, match=r"output OUTPUT__1 is one value a sample \(shape \[2\] at batch 2\)"
+    ) as info:
+        export.export(model, repository=tmp_path)
+    assert "`.unsqueeze(-1)`" in str(info.value)
+    assert "must specify 'dims'" in str(info.value)
+    taking = spec.ModelSpec(
+        name="takes", module=torch.nn.Identity(), example_inputs=(torch.randn(2),), max_batch_size=4
+    )
+    with pytest.raises(SpecError, match=r"input 0: shape \[2\] is one value a sample") as info:
+        export.export(taking, repository=tmp_path)
+    assert "[2, 1]" in str(info.value)
+    assert list(tmp_path.iterdir()) == []
+    # without a batch axis the same tensors have dims, and are served
+    assert export.export(
+        dataclasses.replace(model, max_batch_size=0), repository=tmp_path
+    ).model.config.is_file()
 
 
 def test_an_unchanged_builtin_is_kept_and_a_changed_one_exported_again(tmp_path: Path) -> None:

@@ -69,6 +69,14 @@ CONFIG_BREAKS = [
     ),
     pytest.param(
         "multi_io",
+        (r"^  dims: 1\n", ""),
+        "error",
+        "output 'OUTPUT__1' dims",
+        "must specify 'dims'",
+        id="output-without-dims",
+    ),
+    pytest.param(
+        "multi_io",
         (r"^platform:", 'flavour: "x"\nplatform:'),
         "error",
         "flavour",

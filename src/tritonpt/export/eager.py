@@ -154,6 +154,14 @@ class Eager:
                 -1 if len({s[axis] for s in shapes}) > 1 else shapes[0][axis]
                 for axis in range(len(shapes[0]))
             ]
+            if self.spec.batching and len(full) == 1:
+                msg = (
+                    f"Model {self.spec.name!r}: output {name} is one value a sample (shape {list(shapes[0])} at "
+                    f"batch {shapes[0][0]}), which leaves no dims after the batch axis, and Triton refuses a "
+                    f"config without them (`must specify 'dims'`, rule C022). {HINT} return it as [batch, 1] "
+                    "(`.unsqueeze(-1)` where forward() returns it), or export with max_batch_size 0."
+                )
+                raise ExportError(msg)
             dims.append(full[1:] if self.spec.batching else full)
         return dims
 

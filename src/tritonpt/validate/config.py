@@ -167,6 +167,12 @@ GPU_WITHOUT_GPU = rule(
     ),
     example="instance_group [ { kind: KIND_GPU } ]  # on a host without a GPU",
 )
+NO_DIMS = rule(
+    "C022",
+    "an input or output without dims",
+    why="Error: Triton refuses the model (`must specify 'dims'`), also for one value a sample.",
+    example='max_batch_size: 8\noutput [ { name: "OUTPUT__0" data_type: TYPE_FP32 dims: [ ] } ]',
+)
 
 PLATFORMS = frozenset({PLATFORM, "libtorch", PT2_PLATFORM})
 """What selects the pytorch backend: TorchScript's names, and torch_aoti for a PT2 package (r26.03 and later)."""
@@ -309,6 +315,18 @@ def _tensors(path: Path, config: ModelConfig, findings: Findings) -> None:
                     f"{kind} {tensor.name!r} data_type",
                     f"{type_name} is not a tensor type the backend serves.",
                     "declare one of TYPE_BOOL, TYPE_UINT8, TYPE_INT8..TYPE_INT64, TYPE_FP16, TYPE_FP32, TYPE_FP64.",
+                )
+            if not tensor.dims:
+                findings.add(
+                    NO_DIMS,
+                    "error",
+                    path,
+                    f"{kind} {tensor.name!r} dims",
+                    "none are given; Triton refuses to load the model (`must specify 'dims'`), with max_batch_size "
+                    "above 0 too, where the batch axis is not among them.",
+                    "declare the axes after the batch axis; a tensor of one value a sample ([batch] in the model) "
+                    "must be [batch, 1] (`.unsqueeze(-1)` where forward() returns it, or an input the model "
+                    "takes as [batch, 1]), with dims: [ 1 ].",
                 )
             if any(d == 0 or d < -1 for d in tensor.dims):
                 findings.add(
