@@ -97,6 +97,19 @@ def _output(index: int, **fields: object) -> Edit:
     return _tensor("output", index, **fields)
 
 
+def _reshape(kind: str, index: int, dims: list[int], shape: list[int]) -> Edit:
+    """``dims`` for the client and ``reshape: { shape }`` for the model (an empty shape is a reshape too)."""
+
+    def edit(_: ModelDir, config: ModelConfig) -> None:
+        tensor = getattr(config, kind)[index]
+        del tensor.dims[:]
+        tensor.dims.extend(dims)
+        tensor.reshape.SetInParent()
+        tensor.reshape.shape.extend(shape)
+
+    return edit
+
+
 def _both(*edits: Edit) -> Edit:
     def edit(model: ModelDir, config: ModelConfig) -> None:
         for one in edits:
@@ -508,6 +521,12 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(id="input_dims_variable", rule="M006", base="multi_io", edit=_input(0, dims=[-1])),
     Mutation(id="input_dims_zero", rule="C011", base="multi_io", edit=_input(0, dims=[0])),
     Mutation(id="output_without_dims", rule="C022", base="multi_io", edit=_output(1, dims=[])),
+    # reshape: the client's dims, the model's shape (core reshapes between them)
+    Mutation(id="input_reshaped", base="multi_io", edit=_reshape("input", 0, [4, 4], [16])),
+    Mutation(id="output_reshaped", base="multi_io", edit=_reshape("output", 0, [2, 4], [8])),
+    Mutation(id="output_reshaped_to_one_value", base="multi_io", edit=_reshape("output", 1, [1], [])),
+    Mutation(id="input_reshape_misfit", rule="C023", base="multi_io", edit=_reshape("input", 0, [16], [15])),
+    Mutation(id="output_reshape_misfit", rule="C023", base="multi_io", edit=_reshape("output", 0, [8], [-1])),
     Mutation(id="output_dims_wrong", rule="M011", base="multi_io", edit=_output(0, dims=[9])),
     Mutation(id="output_dims_variable", base="multi_io", edit=_output(0, dims=[-1])),
     Mutation(id="output_rank_wrong", rule="M011", base="multi_io", edit=_output(0, dims=[8, 1])),

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from tritonclient.grpc.model_config_pb2 import ModelInput
 
 from tritonpt import spec
 from tritonpt.errors import Problem
@@ -74,6 +75,34 @@ CONFIG_BREAKS = [
         "output 'OUTPUT__1' dims",
         "must specify 'dims'",
         id="output-without-dims",
+    ),
+    pytest.param(
+        "multi_io",
+        (r'(name: "features"\n  data_type: TYPE_FP32\n  dims: 16\n)', r"\1  reshape { shape: [ 15 ] }\n"),
+        "error",
+        "input 'features' reshape",
+        "different size for dims and reshape",
+        id="reshape-misfit",
+    ),
+    # Core reshapes between the client's dims and the model's shape: served as declared (tests/differential).
+    pytest.param(
+        "multi_io",
+        (r'(name: "OUTPUT__1"\n  data_type: TYPE_FP32\n  dims: 1\n)', r"\1  reshape { shape: [ ] }\n"),
+        None,
+        None,
+        None,
+        id="output-reshaped-to-one-value",
+    ),
+    pytest.param(
+        "multi_io",
+        (
+            r'(name: "OUTPUT__0"\n  data_type: TYPE_FP32\n)  dims: 8\n',
+            r"\1  dims: [ 2, 4 ]\n  reshape { shape: [ 8 ] }\n",
+        ),
+        None,
+        None,
+        None,
+        id="output-reshaped",
     ),
     pytest.param(
         "multi_io",
@@ -754,3 +783,30 @@ def test_the_pt2_build_decides_which_rules_hold_a_pt2_config(tmp_path: Path, bui
         }
         [refused] = [p for p in findings if p.rule == "C017"]
         assert "the PT2 path refuses to load the model" in refused.message
+
+
+@pytest.mark.parametrize(
+    ("dims", "shape", "batching", "refusal"),
+    [
+        ([2, 4, -1, 6], [8, -1, 1, 6], True, None),  # core's own example of a valid reshape
+        ([1], [], True, None),
+        ([1], [], False, "cannot have empty reshape for non-batching model"),
+        ([4, 4], [15], True, "has different size for dims and reshape"),
+        ([4, -1], [-1, 4], True, "has different size for dims and reshape"),
+        ([4, -1], [4, -1, -1], True, "has different number of variable-size dimensions"),
+        ([16], [0, 16], True, "reshape dimensions must be integer >= 1"),
+    ],
+)
+def test_a_reshape_is_refused_where_core_refuses_it_and_fills_the_models_variable_axes(
+    dims: list[int], shape: list[int], batching: bool, refusal: str | None
+) -> None:
+    """core r24.10 src/model_config_utils.cc (ValidateIOShape) and src/infer_request.cc (the reshape it applies)."""
+    tensor = ModelInput(name="INPUT__0", dims=dims)
+    tensor.reshape.SetInParent()
+    tensor.reshape.shape.extend(shape)
+    said = rules.reshape_refusal(tensor, batching=batching)
+    assert (said is None) if refusal is None else (said is not None and said.startswith(refusal)), said
+    if refusal is None:
+        client = [3 if d == -1 else d for d in dims]
+        assert rules.model_shape(tensor, client) == [3 if d == -1 else d for d in shape]
+        assert rules.model_dims(tensor) == shape

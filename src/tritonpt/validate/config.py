@@ -15,7 +15,7 @@ from tritonclient.grpc.model_config_pb2 import ModelConfig, ModelInstanceGroup
 from tritonpt import dtypes, spec
 from tritonpt.options import Pt2Build
 from tritonpt.repository import PLATFORM, PT2_PLATFORM, ModelDir, default_model_file
-from tritonpt.validate.rules import Findings, all_indexed, config_type, named_index, rule
+from tritonpt.validate.rules import Findings, all_indexed, config_type, named_index, reshape_refusal, rule
 
 NAME = rule(
     "C001",
@@ -173,6 +173,12 @@ NO_DIMS = rule(
     why="Error: Triton refuses the model (`must specify 'dims'`), also for one value a sample.",
     example='max_batch_size: 8\noutput [ { name: "OUTPUT__0" data_type: TYPE_FP32 dims: [ ] } ]',
 )
+BAD_RESHAPE = rule(
+    "C023",
+    "a reshape that does not fit its dims",
+    why="Error: Triton refuses the model (`has different size for dims and reshape`, and the like).",
+    example='input [ { name: "INPUT__0" data_type: TYPE_FP32 dims: [ 4, 4 ] reshape: { shape: [ 15 ] } } ]',
+)
 
 PLATFORMS = frozenset({PLATFORM, "libtorch", PT2_PLATFORM})
 """What selects the pytorch backend: TorchScript's names, and torch_aoti for a PT2 package (r26.03 and later)."""
@@ -324,9 +330,22 @@ def _tensors(path: Path, config: ModelConfig, findings: Findings) -> None:
                     f"{kind} {tensor.name!r} dims",
                     "none are given; Triton refuses to load the model (`must specify 'dims'`), with max_batch_size "
                     "above 0 too, where the batch axis is not among them.",
-                    "declare the axes after the batch axis; a tensor of one value a sample ([batch] in the model) "
-                    "must be [batch, 1] (`.unsqueeze(-1)` where forward() returns it, or an input the model "
-                    "takes as [batch, 1]), with dims: [ 1 ].",
+                    "declare the axes after the batch axis; for one value a sample, dims: [ 1 ], with "
+                    "reshape: { shape: [ ] } where the model's tensor is [batch] (the client sends and receives "
+                    "[batch, 1]), or return it from the model as [batch, 1] (`.unsqueeze(-1)`).",
+                )
+            refusal = reshape_refusal(tensor, batching=config.max_batch_size > 0)
+            if refusal:
+                findings.add(
+                    BAD_RESHAPE,
+                    "error",
+                    path,
+                    f"{kind} {tensor.name!r} reshape",
+                    f"shape {list(tensor.reshape.shape)} against dims {list(tensor.dims)}: Triton refuses to load the "
+                    f"model (`{kind} '{tensor.name}' {refusal}`).",
+                    "give reshape the shape the model takes or returns, with as many elements as dims (the same "
+                    "elements between -1 axes, and a -1 for each -1 of dims); an empty shape only for dims [ 1 ] "
+                    "and max_batch_size above 0.",
                 )
             if any(d == 0 or d < -1 for d in tensor.dims):
                 findings.add(

@@ -8,17 +8,18 @@ parity checks have less (or nothing) to compare with.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import numpy.typing as npt
-from tritonclient.grpc.model_config_pb2 import ModelConfig
+from tritonclient.grpc.model_config_pb2 import ModelConfig, ModelInput
 
 from tritonpt import dtypes, reference
 from tritonpt.errors import ReferenceDataError
 from tritonpt.repository import ModelDir
-from tritonpt.validate.rules import Findings, config_type, dims_match, rule
+from tritonpt.validate.rules import Findings, config_type, dims_match, model_shape, reshape_refusal, rule
 
 TOO_LARGE = rule(
     "M012",
@@ -113,9 +114,19 @@ def synthesize(config: ModelConfig, path: Path, findings: Findings) -> list[Arra
         )
         return None
     return [
-        np.zeros(shape, dtype=dtypes.from_config(config_type(t)).numpy)
+        np.zeros(_model_shape(t, shape, config), dtype=dtypes.from_config(config_type(t)).numpy)
         for t, shape in zip(config.input, shapes, strict=True)
     ]
+
+
+def _model_shape(tensor: ModelInput, shape: Sequence[int], config: ModelConfig) -> list[int]:
+    """What the model gets for a client's ``shape``: Triton's core applies the input's reshape first (one it
+    refuses, C023, is not applied)."""
+    if reshape_refusal(tensor, batching=config.max_batch_size > 0):
+        return list(shape)
+    if config.max_batch_size > 0:
+        return [shape[0], *model_shape(tensor, shape[1:])]
+    return model_shape(tensor, shape)
 
 
 def missing(model: ModelDir, findings: Findings) -> None:
@@ -157,8 +168,12 @@ def reference_feeds(model: ModelDir, config: ModelConfig, findings: Findings) ->
             None,
         )
         if misfit is None:
+            fitting = [(t, a) for t, a in zip(config.input, arrays, strict=True) if a is not None]
             found.append(
-                Feed(what=f"reference case {case.id!r}", arrays=[a for a in arrays if a is not None])
+                Feed(
+                    what=f"reference case {case.id!r}",
+                    arrays=[a.reshape(_model_shape(t, a.shape, config)) for t, a in fitting],
+                )
             )
             continue
         tensor, array = misfit

@@ -34,7 +34,7 @@ from tritonpt.errors import first_line
 from tritonpt.options import Pt2Build
 from tritonpt.repository import ModelDir
 from tritonpt.validate import feeds
-from tritonpt.validate.rules import Findings, config_type, dims_match, rule
+from tritonpt.validate.rules import Findings, config_type, model_dims, output_fits, rule
 
 NOT_A_PACKAGE = rule(
     "A001",
@@ -379,13 +379,13 @@ def _run(
                 f"declare {actual}.",
             )
         shape = tuple(value.shape[1:]) if batch else tuple(value.shape)
-        if not dims_match(tensor.dims, shape):
+        if not output_fits(tensor, shape):
             findings.add(
                 OUTPUT_DIMS,
                 "error",
                 model.config,
-                f"output {tensor.name!r} dims",
-                f"{list(tensor.dims)} is declared, the package returns shape {list(shape)}; Triton serves the "
+                f"output {tensor.name!r} {'reshape' if tensor.HasField('reshape') else 'dims'}",
+                f"{model_dims(tensor)} is declared, the package returns shape {list(shape)}; Triton serves the "
                 "package's shape, not the declared one.",
                 f"declare dims {list(shape)}.",
             )

@@ -22,6 +22,7 @@ findings and the tensor-name rules of the pytorch backend.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -120,3 +121,75 @@ def all_indexed(names: Iterable[str]) -> bool:
 def dims_match(declared: Iterable[int], shape: tuple[int, ...]) -> bool:
     dims = list(declared)
     return len(dims) == len(shape) and all(d in (-1, s) for d, s in zip(dims, shape, strict=True))
+
+
+# A tensor's reshape, as Triton's core applies it (core r24.10, src/infer_request.cc and src/infer_response.cc):
+# a client sends and receives ``dims``, the model takes and returns ``reshape.shape``, and a -1 of the reshape
+# takes the length of the client's -1 axes in turn. Core checks the pair at load (src/model_config_utils.cc).
+
+
+def model_dims(tensor: ModelInput | ModelOutput) -> list[int]:
+    """The dims the model itself takes or returns (after the batch axis where it batches)."""
+    return list(tensor.reshape.shape) if tensor.HasField("reshape") else list(tensor.dims)
+
+
+def model_shape(tensor: ModelInput | ModelOutput, shape: Iterable[int]) -> list[int]:
+    """The shape the model gets for a client's ``shape`` (after the batch axis where it batches)."""
+    if not tensor.HasField("reshape"):
+        return list(shape)
+    variable = [length for length, d in zip(shape, tensor.dims, strict=True) if d == -1]
+    return [variable.pop(0) if d == -1 else d for d in tensor.reshape.shape]
+
+
+def _count(dims: Iterable[int]) -> int:
+    """core's GetElementCount: -1 when an axis is variable, 0 for no axes."""
+    found = list(dims)
+    if -1 in found:
+        return -1
+    count = 1
+    for d in found:
+        count *= d
+    return count if found else 0
+
+
+def _runs(dims: Iterable[int]) -> list[int]:
+    """The element counts between the variable axes."""
+    runs, current = [], 1
+    for d in dims:
+        if d == -1:
+            runs.append(current)
+            current = 1
+        else:
+            current *= d
+    return [*runs, current]
+
+
+def reshape_refusal(tensor: ModelInput | ModelOutput, *, batching: bool) -> str | None:
+    """What core says when it refuses a tensor's reshape at load, else None."""
+    if not tensor.HasField("reshape"):
+        return None
+    shape = list(tensor.reshape.shape)
+    if not shape and not batching:
+        return "cannot have empty reshape for non-batching model as scalar tensors are not supported"
+    if any(d < 1 and d != -1 for d in shape):
+        return "reshape dimensions must be integer >= 1, or -1 to indicate a variable-size dimension"
+    dims_count, reshape_count = _count(tensor.dims), _count(shape)
+    if dims_count != reshape_count and (reshape_count != 0 or dims_count != 1):
+        return "has different size for dims and reshape"
+    if dims_count == -1:
+        if len(_runs(tensor.dims)) != len(_runs(shape)):
+            return "has different number of variable-size dimensions for dims and reshape"
+        if _runs(tensor.dims) != _runs(shape):
+            return "has different size for dims and reshape"
+    return None
+
+
+def output_fits(tensor: ModelOutput, shape: tuple[int, ...]) -> bool:
+    """Whether a model's output of ``shape`` (after the batch axis where it batches) is served as declared. With a
+    reshape, core replaces the model's shape by dims (-1 axes taken from the reshape's -1 axes of the model's
+    shape), so where dims are fixed only the element count has to agree."""
+    if not tensor.HasField("reshape"):
+        return dims_match(tensor.dims, shape)
+    if -1 not in tensor.dims:
+        return bool(math.prod(shape) == math.prod(tensor.dims))
+    return dims_match(tensor.reshape.shape, shape)

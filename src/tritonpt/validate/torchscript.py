@@ -17,7 +17,15 @@ from tritonpt import dtypes
 from tritonpt.errors import first_line
 from tritonpt.repository import ModelDir
 from tritonpt.validate import feeds
-from tritonpt.validate.rules import Findings, all_indexed, config_type, dims_match, named_index, rule
+from tritonpt.validate.rules import (
+    Findings,
+    all_indexed,
+    config_type,
+    model_dims,
+    named_index,
+    output_fits,
+    rule,
+)
 
 UNLOADABLE = rule(
     "M001",
@@ -282,13 +290,13 @@ def check_outputs(
                 f"declare {actual}.",
             )
         shape = tuple(value.shape[1:]) if batch else tuple(value.shape)
-        if not dims_match(tensor.dims, shape):
+        if not output_fits(tensor, shape):
             findings.add(
                 OUTPUT_DIMS,
                 "error",
                 path,
-                f"output {tensor.name!r} dims",
-                f"{list(tensor.dims)} is declared, the model returns shape {list(shape)}"
+                f"output {tensor.name!r} {'reshape' if tensor.HasField('reshape') else 'dims'}",
+                f"{model_dims(tensor)} is declared, the model returns shape {list(shape)}"
                 f"{' after the batch axis' if batch else ''}; Triton serves the model's shape, not the declared one.",
                 f"declare dims {list(shape)} (with -1 on variable-length axes).",
             )
