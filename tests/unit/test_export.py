@@ -259,29 +259,31 @@ class PerSample(torch.nn.Module):
         return x * 2, x.sum(dim=1)  # the second: one value a sample, shape [batch]
 
 
-def test_one_value_a_sample_is_refused_before_anything_is_written(tmp_path: Path) -> None:
-    """Triton refuses a config tensor without dims (C022), with a batch axis too; export said "valid" and
-    wrote one (found serving models the set does not hold)."""
+def test_one_value_a_sample_is_served_as_batch_by_1_and_an_input_of_one_is_refused(tmp_path: Path) -> None:
+    """Triton refuses a config tensor without dims (C022), with a batch axis too; export said "valid" and wrote
+    one (found serving models the set does not hold). An output of one value a sample is declared dims [ 1 ] with
+    reshape { shape: [ ] }, which Triton's core answers as [batch, 1] (tests/differential: served)."""
     model = spec.ModelSpec(
         name="per_sample", module=PerSample(), example_inputs=(torch.randn(2, 3),), max_batch_size=4
     )
-    with pytest.raises(
-        ExportError, match=r"output OUTPUT__1 is one value a sample \(shape \[2\] at batch 2\)"
-    ) as info:
-        export.export(model, repository=tmp_path)
-    assert "`.unsqueeze(-1)`" in str(info.value)
-    assert "must specify 'dims'" in str(info.value)
+    result = export.export(model, repository=tmp_path)
+    config = read_config(result.model.config)
+    assert [list(o.dims) for o in config.output] == [[3], [1]]
+    assert [o.HasField("reshape") for o in config.output] == [False, True]
+    assert list(config.output[1].reshape.shape) == []
+    for case in reference.load(result.model).cases:
+        assert case.outputs[1].shape == (case.batch_size, 1)
+        np.testing.assert_allclose(case.outputs[1][:, 0], case.inputs[0].sum(axis=1), rtol=1e-5)
     taking = spec.ModelSpec(
         name="takes", module=torch.nn.Identity(), example_inputs=(torch.randn(2),), max_batch_size=4
     )
     with pytest.raises(SpecError, match=r"input 0: shape \[2\] is one value a sample") as info:
         export.export(taking, repository=tmp_path)
     assert "[2, 1]" in str(info.value)
-    assert list(tmp_path.iterdir()) == []
-    # without a batch axis the same tensors have dims, and are served
-    assert export.export(
-        dataclasses.replace(model, max_batch_size=0), repository=tmp_path
-    ).model.config.is_file()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["per_sample"]
+    # without a batch axis the same tensors have dims, and no reshape
+    served = export.export(dataclasses.replace(model, name="whole", max_batch_size=0), repository=tmp_path)
+    assert not any(o.HasField("reshape") for o in read_config(served.model.config).output)
 
 
 def test_an_unchanged_builtin_is_kept_and_a_changed_one_exported_again(tmp_path: Path) -> None:

@@ -284,6 +284,11 @@ def export(
             compiled, warnings = compile_model(eager)
         except ExportError as exc:
             raise _with_pt2_verdict(exc, eager, cases, output_types, step) from exc
+    notes += [
+        f"{output}: one value a sample ([batch]), served as [batch, 1] (dims [ 1 ], reshape {{ shape: [ ] }})"
+        for output, one in zip(output_names, eager.reshaped, strict=True)
+        if one
+    ]
     for note in notes:
         step(f"[{name}] {note}")
 
@@ -311,6 +316,7 @@ def export(
             output_types,
             output_dims,
             platform=PT2_PLATFORM if pt2 else PLATFORM,
+            reshaped=eager.reshaped,
         )
         if pt2:
             config.default_model_filename = PT2_FILE  # core r26.03 fills in model.pt otherwise

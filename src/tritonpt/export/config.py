@@ -46,8 +46,10 @@ def build_config(
     output_dims: Sequence[Sequence[int]],
     *,
     platform: str = PLATFORM,
+    reshaped: Sequence[bool] = (),
 ) -> ModelConfig:
-    """config.pbtxt for a model, from its real inputs and outputs."""
+    """config.pbtxt for a model, from its real inputs and outputs; ``reshaped``: per output, whether the model
+    returns one value a sample ([batch]), declared as dims [ 1 ] with reshape { shape: [ ] }."""
     config = ModelConfig(name=model_spec.name, platform=platform, max_batch_size=model_spec.max_batch_size)
     for index, (input_name, tensor) in enumerate(zip(input_names, model_spec.example_inputs, strict=True)):
         config.input.add(
@@ -55,8 +57,12 @@ def build_config(
             data_type=dtypes.from_torch(tensor.dtype).config,
             dims=input_dims(model_spec, index, tensor),
         )
-    for output_name, data_type, dims in zip(output_names, output_types, output_dims, strict=True):
-        config.output.add(name=output_name, data_type=data_type, dims=list(dims))
+    for index, (output_name, data_type, dims) in enumerate(
+        zip(output_names, output_types, output_dims, strict=True)
+    ):
+        output = config.output.add(name=output_name, data_type=data_type, dims=list(dims))
+        if index < len(reshaped) and reshaped[index]:
+            output.reshape.SetInParent()  # an empty shape: the model's [batch] is served as [batch, 1]
     if model_spec.batching and model_spec.dynamic_batching:
         config.dynamic_batching.max_queue_delay_microseconds = MAX_QUEUE_DELAY_US
     config.instance_group.add(kind=model_spec.instance_kind, count=model_spec.instance_count)

@@ -26,7 +26,10 @@ class Eager:
     def __init__(self, model_spec: ModelSpec) -> None:
         self.spec = model_spec
         self.module = model_spec.module.eval()
-        self.structure = self._structure(self._call(model_spec.example_inputs))
+        first = self._call(model_spec.example_inputs)
+        self.structure = self._structure(first)
+        self.reshaped = tuple(model_spec.batching and t.dim() == 1 for t in self.structure.pick(first))
+        """Per output: one value a sample, which Triton serves as [batch, 1] (:func:`as_served`)."""
 
     def _call(self, inputs: Sequence[torch.Tensor]) -> object:
         """forward() on copies of ``inputs``: a model that changes its inputs in place (``x.add_(1)``) must leave
@@ -58,7 +61,7 @@ class Eager:
         return structure
 
     def outputs(self, inputs: Sequence[torch.Tensor]) -> tuple[torch.Tensor, ...]:
-        """The model's tensors on ``inputs``, in the structure's order."""
+        """The model's tensors on ``inputs``, in the structure's order, as Triton serves them."""
         result = self._call(inputs)
         found = Structure.of(self.spec.name, result)
         if found.paths != self.structure.paths:
@@ -70,7 +73,7 @@ class Eager:
                 "such as a detection model's list of per-image results, cannot be one config's outputs)."
             )
             raise SpecError(msg)
-        return self.structure.pick(result)
+        return tuple(as_served(t, batching=self.spec.batching) for t in self.structure.pick(result))
 
     def check_deterministic(self) -> None:
         """Two eager runs on equal copies of the example inputs must agree, or no reference can hold when served."""
@@ -154,16 +157,15 @@ class Eager:
                 -1 if len({s[axis] for s in shapes}) > 1 else shapes[0][axis]
                 for axis in range(len(shapes[0]))
             ]
-            if self.spec.batching and len(full) == 1:
-                msg = (
-                    f"Model {self.spec.name!r}: output {name} is one value a sample (shape {list(shapes[0])} at "
-                    f"batch {shapes[0][0]}), which leaves no dims after the batch axis, and Triton refuses a "
-                    f"config without them (`must specify 'dims'`, rule C022). {HINT} return it as [batch, 1] "
-                    "(`.unsqueeze(-1)` where forward() returns it), or export with max_batch_size 0."
-                )
-                raise ExportError(msg)
             dims.append(full[1:] if self.spec.batching else full)
         return dims
+
+
+def as_served(tensor: torch.Tensor, *, batching: bool) -> torch.Tensor:
+    """A model's output as Triton serves it. One value a sample ([batch] from the model) leaves no dims after the
+    batch axis, which Triton refuses (`must specify 'dims'`, rule C022), so the config declares dims [ 1 ] with
+    reshape { shape: [ ] }, and Triton's core answers [batch, 1]: the reference records that."""
+    return tensor.unsqueeze(-1) if batching and tensor.dim() == 1 else tensor
 
 
 def _servable(name: str, what: str, tensor: torch.Tensor) -> None:

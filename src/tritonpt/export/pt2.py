@@ -32,7 +32,7 @@ import torch
 
 from tritonpt import reference, spec
 from tritonpt.errors import HINT, ExportError, first_line
-from tritonpt.export.eager import Eager, sentence
+from tritonpt.export.eager import Eager, as_served, sentence
 from tritonpt.export.outputs import Structure
 from tritonpt.options import Pt2Build
 from tritonpt.parity import compare
@@ -259,7 +259,7 @@ def _hold(  # noqa: PLR0917 - check_package's columns, and what is held
         for name, data_type, got, expected in zip(names, types, outputs, case.outputs, strict=True):
             found = compare(
                 name,
-                got.cpu().numpy(),
+                as_served(got, batching=model_spec.batching).cpu().numpy(),
                 expected,
                 spec.tolerance_for(data_type, overrides=model_spec.tolerances),
             )

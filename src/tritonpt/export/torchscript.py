@@ -12,7 +12,7 @@ import torch
 
 from tritonpt import reference, spec
 from tritonpt.errors import HINT, ExportError, first_line
-from tritonpt.export.eager import Eager, sentence
+from tritonpt.export.eager import Eager, as_served, sentence
 from tritonpt.export.outputs import Adapter
 from tritonpt.parity import compare
 from tritonpt.spec import ModelSpec
@@ -104,7 +104,7 @@ def check_reloaded(  # noqa: PLR0917 - the columns of one reference case, as exp
     failures = []
     for name, data_type, got, expected in zip(output_names, output_types, outputs, case.outputs, strict=True):
         tolerance = spec.tolerance_for(data_type, overrides=model_spec.tolerances)
-        result_of = compare(name, got.numpy(), expected, tolerance)
+        result_of = compare(name, as_served(got, batching=model_spec.batching).numpy(), expected, tolerance)
         if not result_of.ok:
             failures.append(result_of.describe())
     if failures:
