@@ -100,6 +100,10 @@ def inputs_empty_axis() -> tuple[nn.Module, tuple[torch.Tensor, ...]]:
     return Linear(), (torch.randn(2, 0),)
 
 
+def inputs_one_value_a_sample() -> tuple[nn.Module, tuple[torch.Tensor, ...]]:
+    return nn.Identity(), (torch.randn(2),)  # [batch]: no dims left after the batch axis
+
+
 def inputs_of_the_wrong_shape() -> tuple[nn.Module, tuple[torch.Tensor, ...]]:
     return Linear(), (torch.randn(2, 5),)
 

@@ -140,6 +140,7 @@ CASES = [
     ("inputs-complex64", "contract_models:inputs_complex64", [], "cannot serve tensors of torch.complex64"),
     ("inputs-bfloat16", "contract_models:inputs_bfloat16", [], "cannot serve tensors of torch.bfloat16"),
     ("inputs-empty-axis", "contract_models:inputs_empty_axis", [], "with length 0 on axis 1"),
+    ("inputs-one-value-a-sample", "contract_models:inputs_one_value_a_sample", [], "is one value a sample"),
     ("inputs-wrong-shape", "contract_models:inputs_of_the_wrong_shape", [], "forward() failed on inputs [2, 5]"),
     ("outputs-float", "contract_models:outputs_float", [], "forward() returned float"),
     ("outputs-keys-by-input", "contract_models:outputs_keys_by_input", [], "what forward() returns changes with its inputs"),

@@ -5,17 +5,21 @@ from __future__ import annotations
 
 import shutil
 from collections import OrderedDict
+from dataclasses import replace
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 from tritonclient.grpc.model_config_pb2 import DataType
 
-from tritonpt import export, reference, spec
+from tritonpt import client, export, reference, spec
+from tritonpt.backend import BuiltBackend
 from tritonpt.errors import ExportError
 from tritonpt.export import pt2
 from tritonpt.options import Pt2Build
 from tritonpt.repository import ModelDir, read_config, render_config
+from tritonpt.server import LocalServer, TritonFlags
 from tritonpt.validate import pt2 as pt2_rules
 from tritonpt.validate import validate_model
 
@@ -206,3 +210,44 @@ def test_a_torchscript_refusal_says_pt2_would_serve_the_model_when_it_does(tmp_p
     assert list(tmp_path.iterdir()) == []  # the trial package was scratch
     served = export.export(model, repository=tmp_path, model_format="pt2")  # and it does
     assert (served.model.root / "1" / "model.pt2").is_file()
+
+
+class PerSample(torch.nn.Module):
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        return x * 2, x.sum(dim=1)  # the second: one value a sample, [batch]
+
+
+def test_one_value_a_sample_is_served_as_the_reference_records_it_in_both_formats(
+    tmp_path: Path, pytorch_backend: BuiltBackend, pt2_backend: BuiltBackend
+) -> None:
+    """dims [ 1 ] with reshape { shape: [ ] }: Triton's core answers [batch, 1] for the model's [batch], on the
+    TorchScript path and the PT2 one, and parity holds against the reference export recorded."""
+    model = spec.ModelSpec(
+        name="per_sample", module=PerSample(), example_inputs=(torch.randn(2, 3),), max_batch_size=4
+    )
+    repository = tmp_path / "repository"
+    folders = [
+        export.export(model, repository=repository).model,
+        export.export(replace(model, name="per_sample_pt2"), repository=repository, model_format="pt2").model,
+    ]
+    with LocalServer(
+        TritonFlags(model_repository=repository),
+        log_path=tmp_path / "tritonserver.log",
+        pytorch_backend=pytorch_backend,
+        pt2_backend=pt2_backend,
+    ) as server:
+        server.wait_models_ready([f.name for f in folders])
+        for folder in folders:
+            ref = reference.load(folder)
+            for case in ref.cases:
+                for protocol in ("http", "grpc"):
+                    got = client.infer(
+                        server.endpoints,
+                        protocol,
+                        folder.name,
+                        dict(zip([i.name for i in ref.inputs], case.inputs, strict=True)),
+                        [o.name for o in ref.outputs],
+                    )
+                    assert got[1].shape == (case.batch_size, 1), (folder.name, protocol)
+                    for served, recorded in zip(got, case.outputs, strict=True):
+                        np.testing.assert_allclose(served, recorded, rtol=1e-5, atol=1e-5)
