@@ -59,6 +59,7 @@ REFERENCE_NPZ = "reference.npz"
 WARMUP = "warmup"  # model_warmup input files: Triton reads them from <model>/warmup/
 PLATFORM = "pytorch_libtorch"
 PT2_PLATFORM = "torch_aoti"
+ENSEMBLE_PLATFORM = "ensemble"  # Triton's core schedules it; no backend, no model file
 """torch.export + AOTInductor packages: pytorch_backend r26.03 and later (src/pt2/), file ``model.pt2``."""
 PT2_FILE = "model.pt2"
 SPLIT_FILE = ".tritonpt-split.json"

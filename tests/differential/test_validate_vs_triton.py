@@ -122,6 +122,18 @@ def _nothing(_: ModelDir, __: ModelConfig) -> None:
     pass
 
 
+def _ensemble(name: str, *, model: str = "as_exported_multi_io", feature: str = "features") -> str:
+    """An ensemble of one step over multi_io as exported."""
+    return (
+        f'name: "{name}"\nplatform: "ensemble"\nmax_batch_size: 16\n'
+        'input [ { name: "F" data_type: TYPE_FP32 dims: [ 16 ] }, { name: "C" data_type: TYPE_FP32 dims: [ 8 ] } ]\n'
+        'output [ { name: "Y" data_type: TYPE_FP32 dims: [ 8 ] } ]\n'
+        f'ensemble_scheduling {{ step [ {{ model_name: "{model}" model_version: -1 '
+        f'input_map {{ key: "{feature}" value: "F" }} input_map {{ key: "context" value: "C" }} '
+        'output_map { key: "OUTPUT__0" value: "Y" } } ] }\n'
+    )
+
+
 def _parameter(key: str, value: str) -> Edit:
     def edit(_: ModelDir, config: ModelConfig) -> None:
         config.parameters[key].string_value = value
@@ -351,6 +363,42 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(id="as_exported_multi_io", warmup=True, base="multi_io", edit=_nothing),
     Mutation(id="as_exported_fixed_shape", warmup=True, base="fixed_shape", edit=_nothing),
     Mutation(id="as_exported_token_encoder", warmup=True, base="token_encoder", edit=_nothing),
+    # an ensemble over as_exported_multi_io: core schedules it (no backend, no model file)
+    Mutation(
+        id="ensemble_of_a_model", base="multi_io", edit=_nothing, raw_config=_ensemble("ensemble_of_a_model")
+    ),
+    Mutation(
+        id="ensemble_step_model_missing",
+        rule="E001",
+        base="multi_io",
+        edit=_nothing,
+        raw_config=_ensemble("ensemble_step_model_missing", model="as_exported_multi_i0"),
+    ),
+    Mutation(
+        id="ensemble_step_tensor_missing",
+        rule="E002",
+        base="multi_io",
+        edit=_nothing,
+        raw_config=_ensemble("ensemble_step_tensor_missing", feature="featurez"),
+    ),
+    Mutation(
+        id="ensemble_step_input_unmapped",
+        rule="E003",
+        base="multi_io",
+        edit=_nothing,
+        raw_config=_ensemble("ensemble_step_input_unmapped").replace(
+            ' input_map { key: "context" value: "C" }', ""
+        ),
+    ),
+    Mutation(
+        id="ensemble_batch_above_its_step",
+        rule="E004",
+        base="multi_io",
+        edit=_nothing,
+        raw_config=_ensemble("ensemble_batch_above_its_step").replace(
+            "max_batch_size: 16", "max_batch_size: 32"
+        ),
+    ),
     # platform and backend
     Mutation(id="platform_pytorch", rule="C002", base="multi_io", edit=_set(platform="pytorch")),
     Mutation(id="platform_onnx", rule="C003", base="multi_io", edit=_set(platform="onnxruntime_onnx")),

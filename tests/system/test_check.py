@@ -108,3 +108,44 @@ def test_check_fails_a_model_that_breaks_parity(venv: Path, project: Path) -> No
     )
     assert any(name.startswith("tritonpt.matrix.test_parity::test_parity[scale-") for name in failed), failed
     assert "MISMATCH" in done.stdout
+
+
+ENSEMBLE = """name: "pipeline"
+platform: "ensemble"
+max_batch_size: 16
+input [ { name: "F" data_type: TYPE_FP32 dims: [ 16 ] }, { name: "C" data_type: TYPE_FP32 dims: [ 8 ] } ]
+output [ { name: "Y" data_type: TYPE_FP32 dims: [ 8 ] } ]
+ensemble_scheduling { step [ { model_name: "multi_io" model_version: -1
+  input_map { key: "features" value: "F" } input_map { key: "context" value: "C" }
+  output_map { key: "OUTPUT__0" value: "Y" } } ] }
+"""
+
+
+def test_an_ensemble_beside_its_model_is_valid_served_and_named_as_unchecked(
+    exported_small: Path, tmp_path: Path
+) -> None:
+    """Triton's core serves an ensemble (tests/differential: served); the validator had failed it (C003), and the
+    matrix then stopped with a traceback for want of its reference data. Now the model is checked, the
+    ensemble is loaded, and the run says which it could not check."""
+    repository = tmp_path / "repository"
+    shutil.copytree(exported_small / "multi_io", repository / "multi_io")
+    (repository / "pipeline" / "1").mkdir(parents=True)
+    (repository / "pipeline" / "config.pbtxt").write_text(ENSEMBLE, encoding="utf-8")
+    ran = subprocess.run(
+        matrix_command(repository, tmp_path / "reports"),
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=1800,
+    )
+    assert ran.returncode == 0, ran.stdout[-4000:] + ran.stderr[-4000:]
+    assert "Traceback" not in ran.stdout + ran.stderr
+    assert "Not checked by the matrix" in ran.stdout
+    assert "pipeline (reference.json: it does not exist)" in ran.stdout
+    outcomes = _outcomes(tmp_path / "reports" / "junit.xml")
+    assert any(
+        n.startswith("tritonpt.matrix.test_parity::test_parity[multi_io-")
+        for n, o in outcomes.items()
+        if o == "passed"
+    )

@@ -35,7 +35,7 @@ from tritonclient.utils import InferenceServerException
 
 from tritonpt import backend, client, reference, repository, server, shards, stopping
 from tritonpt.backend import PT2_NAME
-from tritonpt.errors import TritonPtError
+from tritonpt.errors import ReferenceDataError, TritonPtError
 from tritonpt.export.stamp import export_seconds
 from tritonpt.options import PT2_BUILDS, Pt2Build, parse_mounts
 from tritonpt.report import Report
@@ -54,6 +54,7 @@ five missed probes)."""
 
 REPORT = pytest.StashKey[Report]()
 MODELS = pytest.StashKey[list["Model"]]()
+UNCHECKED = pytest.StashKey[str]()  # the models of the repository the matrix could not check, and why
 WATCHDOG = pytest.StashKey[Watchdog]()
 
 
@@ -166,11 +167,25 @@ def pytest_configure(config: pytest.Config) -> None:
             f"The model repository {folder} fails validation; no server was started.\n\n{rendered}",
             returncode=1,
         )
-    models = [
-        Model(name=m.name, config=repository.read_config(m.config), reference=reference.load(m))
-        for m in held
-        if m.name in chosen
-    ]
+    models, unchecked = [], []
+    for m in held:
+        if m.name not in chosen:
+            continue
+        try:
+            models.append(
+                Model(name=m.name, config=repository.read_config(m.config), reference=reference.load(m))
+            )
+        except ReferenceDataError as exc:  # D001/D002, warnings: Triton serves it, parity has nothing to hold
+            unchecked.append(f"{m.name} ({exc.path.name}: {exc.detail.rstrip('.')})")
+    if unchecked:
+        said = (
+            f"not checked by the matrix, for want of usable reference data (rules D001, D002; an ensemble has "
+            f"none): {', '.join(unchecked)}. The server loads them all the same; `invoke export` records the "
+            "reference data of a model it exports."
+        )
+        if not models:
+            pytest.exit(f"No model of {folder} can be checked: {said}", returncode=4)
+        config.stash[UNCHECKED] = said[0].upper() + said[1:]
     config.stash[MODELS] = models
     report = Report()
     for kind, pick in PROBES.items():  # the models bad requests go to (the merge of shards needs to know)
@@ -462,3 +477,5 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, config: p
     terminalreporter.write_sep("=", "Triton integration report")
     terminalreporter.write(report.to_markdown())
     terminalreporter.write_line(f"written: {markdown}, {data}")
+    if UNCHECKED in config.stash:
+        terminalreporter.write_line(config.stash[UNCHECKED], yellow=True)

@@ -10,6 +10,7 @@ codes; :mod:`tritonpt.validate.reference` writes docs/reference/validator.md fro
     warmup       W  model_warmup samples
     torchscript  M  the TorchScript file, loaded with real torch and run on config-shaped and reference inputs
     pt2          A  the PT2 package (platform torch_aoti): its call spec, its scheduling, a checked run
+    ensemble     E  an ensemble's steps against the models they name (core schedules it: no model file)
     feeds        D  the reference data parity sends (and M012, a config too large to run on)
     process      P  rules across the models one server loads
 
@@ -25,9 +26,9 @@ import torch
 
 from tritonpt.errors import Problem, ValidationError
 from tritonpt.options import Pt2Build
-from tritonpt.repository import PT2_PLATFORM, ModelDir, models
+from tritonpt.repository import ENSEMBLE_PLATFORM, PT2_PLATFORM, ModelDir, models
 from tritonpt.validate import config as config_rules
-from tritonpt.validate import feeds, folders, pt2, text, torchscript, warmup
+from tritonpt.validate import ensemble, feeds, folders, pt2, text, torchscript, warmup
 from tritonpt.validate.process import process_wide_problems
 from tritonpt.validate.rules import RULES, Findings, Rule
 
@@ -70,6 +71,9 @@ def validate_model(
     if gpu_available is None:
         gpu_available = torch.cuda.is_available()
     config_rules.check(model, config, findings, gpu_available=gpu_available, pt2_build=pt2_build)
+    if config.platform == ENSEMBLE_PLATFORM:
+        ensemble.check(model, config, findings)
+        return list(findings)
     is_pt2 = config.platform == PT2_PLATFORM
     if is_pt2:
         pt2.check_config(model, config, findings, pt2_build=pt2_build)

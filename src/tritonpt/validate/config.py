@@ -14,7 +14,7 @@ from tritonclient.grpc.model_config_pb2 import ModelConfig, ModelInstanceGroup
 
 from tritonpt import dtypes, spec
 from tritonpt.options import Pt2Build
-from tritonpt.repository import PLATFORM, PT2_PLATFORM, ModelDir, default_model_file
+from tritonpt.repository import ENSEMBLE_PLATFORM, PLATFORM, PT2_PLATFORM, ModelDir, default_model_file
 from tritonpt.validate.rules import Findings, all_indexed, config_type, named_index, reshape_refusal, rule
 
 NAME = rule(
@@ -192,10 +192,12 @@ def check(
     gpu_available: bool,
     pt2_build: Pt2Build = "stock",
 ) -> None:
-    """Every rule of this family, in the order the config is read."""
+    """Every rule of this family, in the order the config is read; for an ensemble, those of Triton's core."""
     _identity(model, config, findings)
     _batching(model.config, config, findings)
     _tensors(model.config, config, findings)
+    if config.platform == ENSEMBLE_PLATFORM:
+        return
     _serving_fields(model, config, findings)
     if config.platform != PT2_PLATFORM:
         _parameters(model.config, config, findings, spec.KNOWN_PARAMETERS)
@@ -226,6 +228,8 @@ def _identity(model: ModelDir, config: ModelConfig, findings: Findings) -> None:
             f'set `name: "{model.name}"` or rename the folder to {config.name}.',
         )
     platform, backend = config.platform, config.backend
+    if platform == ENSEMBLE_PLATFORM:
+        return  # core schedules it (validate.ensemble holds its steps)
     if platform == "pytorch":
         findings.add(
             PLATFORM_PYTORCH,
@@ -302,7 +306,9 @@ def _tensors(path: Path, config: ModelConfig, findings: Findings) -> None:
             )
         for tensor in tensors:
             type_name = config_type(tensor)
-            if type_name in dtypes.REJECTED_BY_BACKEND:
+            if config.platform == ENSEMBLE_PLATFORM:
+                pass  # its tensors' types are its steps' models' (their own configs are held to the backend)
+            elif type_name in dtypes.REJECTED_BY_BACKEND:
                 findings.add(
                     REJECTED_TYPE,
                     "error",
@@ -357,7 +363,7 @@ def _tensors(path: Path, config: ModelConfig, findings: Findings) -> None:
                     "use positive sizes, and -1 for variable-length axes.",
                 )
     outputs = [t.name for t in config.output]
-    if outputs and config.platform != PT2_PLATFORM and not all_indexed(outputs):
+    if outputs and config.platform not in (PT2_PLATFORM, ENSEMBLE_PLATFORM) and not all_indexed(outputs):
         findings.add(
             OUTPUT_NAMES,
             "warning",

@@ -8,6 +8,7 @@ Codes are a letter per family and a number (``C005``), in the order a model is r
     W   model_warmup                                       (warmup.py)
     M   the TorchScript model file against the config      (torchscript.py)
     A   the PT2 (AOTInductor) package against the config   (pt2.py)
+    E   an ensemble's steps against the models they name  (ensemble.py)
     D   the reference data that parity sends               (feeds.py)
     P   rules across the models of one server              (process.py)
 
@@ -38,6 +39,7 @@ FAMILIES = {
     "W": "warmup",
     "M": "TorchScript model file",
     "A": "PT2 (AOTInductor) package",
+    "E": "ensemble steps",
     "D": "reference data",
     "P": "process-wide, across models",
 }
