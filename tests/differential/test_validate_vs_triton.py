@@ -122,16 +122,27 @@ def _nothing(_: ModelDir, __: ModelConfig) -> None:
     pass
 
 
-def _ensemble(name: str, *, model: str = "as_exported_multi_io", feature: str = "features") -> str:
-    """An ensemble of one step over multi_io as exported."""
-    return (
-        f'name: "{name}"\nplatform: "ensemble"\nmax_batch_size: 16\n'
+def _ensemble(
+    name: str,
+    rule: str | None = None,
+    *,
+    model: str = "as_exported_multi_io",
+    feature: str = "features",
+    context: bool = True,
+    batch: int = 16,
+) -> Mutation:
+    """An ensemble of one step over multi_io as exported (``rule``: the way the keywords break it)."""
+    maps = f'input_map {{ key: "{feature}" value: "F" }}' + (
+        ' input_map { key: "context" value: "C" }' if context else ""
+    )
+    text = (
+        f'name: "{name}"\nplatform: "ensemble"\nmax_batch_size: {batch}\n'
         'input [ { name: "F" data_type: TYPE_FP32 dims: [ 16 ] }, { name: "C" data_type: TYPE_FP32 dims: [ 8 ] } ]\n'
         'output [ { name: "Y" data_type: TYPE_FP32 dims: [ 8 ] } ]\n'
-        f'ensemble_scheduling {{ step [ {{ model_name: "{model}" model_version: -1 '
-        f'input_map {{ key: "{feature}" value: "F" }} input_map {{ key: "context" value: "C" }} '
+        f'ensemble_scheduling {{ step [ {{ model_name: "{model}" model_version: -1 {maps} '
         'output_map { key: "OUTPUT__0" value: "Y" } } ] }\n'
     )
+    return Mutation(id=name, rule=rule, base="multi_io", edit=_nothing, raw_config=text)
 
 
 def _parameter(key: str, value: str) -> Edit:
@@ -364,41 +375,11 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(id="as_exported_fixed_shape", warmup=True, base="fixed_shape", edit=_nothing),
     Mutation(id="as_exported_token_encoder", warmup=True, base="token_encoder", edit=_nothing),
     # an ensemble over as_exported_multi_io: core schedules it (no backend, no model file)
-    Mutation(
-        id="ensemble_of_a_model", base="multi_io", edit=_nothing, raw_config=_ensemble("ensemble_of_a_model")
-    ),
-    Mutation(
-        id="ensemble_step_model_missing",
-        rule="E001",
-        base="multi_io",
-        edit=_nothing,
-        raw_config=_ensemble("ensemble_step_model_missing", model="as_exported_multi_i0"),
-    ),
-    Mutation(
-        id="ensemble_step_tensor_missing",
-        rule="E002",
-        base="multi_io",
-        edit=_nothing,
-        raw_config=_ensemble("ensemble_step_tensor_missing", feature="featurez"),
-    ),
-    Mutation(
-        id="ensemble_step_input_unmapped",
-        rule="E003",
-        base="multi_io",
-        edit=_nothing,
-        raw_config=_ensemble("ensemble_step_input_unmapped").replace(
-            ' input_map { key: "context" value: "C" }', ""
-        ),
-    ),
-    Mutation(
-        id="ensemble_batch_above_its_step",
-        rule="E004",
-        base="multi_io",
-        edit=_nothing,
-        raw_config=_ensemble("ensemble_batch_above_its_step").replace(
-            "max_batch_size: 16", "max_batch_size: 32"
-        ),
-    ),
+    _ensemble("ensemble_of_a_model"),
+    _ensemble("ensemble_step_model_missing", "E001", model="as_exported_multi_i0"),
+    _ensemble("ensemble_step_tensor_missing", "E002", feature="featurez"),
+    _ensemble("ensemble_step_input_unmapped", "E003", context=False),
+    _ensemble("ensemble_batch_above_its_step", "E004", batch=32),
     # platform and backend
     Mutation(id="platform_pytorch", rule="C002", base="multi_io", edit=_set(platform="pytorch")),
     Mutation(id="platform_onnx", rule="C003", base="multi_io", edit=_set(platform="onnxruntime_onnx")),
