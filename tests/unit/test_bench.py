@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import json
 import os
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 from tritonclient.grpc.model_config_pb2 import ModelConfig
 
-from tritonpt import bench, repository
+from tritonpt import bench, client, repository
 from tritonpt.bench.report import BenchReport
 from tritonpt.repository import ModelDir
 
@@ -174,3 +175,17 @@ def test_served_is_read_against_every_eager_run_at_its_batch_before_and_after() 
     assert [round(r["ratio_to_eager"], 3) for r in rows if r["side"] == "eager"] == [
         round(10 / 9, 3), round(12 / 11.25, 3), round(11 / 11.25, 3), round(8 / 9, 3), round(10 / 11.25, 3), round(12 / 11.25, 3)
     ]  # fmt: skip
+
+
+def test_batches_formed_are_the_samples_an_execution_between_two_readings_of_the_counters() -> None:
+    before = client.Statistics(requests=10, inferences=10, executions=10)
+    # 40 batch-1 requests at concurrency 8 served in 8 executions: batches of 5 on average, not the 8 it could form
+    after = client.Statistics(requests=50, inferences=50, executions=18)
+    assert bench.batches_formed(before, after) == pytest.approx(5.0)
+    assert (
+        bench.batches_formed(before, before) is None
+    )  # nothing executed: no figure rather than a division by zero
+    report = BenchReport(
+        environment={}, measurements=(replace(_row("b1-c8", "grpc", 1, 9.0), batch_formed=5.0),)
+    )
+    assert report.to_markdown().splitlines()[-1].endswith("| 5.0 |")

@@ -6,7 +6,8 @@
       sides   eager: the same model.pt in this process with the backend's settings for its config (intra-op
               threads, optimized execution), at the case's batch (b1-cN: at batch N, the best the batcher can form)
               http, grpc: the model served by the official backend, load from perf_analyzer
-      -> inferences/s, p50/p90/p99 latency, the server's split (queue, compute input, infer, output)
+      -> inferences/s, p50/p90/p99 latency, the server's split (queue, compute input, infer, output), and
+         the batches the server formed (samples an execution, from its statistics before and after the case)
       -> served / eager ratios in reports/bench/bench.json, bench.md and bench.png
       the first request after a load, with and without the config's model_warmup, against warm ones
 
@@ -73,6 +74,7 @@ class Measurement:
     compute_input_us: float | None = None
     compute_infer_us: float | None = None
     compute_output_us: float | None = None
+    batch_formed: float | None = None  # samples an execution over the case's run, from the server's counters
     stable: bool = True  # False: the windows never agreed within 25 %; three more were taken as they came
     after: bool = False  # eager measured again once the served sides are done, to bracket the machine's drift
 
@@ -337,6 +339,7 @@ def served(
             *windows, "--input-data", "zero", *shapes,
             "-f", str(report),
         ]  # fmt: skip
+        before = client.statistics(endpoints, model.name)
         done = _perf_analyzer_run(command, env, timeout, what=f"{model.name} {case.id} over {protocol}")
         stable = UNSTABLE not in done.stdout + done.stderr
         if not stable:  # three more windows, taken whatever they say, and marked as unsteady
@@ -348,6 +351,7 @@ def served(
             raise BenchError(msg)
         with report.open(encoding="utf-8") as handle:
             row = next(csv.DictReader(handle))
+    formed = batches_formed(before, client.statistics(endpoints, model.name))
     split = {
         "compute_input_us": float(row["Server Compute Input"]),
         "compute_infer_us": float(row["Server Compute Infer"]),
@@ -370,8 +374,16 @@ def served(
         compute_input_us=shown.get("compute_input_us"),
         compute_infer_us=shown.get("compute_infer_us"),
         compute_output_us=shown.get("compute_output_us"),
+        batch_formed=formed,
         stable=stable,
     )
+
+
+def batches_formed(before: client.Statistics, after: client.Statistics) -> float | None:
+    """Samples an execution between two readings of a model's counters: the batches the server formed (a
+    dynamic batcher that splits a load shows here as batches smaller than the clients could fill)."""
+    executions = after.executions - before.executions
+    return (after.inferences - before.inferences) / executions if executions > 0 else None
 
 
 def _fits(split: dict[str, float], p99_us: float) -> bool:

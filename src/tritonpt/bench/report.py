@@ -64,8 +64,8 @@ class BenchReport:
         lines += [f"| {k} | {v} |" for k, v in self.environment.items()]
         lines += [
             "",
-            "| model | case | side | inferences/s | served / eager | p50 ms | p90 ms | p99 ms | queue µs | compute in / infer / out µs |",
-            "|---|---|---|---|---|---|---|---|---|---|",
+            "| model | case | side | inferences/s | served / eager | p50 ms | p90 ms | p99 ms | queue µs | compute in / infer / out µs | batch formed |",
+            "|---|---|---|---|---|---|---|---|---|---|---|",
         ]
         for m in self.measurements:
             ratio = self.ratio(m.model, m.case, m.side) if m.side != "eager" else None
@@ -78,7 +78,8 @@ class BenchReport:
             lines.append(
                 f"| {m.model} | {m.case} | {side} | {m.throughput:.1f}{'' if m.stable else ' (unsteady)'} | {f'{ratio:.2f}' if ratio else ''} | "
                 f"{m.p50_ms:.2f} | {m.p90_ms:.2f} | {m.p99_ms:.2f} | "
-                f"{'' if m.queue_us is None else f'{m.queue_us:.0f}'} | {split} |"
+                f"{'' if m.queue_us is None else f'{m.queue_us:.0f}'} | {split} | "
+                f"{'' if m.batch_formed is None else f'{m.batch_formed:.1f}'} |"
             )
         if spreads := self.spreads():
             lines += [
