@@ -15,7 +15,10 @@ from tritonpt.spec import ModelSpec
 
 MAX_QUEUE_DELAY_US = 1000
 """How long the dynamic batcher may wait to form a batch. Small enough not to matter for latency, large enough
-that concurrent requests are actually combined."""
+that requests arriving together are combined. Where an execution lasts far longer (a CNN on a CPU: hundreds of
+ms), a steady load of max_batch_size clients can settle into two groups that take turns, each a batch of its
+own; `invoke tune` tries a delay of 1.25 executions, which merges them and which a lone request then waits
+(docs/figures/bench.md, "PT2: how fast")."""
 
 WARMUP_COUNT = 2
 """model_warmup: Triton runs the model this many times on the reference inputs before it reports the model
