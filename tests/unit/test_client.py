@@ -1,4 +1,5 @@
-"""The clients' own behaviour, without a server: what a Ctrl-C inside a client's construction leaves behind.
+"""The clients' own behaviour, without a server: what a Ctrl-C inside a client's construction leaves behind, and
+what a stop that lands while the HTTP client waits prints.
 
 The fault tier interrupts runs at random moments; one landed inside tritonclient's gRPC client ``__init__``
 and its collection printed an "Exception ignored" traceback over the run's exit. Each case first shows that
@@ -8,8 +9,11 @@ tritonclient's own class does print it, so that the check of ours is one that ca
 from __future__ import annotations
 
 import gc
+import os
+import subprocess
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, NoReturn
 
 import geventhttpclient
@@ -81,3 +85,41 @@ def test_a_whole_client_is_still_closed_when_collected(monkeypatch: pytest.Monke
     del made
     gc.collect()
     assert closed == ["grpc"]
+
+
+WAIT_THEN_STOP = """
+import os, signal, socket, sys, threading
+import gevent.hub
+from tritonpt import client, stopping
+if sys.argv[1] == "gevent's own":
+    gevent.hub.Hub.NOT_ERROR = (gevent.hub.GreenletExit, SystemExit)
+silent = socket.create_server(("127.0.0.1", 0))  # takes the connection, never answers
+port = silent.getsockname()[1]
+endpoints = client.Endpoints.on_host("127.0.0.1", http_port=port, grpc_port=port, metrics_port=port)
+threading.Timer(0.5, os.kill, (os.getpid(), signal.SIGTERM)).start()
+with stopping.stop_signals_interrupt():
+    try:
+        client.statistics(endpoints, "m")
+    except stopping.Interrupted as stop:
+        print("interrupted by", stop)
+"""
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("handling", ["gevent's own", "ours"])
+def test_a_stop_that_lands_while_the_http_client_waits_interrupts_it_without_a_traceback(
+    handling: str,
+) -> None:
+    """SIGTERM while a statistics request waits in gevent's loop (the fault tier sent one to the bench so): the
+    request is interrupted either way; gevent's own handling also prints the stop as an error, ours does not."""
+    done = subprocess.run(
+        [sys.executable, "-c", WAIT_THEN_STOP, handling],
+        capture_output=True,
+        text=True,
+        timeout=50,
+        check=False,
+        env={**os.environ, "PYTHONPATH": str(Path(client.__file__).parents[1])},
+    )
+    assert (done.returncode, done.stdout) == (0, "interrupted by SIGTERM\n"), done.stderr
+    printed = "Traceback" in done.stderr
+    assert printed == (handling == "gevent's own"), done.stderr
