@@ -12,7 +12,9 @@ it was ignored on entry (a background job of a non-interactive shell starts so);
 ``docker stop``, a CI runner cancelling a step) and SIGHUP (the terminal closed) as :class:`Interrupted`, a
 ``KeyboardInterrupt``, so that every one of them stops servers and containers the way Ctrl-C does. A stop that
 lands while a finalizer runs (a ``__del__``, where Python ignores every exception) is sent again a moment later
-rather than raised there, where it would be lost.
+rather than raised there, where it would be lost; so is one that lands on a bytecode without a source line (the
+jump back of ``for x in xs: if x: ...``), where the traceback would carry a line of ``None`` that pytest's report
+of the interrupt cannot read (the run ended in a ``TypeError`` instead of its interrupted exit).
 
 Standard library only: noxfile.py imports it before anything is installed.
 """
@@ -42,7 +44,7 @@ INTERRUPTS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 """The signals that end a front door the way Ctrl-C does (once :func:`stop_signals_interrupt` is in force)."""
 
 RESEND_S = 0.01
-"""How long after a stop that landed in a finalizer it is sent again (if it lands in one again, again)."""
+"""How long after a stop that landed where it cannot be raised it is sent again (if it lands so again, again)."""
 
 Handler = Callable[[int, FrameType | None], object] | int | None
 
@@ -58,8 +60,11 @@ class Interrupted(KeyboardInterrupt):
 def _interrupt(signum: int, frame: FrameType | None) -> None:
     """Raise the stop where the signal lands (``KeyboardInterrupt`` for SIGINT, else :class:`Interrupted`); in a
     finalizer, where Python would swallow it (a client's ``__del__``: the fault tier saw a stop lost that way and
-    the run went on), send the signal again a moment later instead, so that it is raised after the finalizer."""
-    if _in_finalizer(frame):
+    the run went on), send the signal again a moment later instead, so that it is raised after the finalizer.
+    The same where the landing bytecode has no source line: the traceback's ``tb_lineno`` would be ``None``, and
+    pytest's ``pytest_keyboard_interrupt`` (9.2) fails on it with a ``TypeError``, so that a matrix stopped by
+    SIGHUP once exited 1 with two tracebacks instead of 2 (the fault tier, 2026-12-05)."""
+    if _in_finalizer(frame) or (frame is not None and frame.f_lineno is None):
         # From another thread: re-sent from here, the signal would run this handler again at once, inside itself.
         threading.Timer(RESEND_S, os.kill, (os.getpid(), signum)).start()
         return
