@@ -309,6 +309,7 @@ def default_tag(recipe: str, versions: Versions = VERSIONS, *, ngc: str | None =
 # What docker/pytorch.Dockerfile's backend stage runs: tritonpt.backend and what it imports, nothing else.
 BACKEND_MODULES = (
     "__init__.py",
+    "caches.py",
     "errors.py",
     "fetch.py",
     "scratch.py",

@@ -18,6 +18,7 @@ ROOT = PACKAGE.parents[1]
 LAYERS = (
     "errors",
     "parts",
+    "caches",
     "stopping",
     "scratch",
     "fetch",

@@ -12,7 +12,7 @@ import time
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
-from tritonpt import scratch
+from tritonpt import caches, scratch
 from tritonpt.backend.cache import BuiltBackend, build_key
 from tritonpt.backend.flavor import STOCK, Flavor, Sanitizer, apply, patched
 from tritonpt.backend.layout import (
@@ -133,11 +133,14 @@ def ensure(
     root = cache or cache_root()
     key = build_key(torch, toolchain, chosen, pins, flavor)
     entry = root / "backends" / key
+    what = f"{pins.source('pytorch_backend').ref}{flavor.label} {chosen}"
     if not force and (entry / MANIFEST).is_file():
         with contextlib.suppress(BackendError):
-            return BuiltBackend.read(entry)
+            found = BuiltBackend.read(entry)
+            caches.note("backend", what, hit=True, say=step)
+            return found
     tarballs = fetch_sources(sources_folder(sources), cache=root, step=step, backend=pins)
-    return _build(
+    built = _build(
         key,
         entry,
         tarballs,
@@ -149,6 +152,8 @@ def ensure(
         pins=pins,
         flavor=flavor,
     )
+    caches.note("backend", what, hit=False, seconds=built.seconds, say=step)
+    return built
 
 
 def ensure_serving(

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Mapping
 from importlib import util as importlib_util
 from pathlib import Path
 from typing import Literal, get_args
+
+from tritonpt import caches
 
 Variant = Literal["cpu", "gpu"]
 Choice = Literal["cpu", "gpu", "auto"]
@@ -17,7 +18,7 @@ LIBRARY = "libtriton_pytorch.so"
 MANIFEST = "build.json"
 TARGET = "triton-pytorch-backend"
 SOURCES_ENV = "TRITONPT_SOURCES"
-CACHE_ENV = "TRITONPT_CACHE"
+CACHE_ENV = caches.CACHE_ENV
 CUDA_HOME = Path("/usr/local/cuda")
 NVIDIA_DEVICE = Path("/dev/nvidiactl")
 """Present on a host whose NVIDIA driver is loaded."""
@@ -60,12 +61,7 @@ def quiet(_: str) -> None:
     pass
 
 
-def cache_root() -> Path:
-    """``$TRITONPT_CACHE``, else ``$XDG_CACHE_HOME/tritonpt`` (``~/.cache/tritonpt``)."""
-    if os.environ.get(CACHE_ENV):
-        return Path(os.environ[CACHE_ENV])
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "tritonpt"
+cache_root = caches.root
 
 
 def package_folder(name: str) -> Path | None:

@@ -16,7 +16,8 @@ One model's path through this package:
    reference data and a warmup sample;
 7. validate the staged folder, then move it into the repository (never a half-written model folder).
 
-A built-in model whose stamp still matches is kept (:mod:`~tritonpt.export.stamp`).
+A built-in model whose stamp still matches is kept (:mod:`~tritonpt.export.stamp`); one exported before with the
+same inputs, in any checkout on this machine, is copied from the export cache (:mod:`~tritonpt.export.cache`).
 """
 
 from __future__ import annotations
@@ -33,8 +34,9 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from tritonpt import __version__, builtin, dtypes, reference, spec, validate
+from tritonpt import __version__, builtin, caches, dtypes, reference, spec, validate
 from tritonpt.errors import HINT, ExportError, SpecError, first_line
+from tritonpt.export import cache as export_cache
 from tritonpt.export import pt2 as pt2_export
 from tritonpt.export.config import MAX_QUEUE_DELAY_US, WARMUP_COUNT, add_warmup, build_config, header
 from tritonpt.export.eager import Eager, sentence
@@ -88,6 +90,7 @@ class ExportResult:
     seconds: float
     warnings: tuple[str, ...]
     kept: bool = False  # unchanged since the last export: nothing was written
+    cached: bool = False  # the same export, copied from the export cache (tritonpt.export.cache)
     notes: tuple[str, ...] = ()  # what export did to serve the model as given (an adapted output, say)
 
 
@@ -212,16 +215,20 @@ def export_builtin(
                 continue
             model = ModelDir(root=repository / folder)
             written_for = f"+{pt2_build}" if model_format == "pt2" and pt2_build != "stock" else ""
-            fingerprint = builtin_fingerprint(f"{folder}:{model_format}{written_for}", seed)
+            fingerprint = builtin_fingerprint(
+                f"{folder}:{model_format}{written_for}",
+                seed,
+                machine=export_cache.machine() if model_format == "pt2" else "",
+            )
             if not force and stamp_matches(model, fingerprint):
                 step(
                     f"[{folder}] unchanged since its last export (model code, torch, seed): kept (--force re-exports)"
                 )
-                results.append(
-                    ExportResult(
-                        name=folder, model=model, method="", cases=(), seconds=0.0, warnings=(), kept=True
-                    )
-                )
+                results.append(_unchanged(model, kept=True))
+                continue
+            if not force and export_cache.restore(fingerprint, model):
+                caches.note("export", folder, hit=True, say=step)
+                results.append(_unchanged(model, kept=False))
                 continue
             result = export_factory(
                 builtin.BUILTIN[name],
@@ -233,11 +240,27 @@ def export_builtin(
                 pt2_build=pt2_build,
             )
             write_stamp(result.model, fingerprint, seconds=result.seconds)
+            export_cache.store(result.model, fingerprint)
+            caches.note("export", folder, hit=False, seconds=result.seconds, say=step)
             results.append(result)
         if model_format == "pt2":
             for name in sorted(set(names) & set(builtin.NOT_PT2)):
                 step(f"[{name}] no PT2 copy: {builtin.NOT_PT2[name]}")
     return results
+
+
+def _unchanged(model: ModelDir, *, kept: bool) -> ExportResult:
+    """A built-in export that wrote nothing new: kept in place, or copied from the export cache."""
+    return ExportResult(
+        name=model.name,
+        model=model,
+        method="",
+        cases=(),
+        seconds=0.0,
+        warnings=(),
+        kept=kept,
+        cached=not kept,
+    )
 
 
 def export(

@@ -33,9 +33,10 @@ def _code() -> list[bytes]:
     return [package.joinpath(name).read_bytes() for name in EXPORT_CODE] + [p.read_bytes() for p in exporting]
 
 
-def builtin_fingerprint(name: str, seed: int) -> str:
+def builtin_fingerprint(name: str, seed: int, *, machine: str = "") -> str:
     """sha256 over what a built-in export depends on: the code that builds and writes it, the torch,
-    torchvision, numpy and Python versions, the model's name and the seed."""
+    torchvision, numpy and Python versions, the model's name and the seed, and ``machine`` where the export
+    compiles for the machine it runs on (a PT2 copy: :func:`tritonpt.export.cache.machine`)."""
     digest = hashlib.sha256()
     for code in _code():
         digest.update(code)
@@ -46,6 +47,7 @@ def builtin_fingerprint(name: str, seed: int) -> str:
         platform.python_version(),
         name,
         str(seed),
+        machine,
     ):
         digest.update(b"\0" + part.encode())
     return digest.hexdigest()

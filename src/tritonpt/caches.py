@@ -1,0 +1,102 @@
+"""The caches a run draws on, and a ledger of what it found there.
+
+    root()                        $TRITONPT_CACHE, else $XDG_CACHE_HOME/tritonpt (~/.cache/tritonpt): exports,
+                                  backend builds, QA models, tools, each in a folder of its own
+    note(kind, what, hit=...)     one line for a lookup: printed as ``cache: export resnet18_pt2 hit``, and, where
+                                  $TRITONPT_CACHE_LEDGER names a file, appended to it as JSON
+    read(ledger) -> [Lookup]      what a run's lookups were, for its summary (hits and misses per kind)
+
+A run (``nox``, ``.ci/run``) sets the ledger once; every process below it, act's jobs and nested noxes included,
+inherits the variable and appends to the same file, so its summary counts what the whole run reused. Standard
+library only: the backend build in docker/pytorch.Dockerfile imports it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Literal
+
+CACHE_ENV = "TRITONPT_CACHE"
+LEDGER_ENV = "TRITONPT_CACHE_LEDGER"
+
+Kind = Literal["export", "backend", "venv", "image", "qa-models"]
+KINDS: tuple[Kind, ...] = ("export", "backend", "venv", "image", "qa-models")
+Say = Callable[[str], None]
+
+
+def root() -> Path:
+    """``$TRITONPT_CACHE``, else ``$XDG_CACHE_HOME/tritonpt`` (``~/.cache/tritonpt``)."""
+    if os.environ.get(CACHE_ENV):
+        return Path(os.environ[CACHE_ENV])
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "tritonpt"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Lookup:
+    """One lookup in a cache: what was looked for, whether it was there, and what a miss cost."""
+
+    kind: Kind
+    what: str  # "resnet18_pt2", "r25.10 cpu", ...
+    hit: bool
+    seconds: float = 0.0  # a miss: how long making it took (0 where unknown)
+    at: float = 0.0  # time.time() of the note
+
+    def line(self) -> str:
+        cost = f" ({self.seconds:.0f} s to make)" if not self.hit and self.seconds else ""
+        return f"cache: {self.kind} {self.what} {'hit' if self.hit else 'miss'}{cost}"
+
+
+def note(kind: Kind, what: str, *, hit: bool, seconds: float = 0.0, say: Say | None = None) -> Lookup:
+    """Say one lookup in one line (with ``say``, the caller's progress printer; else on stderr), and append it to
+    the run's ledger where one is set."""
+    lookup = Lookup(kind=kind, what=what, hit=hit, seconds=round(seconds, 1), at=round(time.time(), 3))
+    if say is None:
+        print(lookup.line(), file=sys.stderr, flush=True)
+    else:
+        say(lookup.line())
+    ledger = os.environ.get(LEDGER_ENV)
+    if ledger:
+        path = Path(ledger)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        # One write of one short line in append mode: processes that share the ledger never interleave lines.
+        with path.open("a", encoding="utf-8") as stream:
+            stream.write(json.dumps(asdict(lookup), sort_keys=True) + "\n")
+    return lookup
+
+
+def read(ledger: Path) -> list[Lookup]:
+    """The lookups a ledger holds (a line that does not parse, from a process killed while writing, is left out)."""
+    try:
+        lines = ledger.read_text(encoding="utf-8").splitlines()
+    except OSError:
+        return []
+    found = []
+    for line in lines:
+        try:
+            data = json.loads(line)
+            found.append(Lookup(**{k: data[k] for k in ("kind", "what", "hit", "seconds", "at")}))
+        except (ValueError, KeyError, TypeError):
+            continue
+    return found
+
+
+def summary(lookups: Iterable[Lookup], kinds: Sequence[Kind] = KINDS) -> list[str]:
+    """One line per kind of cache: hits, misses, and what the misses cost."""
+    every = list(lookups)
+    lines = []
+    for kind in kinds:
+        of_kind = [lookup for lookup in every if lookup.kind == kind]
+        hits = sum(lookup.hit for lookup in of_kind)
+        misses = [lookup for lookup in of_kind if not lookup.hit]
+        cost = sum(lookup.seconds for lookup in misses)
+        missed = f": {', '.join(sorted({m.what for m in misses}))}" if misses else ""
+        paid = f", {cost:.0f} s making them" if cost else ""
+        lines.append(f"cache {kind:<9} {hits:>3} hit(s), {len(misses):>3} miss(es){paid}{missed}")
+    return lines
