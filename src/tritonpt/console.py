@@ -30,6 +30,7 @@ class Progress:
 
     def __call__(self, message: str) -> None:
         err.print(f"[dim]\\[{time.perf_counter() - self._started:6.1f}s][/dim] {escape(message)}")
+        stopping.hold_at(message)  # a fault test's pause at this step ($TRITONPT_HOLD_AT), else nothing
 
 
 def print_problems(problems: Sequence[Problem]) -> None:

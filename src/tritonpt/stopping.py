@@ -16,6 +16,10 @@ rather than raised there, where it would be lost; so is one that lands on a byte
 jump back of ``for x in xs: if x: ...``), where the traceback would carry a line of ``None`` that pytest's report
 of the interrupt cannot read (the run ended in a ``TypeError`` instead of its interrupted exit).
 
+Where a stop lands is what a fault test chooses: :func:`hold_at` pauses a front door at the step a test names
+(``$TRITONPT_HOLD_AT``), says so, and waits there for the stop, so that the test's Ctrl-C lands in that step on a
+busy machine as on an idle one.
+
 Standard library only: noxfile.py imports it before anything is installed.
 """
 
@@ -26,6 +30,7 @@ import os
 import signal
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import FrameType
@@ -36,6 +41,7 @@ __all__ = [
     "ctrl_c_held",
     "exit_code",
     "forward_stop_signals",
+    "hold_at",
     "install_stop_signals",
     "stop_signals_interrupt",
 ]
@@ -47,6 +53,13 @@ RESEND_S = 0.01
 """How long after a stop that landed where it cannot be raised it is sent again (if it lands so again, again)."""
 
 Handler = Callable[[int, FrameType | None], object] | int | None
+
+HOLD_ENV = "TRITONPT_HOLD_AT"
+"""Text of a step (a progress line, ``check <test id>`` in the matrix) where a front door pauses for a fault test."""
+HELD_ENV = "TRITONPT_HELD"
+"""The file a paused front door writes ``holding at: <step>`` to (default: its stderr; pytest captures that)."""
+HOLD_S = 600.0
+"""How long a front door waits at its hold for the stop the test sends; then it goes on."""
 
 
 class Interrupted(KeyboardInterrupt):
@@ -65,10 +78,43 @@ def _interrupt(signum: int, frame: FrameType | None) -> None:
     pytest's ``pytest_keyboard_interrupt`` (9.2) fails on it with a ``TypeError``, so that a matrix stopped by
     SIGHUP once exited 1 with two tracebacks instead of 2 (the fault tier, 2026-12-05)."""
     if _in_finalizer(frame) or (frame is not None and frame.f_lineno is None):
-        # From another thread: re-sent from here, the signal would run this handler again at once, inside itself.
-        threading.Timer(RESEND_S, os.kill, (os.getpid(), signum)).start()
+        _resend(signum)
         return
-    raise KeyboardInterrupt if signum == signal.SIGINT else Interrupted(signum)
+    raise _stop(signum)
+
+
+def _stop(signum: int) -> KeyboardInterrupt:
+    return KeyboardInterrupt() if signum == signal.SIGINT else Interrupted(signum)
+
+
+class _Resend:
+    """A stop set aside, sent again :data:`RESEND_S` later from another thread (re-sent from the handler, the
+    signal would run the handler again at once, inside itself), unless the block it interrupts claims it first."""
+
+    def __init__(self, signum: int) -> None:
+        self.signum = signum
+        self._lock = threading.Lock()
+        self._done = False
+        timer = threading.Timer(RESEND_S, self._fire)
+        timer.daemon = True
+        timer.start()
+
+    def _fire(self) -> None:
+        if self.claim():
+            os.kill(os.getpid(), self.signum)
+
+    def claim(self) -> bool:
+        """True once, for whoever comes first: the timer (which sends it) or the block's end (which raises it)."""
+        with self._lock:
+            first, self._done = not self._done, True
+        return first
+
+
+_RESENDING: list[_Resend] = []
+
+
+def _resend(signum: int) -> None:
+    _RESENDING.append(_Resend(signum))
 
 
 def _in_finalizer(frame: FrameType | None) -> bool:
@@ -86,13 +132,37 @@ def _swallowed(args: sys.UnraisableHookArgs) -> None:
     later, to land where it can interrupt; anything else goes to the hook that was there."""
     stop = args.exc_value
     if isinstance(stop, KeyboardInterrupt):
-        signum = stop.signum if isinstance(stop, Interrupted) else signal.SIGINT
-        threading.Timer(RESEND_S, os.kill, (os.getpid(), signum)).start()
+        _resend(stop.signum if isinstance(stop, Interrupted) else signal.SIGINT)
         return
     _PREVIOUS_HOOK(args)
 
 
 _PREVIOUS_HOOK = sys.unraisablehook
+
+
+def hold_at(step: str) -> None:
+    """A fault test's pause: where ``$TRITONPT_HOLD_AT`` is part of ``step``, say ``holding at: <step>`` (to the
+    file ``$TRITONPT_HELD``, else stderr) and wait up to :data:`HOLD_S` for a stop, in short sleeps so that a stop
+    (or an interrupt another thread raises here) ends the wait at once. Nothing at all where the variable is unset.
+    Each process holds once, at the first step that matches."""
+    wanted = os.environ.get(HOLD_ENV)
+    if not wanted or wanted not in step or _HELD.is_set():
+        return
+    _HELD.set()
+    said = f"holding at: {step}\n"
+    target = os.environ.get(HELD_ENV)
+    if target:
+        with Path(target).open("a", encoding="utf-8") as stream:
+            stream.write(said)
+    else:
+        sys.stderr.write(said)
+        sys.stderr.flush()
+    deadline = time.monotonic() + HOLD_S
+    while time.monotonic() < deadline:
+        time.sleep(0.05)
+
+
+_HELD = threading.Event()
 
 
 def exit_code(interrupt: KeyboardInterrupt) -> int:
@@ -103,17 +173,23 @@ def exit_code(interrupt: KeyboardInterrupt) -> int:
 @contextlib.contextmanager
 def stop_signals_interrupt() -> Iterator[None]:
     """Within the block, SIGTERM and SIGHUP raise :class:`Interrupted` and SIGINT raises ``KeyboardInterrupt``
-    even if it was ignored on entry; the handlers found on entry are put back afterwards. Main thread only
-    (elsewhere the block runs as it is: only the main thread receives signals in Python)."""
+    even if it was ignored on entry; the handlers found on entry are put back afterwards. A stop set aside to be
+    sent again that the block outran is raised as it ends, not sent to handlers that no longer raise it (SIGTERM's
+    default would kill the process). Main thread only (elsewhere the block runs as it is: only the main thread
+    receives signals in Python)."""
     hook = sys.unraisablehook
     saved = install_stop_signals()
     try:
         yield
     finally:
+        pending = [resend.signum for resend in _RESENDING if resend.claim()]
+        _RESENDING.clear()
         for sig, handler in saved.items():
             if handler is not None:
                 signal.signal(sig, handler)
         sys.unraisablehook = hook
+        if pending:
+            raise _stop(pending[0])
 
 
 def install_stop_signals() -> dict[signal.Signals, Handler]:

@@ -36,14 +36,15 @@ STARTUP_S = 240.0
 
 # --- invoke export ---------------------------------------------------------------------------------------------
 
-# Step lines of `invoke export` and what it exports: the built-in set (resnet18 first; the repository holds only
-# the small models) while resnet18 builds and while it is traced, and one small model re-exported over the one
-# the repository holds (--force, quicker to get there) as its staged folder is validated.
+# Steps of `invoke export` it holds at, and what it exports: the built-in set (resnet18 first; the repository holds
+# only the small models) while resnet18 builds and while it is traced, and one small model re-exported over the one
+# the repository holds (--force, quicker to get there) as its staged folder is validated. Its cache is empty, so
+# resnet18 is exported, not copied from the export cache.
 EXPORT_MOMENTS = {
     "while the model builds": ("[resnet18] building the model", ()),
     "while tracing": ("[resnet18] tracing", ()),
     "as a staged folder is validated": (
-        "validating the staged model folder",
+        "[multi_io] validating the staged model folder",
         ("--only", "multi_io", "--force"),
     ),
 }
@@ -51,14 +52,14 @@ EXPORT_MOMENTS = {
 
 @pytest.mark.parametrize("moment", EXPORT_MOMENTS)
 def test_ctrl_c_of_invoke_export_leaves_the_repository_as_it_was(
-    fault: Callable[..., FaultRun], record: Callable[[Outcome], Outcome], moment: str
+    fault: Callable[..., FaultRun], record: Callable[[Outcome], Outcome], tmp_path: Path, moment: str
 ) -> None:
-    run = fault("Ctrl-C of invoke export", f"export, {moment}", EXPORT_BOUND_S)
+    run = fault("Ctrl-C of invoke export", f"export, {moment}", EXPORT_BOUND_S, cache=tmp_path / "cache")
     assert run.repository is not None
     before = sorted(p.name for p in run.repository.iterdir())
-    line, only = EXPORT_MOMENTS[moment]
-    run.start(invoke_command("export", "--repository", str(run.repository), *only))
-    run.wait_output(line, STARTUP_S)
+    step, only = EXPORT_MOMENTS[moment]
+    run.hold(step).start(invoke_command("export", "--repository", str(run.repository), *only))
+    run.wait_held(STARTUP_S)
     run.interrupt()
     outcome = run.finish(expected_exit=(1, 130))
     errors = [p for p in validate_repository(run.repository) if p.severity == "error"]
@@ -85,8 +86,8 @@ def test_ctrl_c_of_a_cold_backend_build_leaves_no_partial_cache_entry(
         pytest.skip("$TRITONPT_SOURCES is unset: a cold build in an empty cache would download every source")
     cache = tmp_path / "cache"
     run = fault("Ctrl-C of invoke build-backend", f"backend build, {moment}", BUILD_BOUND_S, cache=cache)
-    run.start(invoke_command("build-backend", "--sources", str(sources)))
-    run.wait_output(BUILD_MOMENTS[moment], STARTUP_S)
+    run.hold(BUILD_MOMENTS[moment]).start(invoke_command("build-backend", "--sources", str(sources)))
+    run.wait_held(STARTUP_S)
     run.interrupt()
     outcome = run.finish(expected_exit=(1, 130))
     outcome.extra_ok = not (cache / "backends").is_dir() or not any((cache / "backends").iterdir())

@@ -1,27 +1,25 @@
 """Faults of a local Triton while `the matrix (python -m tritonpt.matrix)` runs, and Ctrl-C of that run.
 
 A dead server must end the run within 10 s with one paragraph (what died, how, the last log lines, a Hint:),
-no traceback, the reports written saying "aborted", and nothing left behind. The small models' matrix takes
-about a second once the server listens: 0 s after "Started HTTPService" is the start of the matrix, 0.4 s its
-middle.
+no traceback, the reports written saying "aborted", and nothing left behind. The moments are checks the matrix
+holds at (tritonpt.stopping.hold_at): its first check ("at start", the server up and watched) and its first parity
+check ("mid-matrix", after the backend, bad-request and health checks).
 """
 
 from __future__ import annotations
 
 import os
 import signal
-import time
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from ..helpers import matrix_command, server_pids
-from .injector import FaultRun, Outcome
+from .injector import MATRIX_MOMENTS, FaultRun, Outcome
 
 pytestmark = pytest.mark.slow
 
-STARTED = "Started HTTPService"
 START_TIMEOUT_S = 240.0
 DEAD_BOUND_S = 10.0
 """The goal: a dead server ends the run within 10 s."""
@@ -29,13 +27,18 @@ CTRL_C_BOUND_S = 15.0
 """Ctrl-C: pytest's teardown stops the server (SIGTERM; Triton unloads the models and exits)."""
 HUNG_BOUND_S = 20.0
 """A server that stops answering ends the run (five missed probes, at most about 7.5 s, then SIGKILL)."""
-MOMENTS = {"at start": 0.0, "mid-matrix": 0.4}
+MOMENTS = MATRIX_MOMENTS
 
 
-def _matrix_run(run: FaultRun, *args: str) -> Path:
+def _matrix_run(run: FaultRun, *args: str, moment: str | None = None) -> Path:
+    """The matrix on the fault's repository; with ``moment``, held there until the fault comes."""
     assert run.repository is not None
     reports = run.folder / "reports"
+    if moment is not None:
+        run.hold(MOMENTS[moment])
     run.start(matrix_command(run.repository, reports, "--target", "local", *args))
+    if moment is not None:
+        run.wait_held(START_TIMEOUT_S)
     return reports
 
 
@@ -53,9 +56,7 @@ def test_a_local_server_that_dies_ends_the_run(
     fault: Callable[..., FaultRun], record: Callable[[Outcome], Outcome], sig: signal.Signals, moment: str
 ) -> None:
     run = fault(f"{sig.name} of tritonserver", f"matrix, {moment} (local)", DEAD_BOUND_S)
-    reports = _matrix_run(run)
-    run.wait_file(reports / "tritonserver.log", STARTED, START_TIMEOUT_S)
-    time.sleep(MOMENTS[moment])
+    reports = _matrix_run(run, moment=moment)
     run.inject(lambda: _signal_server(run, sig))
     outcome = run.finish(expected_exit=(1,))
     verdict = (
@@ -79,14 +80,12 @@ def test_ctrl_c_of_the_matrix_stops_its_server(
     run = fault(
         "Ctrl-C of the matrix (python -m tritonpt.matrix)", f"matrix, {moment} (local)", CTRL_C_BOUND_S
     )
-    reports = _matrix_run(run)
-    log = reports / "tritonserver.log"
     if moment == "during server start":
+        reports = _matrix_run(run)
         # The log exists once the process runs; the models load before the HTTP service starts.
-        run.wait_file(log, "loading: ", START_TIMEOUT_S)
+        run.wait_file(reports / "tritonserver.log", "loading: ", START_TIMEOUT_S)
     else:
-        run.wait_file(log, STARTED, START_TIMEOUT_S)
-        time.sleep(MOMENTS["mid-matrix"])
+        _matrix_run(run, moment=moment)
     run.interrupt()
     outcome = record(run.finish(expected_exit=(1, 2)))
     assert outcome.passed, outcome.explain()
@@ -98,9 +97,7 @@ def test_a_local_server_that_stops_answering_is_killed_and_the_run_ends(
     """SIGSTOP, as a deadlock looks from outside: the process runs, nothing answers. It must not outlive the run
     (on a GPU runner it would hold the GPU and its ports for the next job), and the paragraph says what it did."""
     run = fault("SIGSTOP of tritonserver", "matrix, mid-matrix (local)", HUNG_BOUND_S)
-    reports = _matrix_run(run)
-    run.wait_file(reports / "tritonserver.log", STARTED, START_TIMEOUT_S)
-    time.sleep(MOMENTS["mid-matrix"])
+    _matrix_run(run, moment="mid-matrix")
     run.inject(lambda: _signal_server(run, signal.SIGSTOP))
     outcome = run.finish(expected_exit=(1,))
     outcome.extra_ok = (
@@ -124,9 +121,7 @@ def test_a_stop_signal_to_the_matrix_stops_its_server(
     run = fault(
         f"{name} of the matrix (python -m tritonpt.matrix)", "matrix, mid-matrix (local)", CTRL_C_BOUND_S
     )
-    reports = _matrix_run(run)
-    run.wait_file(reports / "tritonserver.log", STARTED, START_TIMEOUT_S)
-    time.sleep(MOMENTS["mid-matrix"])
+    _matrix_run(run, moment="mid-matrix")
     run.signal(sig)
     outcome = record(run.finish(expected_exit=(code,)))
     assert outcome.passed, outcome.explain()
@@ -139,9 +134,7 @@ def test_a_sigkilled_matrix_takes_its_server_along(
     run = fault(
         "SIGKILL of the matrix (python -m tritonpt.matrix)", "matrix, mid-matrix (local)", DEAD_BOUND_S
     )
-    reports = _matrix_run(run)
-    run.wait_file(reports / "tritonserver.log", STARTED, START_TIMEOUT_S)
-    time.sleep(MOMENTS["mid-matrix"])
+    _matrix_run(run, moment="mid-matrix")
     run.signal(signal.SIGKILL)
     outcome = record(run.finish(expected_exit=(-signal.SIGKILL,)))
     assert outcome.passed, outcome.explain()

@@ -96,7 +96,11 @@ if sys.argv[1] == "gevent's own":
 silent = socket.create_server(("127.0.0.1", 0))  # takes the connection, never answers
 port = silent.getsockname()[1]
 endpoints = client.Endpoints.on_host("127.0.0.1", http_port=port, grpc_port=port, metrics_port=port)
-threading.Timer(0.5, os.kill, (os.getpid(), signal.SIGTERM)).start()
+def stop_once_asked():  # the request's bytes have come: the client waits in gevent's loop for the answer
+    connection, _ = silent.accept()
+    connection.recv(1)
+    os.kill(os.getpid(), signal.SIGTERM)
+threading.Thread(target=stop_once_asked, daemon=True).start()
 with stopping.stop_signals_interrupt():
     try:
         client.statistics(endpoints, "m")

@@ -373,6 +373,12 @@ def _abort(config: pytest.Config, instance: Server, report: Report, reports: Pat
     end_now(instance, ending, what="run", write_reports=write)
 
 
+def pytest_runtest_call(item: pytest.Item) -> None:
+    """A fault test's pause at a check it names (``$TRITONPT_HOLD_AT``: ``check `` for the first, the server up and
+    watched; ``test_parity.py::`` for one mid-matrix), else nothing (tritonpt.stopping.hold_at)."""
+    stopping.hold_at(f"check {item.nodeid}")
+
+
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(
     item: pytest.Item, call: pytest.CallInfo[None]
