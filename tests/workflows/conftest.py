@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import shutil
 import subprocess
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 import pytest
@@ -56,6 +56,48 @@ def actions_folder() -> Path | None:
 @pytest.fixture(scope="session")
 def checkout(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return snapshot(tmp_path_factory.mktemp("checkout"))
+
+
+class Started:
+    """The lanes the selected tests name (``@pytest.mark.lanes(lane, ...)``), all started when the tier begins: act's
+    jobs mostly wait (on a server, on a merge's shards, on a GPU preflight that fails), so independent lanes run
+    side by side; each test then waits for its own lane's result."""
+
+    def __init__(self, lanes: Sequence[Lane], *, repo: Path, actions_folder: Path | None) -> None:
+        self._running = {
+            lane.name: start(lane, repo=repo, reports=REPORTS, actions_folder=actions_folder)
+            for lane in lanes
+        }
+        self._results: dict[str, Result] = {}
+
+    def result(self, lane: Lane, *, timeout: float) -> Result:
+        """The lane's result (cancelled if it has not ended within ``timeout`` seconds of this call)."""
+        if lane.name not in self._results:
+            self._results[lane.name] = self._running[lane.name].wait(timeout=timeout)
+        return self._results[lane.name]
+
+    def cancel_the_rest(self) -> None:
+        for name, running in self._running.items():
+            if name not in self._results and running.process.poll() is None:
+                running.wait(timeout=0)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "lanes(*lanes): act runs the test reads, started with the tier's others"
+    )
+
+
+@pytest.fixture(scope="session", autouse=True)
+def started(request: pytest.FixtureRequest, checkout: Path, actions_folder: Path | None) -> Iterator[Started]:
+    """Every lane a selected test names, started at once as the tier begins."""
+    lanes: dict[str, Lane] = {}
+    for item in request.session.items:
+        for marker in item.iter_markers("lanes"):
+            lanes.update({lane.name: lane for lane in marker.args})
+    runs = Started(list(lanes.values()), repo=checkout, actions_folder=actions_folder)
+    yield runs
+    runs.cancel_the_rest()
 
 
 Launch = Callable[..., Running]

@@ -9,24 +9,28 @@ check. The cache server's store lives in the tritonpt cache, as a repository's A
 from __future__ import annotations
 
 import json
+import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
 
 from tritonpt.shards import Costs, split
-from tritonpt.testing.workflows.runner import Lane, Result, start
+from tritonpt.testing.workflows.runner import Lane, Result
 
-from .conftest import MAIN, REPORTS, Launch, commit, snapshot
+from .conftest import MAIN, Launch, Started, commit, snapshot
 
 CI = Path(".github/workflows/ci.yml")
 BROKEN = "multi_io"
-# The bad commit: reference.py writes one model's expected outputs off by one, so export succeeds (it checks the
-# saved model against eager PyTorch in memory) and the served model then disagrees with its reference.
-REFERENCE = "src/tritonpt/reference.py"
-WRITES_OUTPUTS = 'arrays[_key(case.id, "outputs", info.name)] = array\n'
-BREAKS_OUTPUTS = (
-    f'arrays[_key(case.id, "outputs", info.name)] = array + 1 if reference.model == "{BROKEN}" else array\n'
+# The bad commit: the matrix's parity check reads one model's expected outputs off by one, so that model's parity
+# fails. It changes the checks, not what export writes (the export cache's key holds the export code, not the
+# matrix), so both runs take the built-in set from the export cache (tritonpt.export.cache) instead of compiling it.
+PARITY = "src/tritonpt/matrix/test_parity.py"
+READS_EXPECTED = "    comparisons = _compare_outputs(triton, model, got, reference_case.outputs)\n"
+BREAKS_EXPECTED = (
+    "    expected = reference_case.outputs\n"
+    f"    expected = tuple(o + 1 for o in expected) if model.name == {BROKEN!r} else expected\n"
+    "    comparisons = _compare_outputs(triton, model, got, expected)\n"
 )
 
 
@@ -34,13 +38,14 @@ def _merge_lane(name: str) -> Lane:
     return Lane(workflow=CI, job="merge", payload=MAIN, name=name)
 
 
+GREEN = _merge_lane("ci-merge-green")
+LINT = Lane(workflow=CI, job="tests", matrix=("session:lint",), name="ci-tests-lint")
+
+
 @pytest.fixture(scope="module")
-def green(checkout: Path, actions_folder: Path | None) -> Result:
+def green(started: Started) -> Result:
     """The first run, green; the second run's shards balance by its merged seconds."""
-    running = start(
-        _merge_lane("ci-merge-green"), repo=checkout, reports=REPORTS, actions_folder=actions_folder
-    )
-    return running.wait(timeout=2400)
+    return started.result(GREEN, timeout=2400)
 
 
 def _shard_summaries(result: Result) -> dict[int, dict[str, object]]:
@@ -57,10 +62,12 @@ def _checks(junit: Path) -> set[str]:
     return {f"{case.get('classname')}::{case.get('name')}" for case in root.iter("testcase")}
 
 
-def test_a_session_job_runs_green(launch: Launch) -> None:
-    result = launch(Lane(workflow=CI, job="tests", matrix=("session:lint",), name="ci-tests-lint")).wait(
-        timeout=1800
-    )
+@pytest.mark.lanes(LINT)
+def test_a_session_job_runs_green(started: Started) -> None:
+    """The job's glue: the runner, the cache step (saved in its post stage), the session's step. The session is
+    the outer run's to prove; where that run passed it on this very tree, the job reuses its proof
+    (tritonpt.testing.proofs) instead of linting again."""
+    result = started.result(LINT, timeout=1800)
     (job,) = result.report.jobs_named("tests")
     assert job.result == "success", result.log("tests")
     assert [s.outcome for s in job.steps] == ["success"] * len(job.steps)
@@ -71,6 +78,7 @@ def test_a_session_job_runs_green(launch: Launch) -> None:
     assert result.ok, result.report.to_markdown()
 
 
+@pytest.mark.lanes(GREEN)
 def test_the_integration_shards_and_their_merge_run_green(green: Result) -> None:
     shards = green.report.jobs_named("integration")
     assert sorted(str(j.matrix["shard"]) for j in shards) == ["1", "2"]
@@ -101,15 +109,16 @@ def test_the_integration_shards_and_their_merge_run_green(green: Result) -> None
     assert green.ok, green.report.to_markdown()
 
 
+@pytest.mark.lanes(GREEN)
 def test_a_shard_that_fails_parity_fails_the_merge_which_names_it_and_the_check(
     green: Result, launch: Launch, tmp_path: Path
 ) -> None:
     repo = snapshot(tmp_path / "broken")
-    reference = repo / REFERENCE
-    text = reference.read_text(encoding="utf-8")
-    assert text.count(WRITES_OUTPUTS) == 1, f"the line this fault changes moved: look for it in {REFERENCE}"
-    reference.write_text(text.replace(WRITES_OUTPUTS, BREAKS_OUTPUTS), encoding="utf-8")
-    commit(repo, f"reference: {BROKEN}'s expected outputs written off by one")
+    parity = repo / PARITY
+    text = parity.read_text(encoding="utf-8")
+    assert text.count(READS_EXPECTED) == 1, f"the line this fault changes moved: look for it in {PARITY}"
+    parity.write_text(text.replace(READS_EXPECTED, BREAKS_EXPECTED), encoding="utf-8")
+    commit(repo, f"matrix: {BROKEN}'s expected outputs read off by one")
     result = launch(_merge_lane("ci-merge-broken"), repo=repo).wait(timeout=2400)
 
     # Balanced by the first run: each shard restored its merged seconds and split by them.
@@ -118,7 +127,12 @@ def test_a_shard_that_fails_parity_fails_the_merge_which_names_it_and_the_check(
     costs = Costs.read(costs_file)
     assert costs.seconds, "the first run's merged summary holds no seconds per model"
     for job in result.report.jobs_named("integration"):
-        assert f"Cache restored from key: ci-shard-costs-{green.run_id}" in result.log_of(job)
+        log = result.log_of(job)
+        assert f"Cache restored from key: ci-shard-costs-{green.run_id}" in log
+        # The bad commit is outside the export's key: the first run's exports are copied, none compiled again.
+        exports = re.findall(r"cache: export \S+ (hit|miss)", log)
+        assert exports, "the shard said nothing of the export cache"
+        assert set(exports) == {"hit"}, log
     summaries = _shard_summaries(result)
     every = sorted({m for s in summaries.values() for m in s["shard"]["models"]})
     expected = split(every, 2, costs)

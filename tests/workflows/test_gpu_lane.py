@@ -16,7 +16,7 @@ import pytest
 
 from tritonpt.testing.workflows.runner import Lane
 
-from .conftest import Launch
+from .conftest import Started
 
 GPU = Path(".github/workflows/gpu.yml")
 PREFLIGHT = "GPU preflight"
@@ -29,13 +29,26 @@ def _gpu_answers() -> bool:
     return subprocess.run(["nvidia-smi"], capture_output=True, check=False, timeout=60).returncode == 0
 
 
-@pytest.mark.parametrize("count", [1, 2, 3])
-def test_the_plan_fans_out_to_that_many_shards_and_the_merge_expects_them(launch: Launch, count: int) -> None:
-    result = launch(
-        Lane(
-            workflow=GPU, event="workflow_dispatch", inputs={"shards": str(count)}, name=f"gpu-shards-{count}"
-        )
-    ).wait(timeout=1800)
+FANS = {
+    count: Lane(
+        workflow=GPU, event="workflow_dispatch", inputs={"shards": str(count)}, name=f"gpu-shards-{count}"
+    )
+    for count in (1, 2, 3)
+}
+BAD_COUNTS = {
+    shards: Lane(
+        workflow=GPU, event="workflow_dispatch", inputs={"shards": shards}, name=f"gpu-shards-bad-{shards}"
+    )
+    for shards in ("0", "17", "two")
+}
+
+
+@pytest.mark.lanes(*FANS.values())
+@pytest.mark.parametrize("count", FANS)
+def test_the_plan_fans_out_to_that_many_shards_and_the_merge_expects_them(
+    started: Started, count: int
+) -> None:
+    result = started.result(FANS[count], timeout=1800)
     (plan,) = result.report.jobs_named("plan")
     assert plan.result == "success", result.log("plan")
     shards = result.report.jobs_named("gpu-matrix")
@@ -74,16 +87,10 @@ def test_the_plan_fans_out_to_that_many_shards_and_the_merge_expects_them(launch
     assert not result.left
 
 
-@pytest.mark.parametrize("shards", ["0", "17", "two"])
-def test_a_shard_count_outside_1_to_16_fails_the_plan_with_its_error(launch: Launch, shards: str) -> None:
-    result = launch(
-        Lane(
-            workflow=GPU,
-            event="workflow_dispatch",
-            inputs={"shards": shards},
-            name=f"gpu-shards-bad-{shards}",
-        )
-    ).wait(timeout=600)
+@pytest.mark.lanes(*BAD_COUNTS.values())
+@pytest.mark.parametrize("shards", BAD_COUNTS)
+def test_a_shard_count_outside_1_to_16_fails_the_plan_with_its_error(started: Started, shards: str) -> None:
+    result = started.result(BAD_COUNTS[shards], timeout=600)
     (plan,) = result.report.jobs_named("plan")
     assert plan.result == "failure"
     plan_log = result.log("plan")

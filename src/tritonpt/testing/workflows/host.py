@@ -34,7 +34,17 @@ MARKER = "TRITONPT_ACT_RUN"
 """Every process of a run carries ``TRITONPT_ACT_RUN=<run id>`` in its environment: how its leftovers are found."""
 SECRET = re.compile(r"(TOKEN|SECRET|PASSW|CREDENTIAL|API_?KEY|PRIVATE|AUTH)", re.IGNORECASE)
 """Names that look like a secret's; their variables are not passed to the jobs (only their names are reported)."""
-OUTER = ("GITHUB_", "RUNNER_", "ACTIONS_", "NOX_", "VIRTUAL_ENV", "PYTHONHOME", "UV_PROJECT_ENVIRONMENT")
+OUTER = (
+    "GITHUB_",
+    "RUNNER_",
+    "ACTIONS_",
+    "NOX_",
+    "VIRTUAL_ENV",
+    "PYTHONHOME",
+    "PYTHONPATH",
+    "UV_PROJECT_ENVIRONMENT",
+    "TRITONPT_HOLD",
+)
 """An outer run's variables (a GitHub job, the nox session that runs this), which would leak into the jobs' own."""
 
 

@@ -8,6 +8,8 @@ What a run is given:
     actions      from the folder of pinned tarballs (tritonpt.testing.workflows.actions), or GitHub at the commits
     runner       this machine in act's self-hosted mode (``-P LABEL=-self-hosted`` for every label the jobs ask for)
     tool cache   this Python for actions/setup-python (host.tool_cache)
+    proofs       a job's `nox -s S` reuses what the outer run proved on the same tree (tritonpt.testing.proofs),
+                 unless the lane says otherwise (Lane.proofs)
     servers      act's artifact server and cache server, both on 127.0.0.1 only, on ports of their own; the cache
                  server's store is kept in the cache between runs (as a repository's Actions cache is kept between
                  its runs), so one run's saved entries are the next run's restores
@@ -39,7 +41,7 @@ from pathlib import Path
 
 from tritonpt import backend, scratch
 from tritonpt.errors import HINT
-from tritonpt.testing import procs
+from tritonpt.testing import procs, proofs
 from tritonpt.testing.workflows import actions, host
 from tritonpt.testing.workflows.report import Job, Report, parse, read_events, write_logs
 from tritonpt.testing.workflows.spec import Workflow, WorkflowsError
@@ -68,6 +70,10 @@ class Lane:
         default_factory=dict
     )  # the event's, e.g. {"ref": "refs/heads/main"}
     name: str = ""  # the report folder's name; default from the options
+    # Whether a job's `nox -s S` may reuse what the outer run proved on the same tree (tritonpt.testing.proofs):
+    # a lane about the glue around a session needs no second proof of it; one that must see the session run (to
+    # cancel it while it runs) says False.
+    proofs: bool = True
 
     @property
     def slug(self) -> str:
@@ -272,6 +278,8 @@ def start(
     empty = work / "empty"
     empty.write_text("", encoding="utf-8")
     job_env, dropped = host.environment(home_dir=host.home(work / "home"), marker=run_id)
+    if lane.proofs:
+        job_env[proofs.PROOFS_ENV] = proofs.REUSE
     job_env.update(env or {})
     event = lane.event or (workflow.triggers[0] if workflow.triggers else "push")
     payload = folder / "event.json"
