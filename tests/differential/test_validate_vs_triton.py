@@ -718,9 +718,9 @@ NOT_HELD = {
     "take every other mutation down",
     "P002": "its warning is about the models served beside it, which this suite's server holds by the dozen",
     "A005": "dynamic_batching goes wrong only when requests are merged, which one request at a time does not show; "
-    "tests/system/test_pt2_backend.py sends 8 at once and holds it",
+    "`nox -s triton-qa`'s L0_torch_aoti_dynamic_batching sends 8 at once on the stock build and holds it",
     "A009": "a static batch axis serves rows after the first wrong, with the right shapes: the verdict here reads "
-    "shapes and types, not values; tests/system/test_pt2_backend.py holds it",
+    "shapes and types, not values; `nox -s triton-qa`'s L0_torch_aoti_static_batch holds it on the stock build",
     "A010": "dims other than the package's are served with garbage (or worse) and the right shapes, which the "
     "verdict here cannot tell from a right answer; the validator's checked run finds them",
 }

@@ -10,6 +10,7 @@ part when this module ends.
 
 from __future__ import annotations
 
+import concurrent.futures
 import hashlib
 import os
 import re
@@ -18,6 +19,7 @@ import subprocess
 import sys
 import textwrap
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -158,36 +160,65 @@ CASES = [
 ]  # fmt: skip
 
 
-@pytest.mark.parametrize(("case", "model", "extra", "words"), [pytest.param(*c, id=c[0]) for c in CASES])
+# One failure before anything is written, one inside the staged folder, one at import: none creates a folder.
+FRESH = ["factory-raises", "trace-freezes-a-branch", "dropout-in-train-mode", "module-syntax-error"]
+SIDE_BY_SIDE = 3
+"""Cases run at once: each is a process of its own in folders of its own, most of its time torch's import."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Ran:
+    done: subprocess.CompletedProcess[str]
+    folder: Path  # the case's own: its repository, and what it runs from
+    repository: Path
+
+
+@pytest.fixture(scope="module")
+def ran(previous: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[tuple[str, str], Ran]:
+    """Every case's `invoke export`, run side by side: ``(case, "keeps")`` over a copy of ``previous``,
+    ``(case, "fresh")`` into a repository folder that does not exist yet."""
+
+    def one(case: str, model: str, extra: list[str], where: str, folder: Path) -> Ran:
+        if where == "keeps":
+            repository = folder / "repository"
+            shutil.copytree(previous, repository)
+            done = _run(case, model, repository, folder, *extra)
+        else:
+            repository = folder / "new" / "repository"
+            done = _run(f"{case} (no repository yet)", model, repository, folder, *extra)
+        return Ran(done=done, folder=folder, repository=repository)
+
+    wanted = [(c, "keeps") for c in CASES] + [(c, "fresh") for c in CASES if c[0] in FRESH]
+    with concurrent.futures.ThreadPoolExecutor(SIDE_BY_SIDE) as pool:
+        running = {
+            (c[0], where): pool.submit(one, c[0], c[1], c[2], where, tmp_path_factory.mktemp(f"{c[0]}-{where}"))
+            for c, where in wanted
+        }
+    return {key: future.result() for key, future in running.items()}
+
+
+@pytest.mark.parametrize(("case", "words"), [pytest.param(c[0], c[3], id=c[0]) for c in CASES])
 def test_broken_model_keeps_the_previous_export(
-    previous: Path, tmp_path: Path, case: str, model: str, extra: list[str], words: str
+    ran: dict[tuple[str, str], Ran], previous: Path, case: str, words: str
 ) -> None:
-    repository = tmp_path / "repository"
-    shutil.copytree(previous, repository)
-    done = _run(case, model, repository, tmp_path, *extra)
+    it = ran[case, "keeps"]
+    done = it.done
     assert done.returncode == 1, done.stderr
     assert "Traceback" not in done.stdout + done.stderr
     assert words in _error_paragraph(done.stderr), done.stderr
     assert _is_one_paragraph(done.stderr), done.stderr
-    assert _tree(repository) == _tree(previous), "the failed export changed the repository"
+    assert _tree(it.repository) == _tree(previous), "the failed export changed the repository"
 
 
-# One failure before anything is written, one inside the staged folder, one at import: none creates a folder.
-FRESH = ["factory-raises", "trace-freezes-a-branch", "dropout-in-train-mode", "module-syntax-error"]
-
-
-@pytest.mark.parametrize(
-    ("case", "model", "extra", "words"), [pytest.param(*c, id=c[0]) for c in CASES if c[0] in FRESH]
-)
-def test_broken_model_creates_no_repository(
-    tmp_path: Path, case: str, model: str, extra: list[str], words: str
-) -> None:
-    repository = tmp_path / "new" / "repository"
-    done = _run(f"{case} (no repository yet)", model, repository, tmp_path, *extra)
+@pytest.mark.parametrize(("case", "words"), [pytest.param(c[0], c[3], id=c[0]) for c in CASES if c[0] in FRESH])
+def test_broken_model_creates_no_repository(ran: dict[tuple[str, str], Ran], case: str, words: str) -> None:
+    it = ran[case, "fresh"]
+    done = it.done
     assert done.returncode == 1, done.stderr
     assert "Traceback" not in done.stdout + done.stderr
     assert words in _error_paragraph(done.stderr), done.stderr
-    assert not (tmp_path / "new").exists(), sorted(str(p) for p in (tmp_path / "new").rglob("*"))
+    new = it.folder / "new"
+    assert not new.exists(), sorted(str(p) for p in new.rglob("*"))
 
 
 def test_the_sound_model_replaces_the_previous_export(previous: Path, tmp_path: Path) -> None:

@@ -1,11 +1,12 @@
-"""pytorch_backend r26.05's PT2 path, on both of its builds, for each behaviour written up in docs/upstream/:
+"""pytorch_backend r26.05's PT2 path, our patched build (r26.05+tritonpt.1, src/tritonpt/backend/patches/r26.05/),
+for each behaviour written up in docs/upstream/: each test shows its patch's fix, against the real server 2.51.0
+with the PT2 build under its second name.
 
-    stock     NVIDIA's sources as pinned (what an NGC image of Triton 26.03 or later runs): each test shows the
-              bug, so that the day a pinned update fixes one it fails and says which refusal to lift
-    patched   ours, r26.05+tritonpt.1 (src/tritonpt/backend/patches/r26.05/): each test shows its patch's fix
-
-Each test runs once per build (ids ``stock`` and ``patched``), against the real server 2.51.0 with the PT2 build
-under its second name. docs/upstream/ holds each one in the form of NVIDIA's qa/L0_torch_aoti as well.
+The stock build's bugs (NVIDIA's sources as pinned, what an NGC image of Triton 26.03 or later runs) are held by
+`nox -s triton-qa`: docs/upstream/qa/ holds each of these behaviours as a test in the form of NVIDIA's
+qa/L0_torch_aoti, run on both builds; on stock each must fail (showing its bug, so that the day a pinned update
+fixes one the session fails, naming the test and the patch it needs), on the patched build each must pass. The
+stock build's crash on a mismatched output type is also tests/system/test_crash_hunt.py's.
 """
 
 from __future__ import annotations
@@ -36,17 +37,11 @@ CONCURRENT = 8
 MODEL = "multi_io_pt2"
 
 
-@pytest.fixture(params=["stock", "patched"])
-def pt2(request: pytest.FixtureRequest) -> BuiltBackend:
-    """The PT2 build under test: the stock one (pt2_backend) or ours (pt2_patched)."""
-    built: BuiltBackend = request.getfixturevalue(
-        "pt2_backend" if request.param == "stock" else "pt2_patched"
-    )
-    return built
-
-
-def _patched(pt2: BuiltBackend) -> bool:
-    return bool(pt2.flavor)
+@pytest.fixture
+def pt2(pt2_patched: BuiltBackend) -> BuiltBackend:
+    """The PT2 build under test: ours."""
+    assert pt2_patched.flavor, pt2_patched.describe()
+    return pt2_patched
 
 
 def _serve(repository: Path, tmp_path: Path, built: BuiltBackend, pt2: BuiltBackend) -> LocalServer:
@@ -117,16 +112,8 @@ def test_dynamic_batching(
         )
         for row, got_all in answers
     )
-    assert merged.executions < CONCURRENT, "the batcher merged nothing: this run shows nothing about the bug"
-    if _patched(pt2):
-        assert right == CONCURRENT, (
-            f"{pt2.describe()}: {right} of {CONCURRENT} merged requests came back right"
-        )
-    else:
-        assert right < CONCURRENT, (
-            f"all {CONCURRENT} merged requests came back right: the pinned PT2 backend now splits a dynamic batch. "
-            "Let export write dynamic_batching for PT2 models on stock too and lift the validator's A005."
-        )
+    assert merged.executions < CONCURRENT, "the batcher merged nothing: this run shows nothing about the fix"
+    assert right == CONCURRENT, f"{pt2.describe()}: {right} of {CONCURRENT} merged requests came back right"
 
 
 # --- 0002: a static batch axis ---------------------------------------------------------------------------------
@@ -156,20 +143,10 @@ def test_a_static_batch_axis(tmp_path: Path, pytorch_backend: BuiltBackend, pt2:
         server.wait_models_ready(["static_pt2"])
         (one,) = client.infer(server.endpoints, "http", "static_pt2", {"ARGS[0]": rows[:1]}, ["RESULT"])
         assert np.allclose(one, expected[:1]), "batch 1, the package's own, is wrong: something else broke"
-        if _patched(pt2):
-            with pytest.raises(InferenceServerException) as refused:
-                client.infer(server.endpoints, "http", "static_pt2", {"ARGS[0]": rows}, ["RESULT"])
-            assert refused.value.status() == "400"
-            assert "has batch size 1 for a batch of 4: the package computes a fixed batch size" in str(
-                refused.value
-            )
-            return
-        (got,) = client.infer(server.endpoints, "http", "static_pt2", {"ARGS[0]": rows}, ["RESULT"])
-    assert np.allclose(got[0], expected[0]), "row 0 is wrong too: something else broke"
-    assert got.shape != expected.shape or not np.allclose(got, expected), (
-        "a static-batch package served every row of a batch of 4 right: the pinned PT2 backend now checks or "
-        "handles the batch axis. Revisit the validator's A009."
-    )
+        with pytest.raises(InferenceServerException) as refused:
+            client.infer(server.endpoints, "http", "static_pt2", {"ARGS[0]": rows}, ["RESULT"])
+    assert refused.value.status() == "400"
+    assert "has batch size 1 for a batch of 4: the package computes a fixed batch size" in str(refused.value)
 
 
 # --- 0003: an output data type other than the package's ------------------------------------------------------
@@ -192,14 +169,6 @@ def test_an_output_data_type_other_than_the_packages(
         for protocol in client.PROTOCOLS:  # twice: the first error leaves nothing broken behind
             with pytest.raises((InferenceServerException, OSError)) as failed:
                 client.infer(server.endpoints, protocol, MODEL, inputs, outputs)
-            if not _patched(pt2):
-                ended = server.exit_state(wait=10.0) or "still running"
-                assert "SIGSEGV" in ended, (
-                    f"the stock PT2 build survived a mismatched output type ({failed.value}): the pinned sources "
-                    "fixed THROW_TRITON_EXCEPTION's use-after-free. Revisit A011 and the differential's "
-                    "pt2_output_dtype_fp16."
-                )
-                return
             said = str(failed.value)
             assert (
                 'output tensor "RESULT[0]" has datatype TYPE_FP32 but model configuration expects TYPE_FP16'
@@ -275,15 +244,9 @@ def test_a_bad_boolean_parameter(
     with _serve(model.root.parent, tmp_path, pytorch_backend, pt2) as server:
         server.wait_ready()
         state = server.model_states([MODEL])[MODEL]
-    if _patched(pt2):
-        assert not state.ready
-        assert "Failed to parse 'INFERENCE_MODE' parameter" in state.reason
-        assert "failed to convert 'maybe' to boolean" in state.reason
-    else:
-        assert state.ready, (
-            f"the stock PT2 build refused INFERENCE_MODE 'maybe' ({state.reason}): the pinned sources read their "
-            "parameters now. Lift A007 for stock and let C017-C020 hold PT2 models."
-        )
+    assert not state.ready
+    assert "Failed to parse 'INFERENCE_MODE' parameter" in state.reason
+    assert "failed to convert 'maybe' to boolean" in state.reason
 
 
 def test_a_thread_count_beyond_an_int_is_refused_at_load(
@@ -326,16 +289,9 @@ def test_a_thread_count_is_applied(
             assert server.pid is not None
             seen[folder] = _threads(server.pid)
     grown = seen["with"] - seen["without"]
-    if _patched(pt2):
-        assert grown >= wanted - (os.cpu_count() or 1), (
-            f"INTRA_OP_THREAD_COUNT {wanted}: the server has {seen['with']} threads against {seen['without']} "
-            "without it"
-        )
-    else:
-        assert grown < wanted - (os.cpu_count() or 1), (
-            f"INTRA_OP_THREAD_COUNT {wanted} grew the stock PT2 build's threads ({seen}): it reads its parameters "
-            "now. Lift A007 for stock."
-        )
+    assert grown >= wanted - (os.cpu_count() or 1), (
+        f"INTRA_OP_THREAD_COUNT {wanted}: the server has {seen['with']} threads against {seen['without']} without it"
+    )
 
 
 # --- 0005: statistics -------------------------------------------------------------------------------------------
@@ -354,13 +310,8 @@ def test_the_compute_statistics(
             client.infer(server.endpoints, "grpc", MODEL, inputs, outputs)
         split = client.split(server.endpoints, MODEL)
     assert split.count == 10
-    if _patched(pt2):
-        assert split.in_order, split
-        assert 0 < split.compute_infer_ns < split.request_ns
-    else:
-        assert not split.in_order, (
-            f"the stock PT2 build reports its statistics in order ({split}): let the bench show its split"
-        )
+    assert split.in_order, split
+    assert 0 < split.compute_infer_ns < split.request_ns
 
 
 # --- The tune, told which build serves ----------------------------------------------------------------------------

@@ -251,3 +251,41 @@ def test_a_stop_set_aside_that_the_block_outruns_is_raised_as_it_ends_not_sent_t
     assert raised.value.signum == signal.SIGTERM
     time.sleep(stopping.RESEND_S * 5)  # the timer's moment has passed: it sent nothing (we are still here)
     assert signal.getsignal(signal.SIGTERM) == signal.SIG_DFL
+
+
+HOLDER = """
+import sys
+from tritonpt import console, stopping
+from tritonpt.console import Progress
+step = Progress()
+with console.guard():
+    step("[m] running eagerly")
+    step("[m] validating the staged model folder")
+    print("went past the hold", file=sys.stderr, flush=True)
+"""
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("held", [True, False], ids=["held", "not-held"])
+def test_a_front_door_holds_at_the_step_a_fault_test_names_until_it_is_stopped(
+    tmp_path: Path, held: bool
+) -> None:
+    """$TRITONPT_HOLD_AT: the front door says it holds (in $TRITONPT_HELD) and waits there, so the test's Ctrl-C
+    lands in that step however busy the machine is; without the variable nothing waits."""
+    said = tmp_path / "held.txt"
+    env = {**os.environ, "PYTHONPATH": str(Path(stopping.__file__).parents[1]), stopping.HELD_ENV: str(said)}
+    if held:
+        env[stopping.HOLD_ENV] = "validating the staged"
+    with subprocess.Popen(
+        [sys.executable, "-c", HOLDER], env=env, stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL
+    ) as door:
+        if held:
+            deadline = time.monotonic() + 50
+            while not said.is_file() and time.monotonic() < deadline and door.poll() is None:
+                time.sleep(0.05)
+            assert said.read_text(encoding="utf-8") == "holding at: [m] validating the staged model folder\n"
+            door.send_signal(signal.SIGINT)
+        _, stderr = door.communicate(timeout=50)
+    assert ("went past the hold" in stderr) == (not held), stderr
+    assert door.returncode == (130 if held else 0), stderr
+    assert said.exists() == held

@@ -54,7 +54,8 @@ def test_parity_under_dynamic_batching(triton: Server, batched_model: Model) -> 
             "not served with dynamic batching: pytorch_backend r26.05's stock PT2 path returns the whole merged batch "
             "to every request (docs/upstream/pt2-dynamic-batching.md), so export writes none for it and the "
             "validator refuses it (A005); `nox -s integration -- --pt2-build patched` exports and serves it with "
-            "dynamic batching on our patched build, and tests/system/test_pt2_backend.py holds both builds to it"
+            "dynamic batching on our patched build (tests/system/test_pt2_backend.py holds it; `nox -s triton-qa` "
+            "shows stock's bug)"
         )
     largest = max(model.reference.cases, key=lambda c: (c.batch_size, -len(c.id)))
     sizes = [

@@ -22,7 +22,7 @@ import time
 from importlib import metadata
 from pathlib import Path
 
-from tritonpt import scratch, stopping
+from tritonpt import caches, scratch, stopping
 from tritonpt.backend import Step, cache_root
 from tritonpt.errors import HINT, QaError
 from tritonpt.testing.qa.adapt import GENERATION, SUBSTITUTIONS
@@ -95,7 +95,9 @@ def models(plan: Plan, common: Path, *, log: Path, cache: Path | None = None, st
     folder = root / key(plan)
     if (folder / RECORD).is_file():
         step(f"{plan.suite.source.ref}: models from the cache ({folder})")
+        caches.note("qa-models", plan.suite.source.ref, hit=True, say=step)
         return folder
+    started_all = time.monotonic()
     root.mkdir(parents=True, exist_ok=True)
     with scratch.folder(f".{folder.name}-", inside=root) as staging:
         made = staging / "made"
@@ -113,6 +115,7 @@ def models(plan: Plan, common: Path, *, log: Path, cache: Path | None = None, st
         with stopping.ctrl_c_held():
             if not (folder / RECORD).is_file():  # another run may have made it meanwhile
                 made.replace(folder)
+    caches.note("qa-models", plan.suite.source.ref, hit=False, seconds=time.monotonic() - started_all, say=step)
     return folder
 
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
-from tritonpt import image
+from tritonpt import caches, image
 from tritonpt.image import DockerClient
 
 REPOSITORY = "tritonpt-standin"
@@ -60,7 +60,8 @@ def existing(client: DockerClient, tag: str) -> dict[str, object] | None:
 
 
 def image_of(client: DockerClient, role: str, tag: str, *, cached: bool, seconds: float) -> StandinImage:
-    """The :class:`StandinImage` that ``tag`` is in the engine now."""
+    """The :class:`StandinImage` that ``tag`` is in the engine now (the lookup noted in the run's cache ledger)."""
+    caches.note("image", f"{role} {tag}", hit=cached, seconds=seconds)
     info = client.api.inspect_image(tag)
     return StandinImage(
         role=role, tag=tag, id=str(info["Id"]), size=int(info["Size"]), cached=cached, seconds=seconds
