@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -58,6 +59,12 @@ def matrix_command(repository: Path, reports: Path, *args: str) -> list[str]:
         sys.executable, "-m", "tritonpt.matrix", "-q",
         "--repository", str(repository), "--reports", str(reports), *args,
     ]  # fmt: skip
+
+
+def outside_environment() -> dict[str, str]:
+    """This environment as a user's shell has it outside this checkout: without the session's PYTHONPATH (which
+    puts the checkout's src first, before any installed tritonpt) and without its VIRTUAL_ENV."""
+    return {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
 
 
 def installed_venv(work: Path, *requirements: str, deps: bool) -> Path:

@@ -10,7 +10,6 @@ references left as they were) exits non-zero, and its junit.xml names the parity
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 import xml.etree.ElementTree as ET
@@ -20,7 +19,7 @@ import pytest
 
 from tritonpt.versions import VERSIONS
 
-from ..helpers import ROOT, USER_MODULE, installed_venv, matrix_command
+from ..helpers import ROOT, USER_MODULE, installed_venv, matrix_command, outside_environment
 
 pytestmark = pytest.mark.slow
 
@@ -42,11 +41,10 @@ def project(tmp_path: Path) -> Path:
 
 
 def _tritonpt(venv: Path, project: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
     return subprocess.run(
         [str(venv / "bin" / "tritonpt"), *args],
         cwd=project,
-        env=env,
+        env=outside_environment(),
         capture_output=True,
         text=True,
         check=False,

@@ -191,7 +191,9 @@ def ran(previous: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[tuple[
     wanted = [(c, "keeps") for c in CASES] + [(c, "fresh") for c in CASES if c[0] in FRESH]
     with concurrent.futures.ThreadPoolExecutor(SIDE_BY_SIDE) as pool:
         running = {
-            (c[0], where): pool.submit(one, c[0], c[1], c[2], where, tmp_path_factory.mktemp(f"{c[0]}-{where}"))
+            (c[0], where): pool.submit(
+                one, c[0], c[1], c[2], where, tmp_path_factory.mktemp(f"{c[0]}-{where}")
+            )
             for c, where in wanted
         }
     return {key: future.result() for key, future in running.items()}
@@ -210,7 +212,9 @@ def test_broken_model_keeps_the_previous_export(
     assert _tree(it.repository) == _tree(previous), "the failed export changed the repository"
 
 
-@pytest.mark.parametrize(("case", "words"), [pytest.param(c[0], c[3], id=c[0]) for c in CASES if c[0] in FRESH])
+@pytest.mark.parametrize(
+    ("case", "words"), [pytest.param(c[0], c[3], id=c[0]) for c in CASES if c[0] in FRESH]
+)
 def test_broken_model_creates_no_repository(ran: dict[tuple[str, str], Ran], case: str, words: str) -> None:
     it = ran[case, "fresh"]
     done = it.done

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from ..helpers import installed_venv
+from ..helpers import installed_venv, outside_environment
 
 pytestmark = pytest.mark.slow
 
@@ -24,7 +24,15 @@ def venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _run(venv: Path, *command: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(command, cwd=venv.parent, capture_output=True, text=True, check=False, timeout=120)
+    return subprocess.run(
+        command,
+        cwd=venv.parent,
+        env=outside_environment(),
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+    )
 
 
 def test_the_console_script_and_python_m_answer(venv: Path) -> None:

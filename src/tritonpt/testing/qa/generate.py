@@ -115,7 +115,9 @@ def models(plan: Plan, common: Path, *, log: Path, cache: Path | None = None, st
         with stopping.ctrl_c_held():
             if not (folder / RECORD).is_file():  # another run may have made it meanwhile
                 made.replace(folder)
-    caches.note("qa-models", plan.suite.source.ref, hit=False, seconds=time.monotonic() - started_all, say=step)
+    caches.note(
+        "qa-models", plan.suite.source.ref, hit=False, seconds=time.monotonic() - started_all, say=step
+    )
     return folder
 
 
