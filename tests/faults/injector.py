@@ -296,9 +296,10 @@ class FaultRun:
 
     # --- leftovers ----------------------------------------------------------------------------------------------
 
-    def count_leftovers(self) -> tuple[dict[str, int], list[str]]:
-        """What is left once the front door exited; processes get SETTLE_S to end (a reaper finishing)."""
-        deadline = time.monotonic() + SETTLE_S
+    def count_leftovers(self, settle_s: float = SETTLE_S) -> tuple[dict[str, int], list[str]]:
+        """What is left once the front door exited; its processes get up to ``settle_s`` to end (a reaper
+        finishing), the wait ending as soon as none is left."""
+        deadline = time.monotonic() + settle_s
         while marked_processes(self.marker) and time.monotonic() < deadline:
             time.sleep(0.1)
         found: dict[str, list[str]] = {kind: [] for kind in LEFTOVER_KINDS}

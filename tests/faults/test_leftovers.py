@@ -96,7 +96,7 @@ def test_one_leftover_of_each_kind_is_counted(tmp_path: Path) -> None:
         (repository / SPLIT_FILE).with_suffix(".partial").write_text("{", encoding="utf-8")
         _plant(cache)
         assert marked_processes(run.marker), "the planted process carries the fault's marker"
-        counts, left = run.count_leftovers()
+        counts, left = run.count_leftovers(settle_s=0.5)  # the planted process stays: no use waiting for it
     finally:
         sleeper.kill()
         sleeper.wait()

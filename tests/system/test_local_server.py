@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import re
 import signal
+import socket
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -176,3 +177,28 @@ def test_an_answer_without_metrics_is_an_error_that_names_the_url(local: LocalSe
     right = parse_endpoints(local.endpoints.http_url, metrics_url=root.rstrip("/")).metrics_url
     assert right == local.endpoints.metrics_url
     assert "nv_inference_count" in client.metrics(replace(local.endpoints, metrics_url=right))
+
+
+def test_a_picked_port_taken_before_the_server_binds_it_is_picked_anew(
+    local: LocalServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two servers (or a server and a client) starting at once can be handed the same free port: the one that binds
+    second fails with "already in use", and starts again on ports picked anew."""
+    from tritonpt.server import local as local_module  # noqa: PLC0415
+
+    taken = socket.create_server(("127.0.0.1", 0))  # listening: tritonserver cannot bind it
+    real = local_module.free_ports
+    calls: list[list[int]] = []
+
+    def first_one_taken(count: int, host: str = "127.0.0.1") -> list[int]:
+        ports = real(count, host)
+        if not calls:
+            ports[0] = taken.getsockname()[1]
+        calls.append(ports)
+        return ports
+
+    monkeypatch.setattr(local_module, "free_ports", first_one_taken)
+    with taken, local:
+        assert len(calls) == 2, calls
+        assert local.flags.http_port == calls[1][0] != calls[0][0]
+        assert client.is_ready(local.endpoints)

@@ -235,6 +235,10 @@ def server_library_folder(install: TritonInstall) -> Path | None:
     return folder
 
 
+PORT_TRIES = 3
+"""Starts of a local server whose picked port was taken before it bound it (LocalServer.start)."""
+
+
 def free_ports(count: int, host: str = "127.0.0.1") -> list[int]:
     """``count`` distinct ports that nothing listens on right now (held together while picked)."""
     sockets: list[socket.socket] = []
@@ -350,6 +354,24 @@ class LocalServer(Server):
     @property
     def log_path(self) -> Path | None:
         return self._log_path
+
+    def start(self) -> None:
+        """Start as every runner does; a port picked free that another process bound before the server did (the
+        log says "already in use": two servers or clients starting at once on a busy machine) is picked anew, up
+        to :data:`PORT_TRIES` starts."""
+        for tried in range(1, PORT_TRIES + 1):
+            try:
+                super().start()
+            except ServerStartError:
+                picked = 0 in (
+                    self.requested.http_port,
+                    self.requested.grpc_port,
+                    self.requested.metrics_port,
+                )
+                if tried == PORT_TRIES or not picked or "already in use" not in self.log_tail(lines=200):
+                    raise
+            else:
+                return
 
     @property
     def pid(self) -> int | None:
