@@ -66,6 +66,9 @@ PINS = (
 RUN = timings.Run.current()
 DURATIONS = ("--durations=15", "--durations-min=2")
 """The slowest tests of a heavy tier, at the end of its output."""
+SIDE_BY_SIDE = ("-n", "auto", "--dist", "loadfile")
+"""pytest-xdist: one worker per core, each test file whole on one worker (a module's fixtures and the reliability
+part it writes stay in one process). For the tiers whose tests share nothing but the caches: unit and system."""
 
 
 def session(
@@ -250,14 +253,14 @@ def lint(session: nox.Session) -> None:
 def unit(session: nox.Session) -> None:
     """Unit tests: export, config, validation, backend, servers, images, doctor; real torch and protobuf, no server."""
     _install(session, "test")
-    _pytest(session, "tests/unit", *session.posargs)
+    _pytest(session, *SIDE_BY_SIDE, "tests/unit", *session.posargs)
 
 
 @session()
 def system(session: nox.Session) -> None:
     """System tests: real tritonservers, the front doors run as a person runs them, a real failing build."""
     _prepare(session, "test", build=["--pt2"])
-    _pytest(session, "tests/system", *session.posargs)
+    _pytest(session, *SIDE_BY_SIDE, "tests/system", *session.posargs)
 
 
 @session()

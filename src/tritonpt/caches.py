@@ -47,6 +47,7 @@ class Lookup:
     hit: bool
     seconds: float = 0.0  # a miss: how long making it took (0 where unknown)
     at: float = 0.0  # time.time() of the note
+    cache: str = ""  # the cache's root: the machine's, or a test's private one
 
     def line(self) -> str:
         cost = f" ({self.seconds:.0f} s to make)" if not self.hit and self.seconds else ""
@@ -56,7 +57,9 @@ class Lookup:
 def note(kind: Kind, what: str, *, hit: bool, seconds: float = 0.0, say: Say | None = None) -> Lookup:
     """Say one lookup in one line (with ``say``, the caller's progress printer; else on stderr), and append it to
     the run's ledger where one is set."""
-    lookup = Lookup(kind=kind, what=what, hit=hit, seconds=round(seconds, 1), at=round(time.time(), 3))
+    lookup = Lookup(
+        kind=kind, what=what, hit=hit, seconds=round(seconds, 1), at=round(time.time(), 3), cache=str(root())
+    )
     if say is None:
         print(lookup.line(), file=sys.stderr, flush=True)
     else:
@@ -81,22 +84,31 @@ def read(ledger: Path) -> list[Lookup]:
     for line in lines:
         try:
             data = json.loads(line)
-            found.append(Lookup(**{k: data[k] for k in ("kind", "what", "hit", "seconds", "at")}))
+            fields = {k: data[k] for k in ("kind", "what", "hit", "seconds", "at")}
+            found.append(Lookup(**fields, cache=str(data.get("cache", ""))))
         except (ValueError, KeyError, TypeError):
             continue
     return found
 
 
-def summary(lookups: Iterable[Lookup], kinds: Sequence[Kind] = KINDS) -> list[str]:
-    """One line per kind of cache: hits, misses, and what the misses cost."""
+def summary(
+    lookups: Iterable[Lookup], kinds: Sequence[Kind] = KINDS, *, shared: Path | None = None
+) -> list[str]:
+    """One line per kind of cache: hits, misses, and what the misses cost. With ``shared`` (the run's cache), the
+    lookups in other caches (the private ones tests make, to export or build for real) are counted apart."""
     every = list(lookups)
     lines = []
     for kind in kinds:
         of_kind = [lookup for lookup in every if lookup.kind == kind]
-        hits = sum(lookup.hit for lookup in of_kind)
-        misses = [lookup for lookup in of_kind if not lookup.hit]
+        private = [
+            lookup for lookup in of_kind if shared is not None and lookup.cache not in ("", str(shared))
+        ]
+        ours = [lookup for lookup in of_kind if lookup not in private]
+        hits = sum(lookup.hit for lookup in ours)
+        misses = [lookup for lookup in ours if not lookup.hit]
         cost = sum(lookup.seconds for lookup in misses)
         missed = f": {', '.join(sorted({m.what for m in misses}))}" if misses else ""
         paid = f", {cost:.0f} s making them" if cost else ""
-        lines.append(f"cache {kind:<9} {hits:>3} hit(s), {len(misses):>3} miss(es){paid}{missed}")
+        apart = f" (and {len(private)} in tests' private caches)" if private else ""
+        lines.append(f"cache {kind:<9} {hits:>3} hit(s), {len(misses):>3} miss(es){paid}{missed}{apart}")
     return lines

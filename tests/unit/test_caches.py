@@ -20,6 +20,7 @@ def test_a_lookup_is_said_once_and_appended_to_the_ledger(
     assert capsys.readouterr().err == "cache: export resnet18_pt2 miss (61 s to make)\n"
     assert said == ["cache: backend r25.10 cpu hit"]
     read = caches.read(ledger)
+    assert {n.cache for n in read} == {str(caches.root())}
     assert [(n.kind, n.what, n.hit, n.seconds) for n in read] == [
         ("export", "resnet18_pt2", False, 61.3),
         ("backend", "r25.10 cpu", True, 0.0),
@@ -59,6 +60,17 @@ def test_the_summary_has_a_line_per_kind_with_what_the_misses_cost() -> None:
         "cache backend     1 hit(s),   0 miss(es)",
         "cache image       0 hit(s),   0 miss(es)",
     ]
+
+
+def test_lookups_in_a_tests_private_cache_are_counted_apart(tmp_path: Path) -> None:
+    machine, private = tmp_path / "machine", tmp_path / "private"
+    lookups = [
+        caches.Lookup(kind="export", what="multi_io", hit=True, cache=str(machine)),
+        caches.Lookup(kind="export", what="resnet18", hit=False, seconds=9.0, cache=str(private)),
+        caches.Lookup(kind="export", what="fixed_shape", hit=False, seconds=1.0, cache=str(private)),
+    ]
+    (line,) = caches.summary(lookups, kinds=("export",), shared=machine)
+    assert line == "cache export      1 hit(s),   0 miss(es) (and 2 in tests' private caches)"
 
 
 def test_the_root_is_the_variable_else_xdg_else_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

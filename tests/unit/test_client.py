@@ -88,7 +88,7 @@ def test_a_whole_client_is_still_closed_when_collected(monkeypatch: pytest.Monke
 
 
 WAIT_THEN_STOP = """
-import os, signal, socket, sys, threading
+import os, signal, socket, sys, threading, time
 import gevent.hub
 from tritonpt import client, stopping
 if sys.argv[1] == "gevent's own":
@@ -96,11 +96,16 @@ if sys.argv[1] == "gevent's own":
 silent = socket.create_server(("127.0.0.1", 0))  # takes the connection, never answers
 port = silent.getsockname()[1]
 endpoints = client.Endpoints.on_host("127.0.0.1", http_port=port, grpc_port=port, metrics_port=port)
-def stop_once_asked():  # the request's bytes have come: the client waits in gevent's loop for the answer
+main = threading.get_native_id()
+def stop_once_waiting():  # the request came, and the main thread waits in gevent's loop (epoll) for the answer
     connection, _ = silent.accept()
     connection.recv(1)
+    wchan = f"/proc/self/task/{main}/wchan"
+    deadline = time.monotonic() + 30
+    while "epoll" not in open(wchan).read() and time.monotonic() < deadline:
+        time.sleep(0.001)
     os.kill(os.getpid(), signal.SIGTERM)
-threading.Thread(target=stop_once_asked, daemon=True).start()
+threading.Thread(target=stop_once_waiting, daemon=True).start()
 with stopping.stop_signals_interrupt():
     try:
         client.statistics(endpoints, "m")

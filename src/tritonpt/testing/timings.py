@@ -92,7 +92,7 @@ class Run:
             f"| {r.session} | {r.status} | {r.seconds:.0f} | {f'{r.seconds / total:.0%}' if total else '-'} |"
             for r in rows
         ]
-        lines += ["", "```", *caches.summary(caches.read(self.ledger)), "```", ""]
+        lines += ["", "```", *caches.summary(caches.read(self.ledger), shared=caches.root()), "```", ""]
         return "\n".join(lines)
 
 
