@@ -235,3 +235,26 @@ def test_a_check_that_fails_or_does_not_run_leaves_the_count_short(tmp_path: Pat
     quiet = tmp_path / "quiet"
     quiet.mkdir()
     assert ledger.tally(_flag_test(), _ledger(quiet, "true")).ran == 0  # nothing ran: nothing counted
+
+
+def test_a_stop_ends_the_test_a_leg_runs_in_its_thread_and_each_leg_has_ports_of_its_own(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Legs run in worker threads, where no signal arrives: the runner's stop is an event the wait looks at."""
+    import threading  # noqa: PLC0415
+
+    from tritonpt.testing.qa import run  # noqa: PLC0415
+
+    monkeypatch.setattr(run, "STOP", threading.Event())
+    process = subprocess.Popen(["sleep", "60"], start_new_session=True)
+    try:
+        with pytest.raises(subprocess.TimeoutExpired):
+            run._wait(process, 0.2)  # nothing asked it to stop: the timeout is the test's own
+        threading.Timer(0.2, run.STOP.set).start()
+        with pytest.raises(KeyboardInterrupt):
+            run._wait(process, 60)
+    finally:
+        run._end_group(process)
+    assert process.poll() is not None
+    legs = [run._leg_ports() for _ in range(20)]
+    assert len({port for ports in legs for port in ports}) == 60

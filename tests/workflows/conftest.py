@@ -4,13 +4,19 @@ this checkout and reads the run's report (tritonpt.testing.workflows).
 A snapshot is the working tree as git sees it (tracked files and untracked ones it does not ignore), committed once
 on a branch ``main`` in a fresh repository: a push of exactly what is here, whatever branch the checkout is on. A
 fault that is a bad change is one more commit on top of it, as a developer would push it.
+
+The lanes start together as the tier begins (``@pytest.mark.lanes``: :class:`Started`), a lane that needs another's
+run the moment that one ends (:class:`Then`); each test waits for its own, or cancels it.
 """
 
 from __future__ import annotations
 
 import shutil
 import subprocess
+import threading
+import time
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -58,27 +64,87 @@ def checkout(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return snapshot(tmp_path_factory.mktemp("checkout"))
 
 
-class Started:
-    """The lanes the selected tests name (``@pytest.mark.lanes(lane, ...)``), all started when the tier begins: act's
-    jobs mostly wait (on a server, on a merge's shards, on a GPU preflight that fails), so independent lanes run
-    side by side; each test then waits for its own lane's result."""
+@dataclass(frozen=True, kw_only=True)
+class Then:
+    """A lane that needs another's run first (its cache saves, say): started the moment ``after``'s act ends, on the
+    checkout ``repo`` makes from the snapshot (a bad commit on top, say)."""
 
-    def __init__(self, lanes: Sequence[Lane], *, repo: Path, actions_folder: Path | None) -> None:
+    lane: Lane
+    after: Lane
+    repo: Callable[[Path, Path], Path]  # (the snapshot, a folder of its own) -> the checkout to run on
+
+    @property
+    def name(self) -> str:
+        return self.lane.name
+
+
+class Started:
+    """The lanes the selected tests name (``@pytest.mark.lanes(lane, ...)``), all started when the tier begins, and
+    each :class:`Then` as soon as its first lane ends: act's jobs mostly wait (on a server, on a merge's shards, on
+    a GPU preflight that fails), so lanes that do not wait on each other run side by side. A test then takes its
+    lane's result, or (to cancel it) its run."""
+
+    def __init__(
+        self,
+        lanes: Sequence[Lane | Then],
+        *,
+        repo: Path,
+        actions_folder: Path | None,
+        folder: Callable[[str], Path],
+    ) -> None:
+        self._actions = actions_folder
+        self._results: dict[str, Result] = {}
         self._running = {
             lane.name: start(lane, repo=repo, reports=REPORTS, actions_folder=actions_folder)
             for lane in lanes
+            if isinstance(lane, Lane)
         }
-        self._results: dict[str, Result] = {}
+        self._lock = threading.Lock()
+        self._chains = [
+            threading.Thread(target=self._then, args=(then, repo, folder(then.name)), daemon=True)
+            for then in lanes
+            if isinstance(then, Then)
+        ]
+        for chain in self._chains:
+            chain.start()
+
+    def _then(self, then: Then, snapshot_repo: Path, folder: Path) -> None:
+        first = self._running[then.after.name]
+        first.process.wait()
+        checkout = then.repo(snapshot_repo, folder)
+        with self._lock:
+            self._running[then.name] = start(
+                then.lane, repo=checkout, reports=REPORTS, actions_folder=self._actions
+            )
+
+    def running(self, lane: Lane, *, timeout: float = 3600) -> Running:
+        """The lane's run, as it goes (a chained lane: once it has started)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            with self._lock:
+                if lane.name in self._running:
+                    return self._running[lane.name]
+            if time.monotonic() > deadline:
+                pytest.fail(f"the lane {lane.name} did not start within {timeout:.0f} s")
+            time.sleep(0.5)
 
     def result(self, lane: Lane, *, timeout: float) -> Result:
         """The lane's result (cancelled if it has not ended within ``timeout`` seconds of this call)."""
         if lane.name not in self._results:
-            self._results[lane.name] = self._running[lane.name].wait(timeout=timeout)
+            self._results[lane.name] = self.running(lane, timeout=timeout).wait(timeout=timeout)
         return self._results[lane.name]
 
+    def keep(self, lane: Lane, result: Result) -> None:
+        """A result a test took itself (a run it cancelled)."""
+        self._results[lane.name] = result
+
     def cancel_the_rest(self) -> None:
-        for name, running in self._running.items():
-            if name not in self._results and running.process.poll() is None:
+        for chain in self._chains:
+            chain.join(timeout=0)
+        with self._lock:
+            left = {n: r for n, r in self._running.items() if n not in self._results}
+        for running in left.values():
+            if running.process.poll() is None:
                 running.wait(timeout=0)
 
 
@@ -89,34 +155,22 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 @pytest.fixture(scope="session", autouse=True)
-def started(request: pytest.FixtureRequest, checkout: Path, actions_folder: Path | None) -> Iterator[Started]:
-    """Every lane a selected test names, started at once as the tier begins."""
-    lanes: dict[str, Lane] = {}
+def started(
+    request: pytest.FixtureRequest,
+    checkout: Path,
+    actions_folder: Path | None,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[Started]:
+    """Every lane a selected test names, started as the tier begins (a chained one when its first lane ends)."""
+    lanes: dict[str, Lane | Then] = {}
     for item in request.session.items:
         for marker in item.iter_markers("lanes"):
             lanes.update({lane.name: lane for lane in marker.args})
-    runs = Started(list(lanes.values()), repo=checkout, actions_folder=actions_folder)
+    runs = Started(
+        list(lanes.values()), repo=checkout, actions_folder=actions_folder, folder=tmp_path_factory.mktemp
+    )
     yield runs
     runs.cancel_the_rest()
-
-
-Launch = Callable[..., Running]
-
-
-@pytest.fixture
-def launch(actions_folder: Path | None, checkout: Path) -> Iterator[Launch]:
-    """``launch(lane, repo=...)``: a run started on the snapshot (or ``repo``); cancelled if the test ends first."""
-    started: list[Running] = []
-
-    def go(lane: Lane, *, repo: Path = checkout) -> Running:
-        running = start(lane, repo=repo, reports=REPORTS, actions_folder=actions_folder)
-        started.append(running)
-        return running
-
-    yield go
-    for running in started:
-        if running.process.poll() is None:
-            running.wait(timeout=0)
 
 
 def job_lines(result: Result, job_id: str) -> str:

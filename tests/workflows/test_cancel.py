@@ -16,22 +16,34 @@ import pytest
 from tritonpt.testing.workflows import host
 from tritonpt.testing.workflows.runner import Lane, until
 
-from .conftest import Launch
+from .conftest import Started
 
 CI = Path(".github/workflows/ci.yml")
 
 
-def test_a_run_cancelled_while_its_server_serves_leaves_no_server(launch: Launch) -> None:
-    running = launch(
-        Lane(workflow=CI, job="integration", matrix=("shard:1",), name="ci-cancel-server", proofs=False)
-    )
+SERVING = Lane(workflow=CI, job="integration", matrix=("shard:1",), name="ci-cancel-server", proofs=False)
+CONTAINER = Lane(
+    workflow=CI,
+    job="docker",
+    matrix=("session:container",),
+    name="ci-cancel-container",
+    proofs=False,  # the container session must run, to be cancelled while its container runs
+)
+
+
+@pytest.mark.lanes(SERVING)
+def test_a_run_cancelled_while_its_server_serves_leaves_no_server(started: Started) -> None:
+    running = started.running(SERVING)
 
     def serving() -> bool:
         return any("tritonserver" in command for _, command in host.marked(running.marker))
 
-    assert until(running, serving, timeout=1200), "no tritonserver of the run started within 20 minutes"
+    assert until(running, serving, timeout=1200, poll=0.2), (
+        "no tritonserver of the run started within 20 minutes"
+    )
     running.cancel()
     result = running.wait()
+    started.keep(SERVING, result)
     assert result.cancelled
     assert not result.left, result.left
     assert not host.marked(running.marker)
@@ -40,24 +52,18 @@ def test_a_run_cancelled_while_its_server_serves_leaves_no_server(launch: Launch
 @pytest.mark.skipif(
     shutil.which("sudo") is None, reason="the docker job runs `sudo`; install sudo (.ci/run does)"
 )
-def test_a_run_cancelled_while_its_container_runs_leaves_no_container(launch: Launch) -> None:
-    running = launch(
-        Lane(
-            workflow=CI,
-            job="docker",
-            matrix=("session:container",),
-            name="ci-cancel-container",
-            proofs=False,  # the container session must run, to be cancelled while its container runs
-        )
-    )
+@pytest.mark.lanes(CONTAINER)
+def test_a_run_cancelled_while_its_container_runs_leaves_no_container(started: Started) -> None:
+    running = started.running(CONTAINER)
 
     def container_up() -> bool:
         return any(c.status == "running" for c in host.containers(running.work))
 
-    if not until(running, container_up, timeout=1500):
+    if not until(running, container_up, timeout=1500, poll=0.2):
         pytest.fail(f"no container of the run started within 25 minutes: {running.folder / 'act.jsonl'}")
     running.cancel()
     result = running.wait()
+    started.keep(CONTAINER, result)
     assert result.cancelled
     assert not result.left, result.left
     assert not host.containers(running.work)

@@ -18,7 +18,7 @@ import pytest
 from tritonpt.shards import Costs, split
 from tritonpt.testing.workflows.runner import Lane, Result
 
-from .conftest import MAIN, Launch, Started, commit, snapshot
+from .conftest import MAIN, Started, Then, commit, snapshot
 
 CI = Path(".github/workflows/ci.yml")
 BROKEN = "multi_io"
@@ -38,7 +38,19 @@ def _merge_lane(name: str) -> Lane:
     return Lane(workflow=CI, job="merge", payload=MAIN, name=name)
 
 
+def _with_the_bad_commit(_: Path, folder: Path) -> Path:
+    """This checkout's snapshot plus the bad commit, as a developer would push it."""
+    repo = snapshot(folder / "broken")
+    parity = repo / PARITY
+    text = parity.read_text(encoding="utf-8")
+    assert text.count(READS_EXPECTED) == 1, f"the line this fault changes moved: look for it in {PARITY}"
+    parity.write_text(text.replace(READS_EXPECTED, BREAKS_EXPECTED), encoding="utf-8")
+    commit(repo, f"matrix: {BROKEN}'s expected outputs read off by one")
+    return repo
+
+
 GREEN = _merge_lane("ci-merge-green")
+BROKEN_LANE = Then(lane=_merge_lane("ci-merge-broken"), after=GREEN, repo=_with_the_bad_commit)
 LINT = Lane(workflow=CI, job="tests", matrix=("session:lint",), name="ci-tests-lint")
 
 
@@ -109,17 +121,12 @@ def test_the_integration_shards_and_their_merge_run_green(green: Result) -> None
     assert green.ok, green.report.to_markdown()
 
 
-@pytest.mark.lanes(GREEN)
+@pytest.mark.lanes(GREEN, BROKEN_LANE)
 def test_a_shard_that_fails_parity_fails_the_merge_which_names_it_and_the_check(
-    green: Result, launch: Launch, tmp_path: Path
+    green: Result, started: Started, tmp_path: Path
 ) -> None:
-    repo = snapshot(tmp_path / "broken")
-    parity = repo / PARITY
-    text = parity.read_text(encoding="utf-8")
-    assert text.count(READS_EXPECTED) == 1, f"the line this fault changes moved: look for it in {PARITY}"
-    parity.write_text(text.replace(READS_EXPECTED, BREAKS_EXPECTED), encoding="utf-8")
-    commit(repo, f"matrix: {BROKEN}'s expected outputs read off by one")
-    result = launch(_merge_lane("ci-merge-broken"), repo=repo).wait(timeout=2400)
+    """The second run starts the moment the first ends (its merge saved the seconds this one splits by)."""
+    result = started.result(BROKEN_LANE.lane, timeout=2400)
 
     # Balanced by the first run: each shard restored its merged seconds and split by them.
     costs_file = tmp_path / "first-run-summary.json"

@@ -3,17 +3,18 @@
 from __future__ import annotations
 
 import argparse
+import concurrent.futures
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from tritonpt import stopping
 from tritonpt.backend.serving import PT2_NAME
 from tritonpt.errors import TritonPtError
-from tritonpt.testing.qa import report
-from tritonpt.testing.qa.plan import PLANS
-from tritonpt.testing.qa.run import control_held, run_plan
+from tritonpt.testing.qa import report, run
+from tritonpt.testing.qa.plan import PLANS, Plan
+from tritonpt.testing.qa.run import QaResult, control_held, run_plan
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -41,17 +42,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"triton-qa: {line}", file=sys.stderr, flush=True)
 
     started = time.monotonic()
+    legs = [
+        (plan, build)
+        for plan in PLANS
+        if not options.suite or plan.suite.source.ref in options.suite
+        for build in (
+            (options.pt2_build or ["stock", "patched"]) if plan.suite.backend == PT2_NAME else ["stock"]
+        )
+    ]
     results, controls = [], []
     try:
         with stopping.stop_signals_interrupt():
-            for plan in PLANS:
-                if options.suite and plan.suite.source.ref not in options.suite:
-                    continue
-                pt2 = plan.suite.backend == PT2_NAME
-                for build in (options.pt2_build or ["stock", "patched"]) if pt2 else ["stock"]:
-                    ran, checked = run_plan(plan, reports=options.reports, step=say, pt2_build=build)
-                    results += ran
-                    controls += checked
+            for ran, checked in _side_by_side(legs, reports=options.reports, step=say):
+                results += ran
+                controls += checked
     except KeyboardInterrupt as interrupt:
         say("interrupted; the running test's processes were stopped and no report was written")
         return stopping.exit_code(interrupt)
@@ -75,6 +79,29 @@ def main(argv: Sequence[str] | None = None) -> int:
             file=sys.stderr,
         )
     return 1 if failed or broken else 0
+
+
+LEGS_AT_ONCE = 2
+"""Legs (a suite against one build) run at once, each in its own scratch copy of qa/ with its own server ports:
+their test.sh scripts mostly wait (for a server to load, a client to run), so two fill a 2-core machine."""
+
+
+def _side_by_side(
+    legs: Sequence[tuple[Plan, str]], *, reports: Path, step: Callable[[str], None]
+) -> list[tuple[list[QaResult], list[QaResult]]]:
+    """Every leg's results, in the legs' order. A stop (or a leg's error) sets :data:`run.STOP`, so that the
+    other legs end their running test and leave nothing running, before it is raised here."""
+    with concurrent.futures.ThreadPoolExecutor(LEGS_AT_ONCE) as pool:
+        running = [
+            pool.submit(run_plan, plan, reports=reports, step=step, pt2_build=build) for plan, build in legs
+        ]
+        try:
+            return [future.result() for future in running]
+        except BaseException:
+            run.STOP.set()
+            for future in running:
+                future.cancel()
+            raise
 
 
 if __name__ == "__main__":

@@ -21,6 +21,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -167,7 +168,7 @@ def prepared(
     tarball = fetch_source(source, sources_folder(), step=step)
     pytorch, pt2 = _builds(plan, step, pt2_build)
     install = TritonInstall.locate()
-    ports = free_ports(3)
+    ports = _leg_ports()
     overlay = _overlay(plan)
     with scratch.folder("tritonpt-qa-") as work:
         qa = unpack_source(source, tarball, work / "src") / "qa"
@@ -255,7 +256,7 @@ def run_test(
             start_new_session=True,
         )
         try:
-            result.exit_code = process.wait(timeout=TEST_TIMEOUT_S)
+            result.exit_code = _wait(process, TEST_TIMEOUT_S)
         except subprocess.TimeoutExpired:
             result.status = "timed out"
         finally:
@@ -324,6 +325,39 @@ def control_held(result: QaResult) -> bool:
         and result.checks_run == result.checks
         and result.checks_passed == result.checks - 1
     )
+
+
+_HANDED_OUT: set[int] = set()
+_PORTS = threading.Lock()
+
+
+def _leg_ports() -> list[int]:
+    """Three free ports for a leg's servers, none handed to another leg of this run (legs run at once, and each
+    keeps its ports for every server its tests start)."""
+    with _PORTS:
+        while True:
+            ports = free_ports(3)
+            if not _HANDED_OUT.intersection(ports):
+                _HANDED_OUT.update(ports)
+                return ports
+
+
+STOP = threading.Event()
+"""Set by the runner when it is stopped: every leg's test running in a thread of its own ends (its group killed)."""
+
+
+def _wait(process: subprocess.Popen[bytes], timeout: float) -> int:
+    """The test's exit code; ``KeyboardInterrupt`` once :data:`STOP` is set (the leg runs in a worker thread,
+    where no signal arrives), ``TimeoutExpired`` after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            return process.wait(timeout=max(0.0, min(1.0, deadline - time.monotonic())))
+        except subprocess.TimeoutExpired:
+            if STOP.is_set():
+                raise KeyboardInterrupt from None
+            if time.monotonic() >= deadline:
+                raise
 
 
 def _end_group(process: subprocess.Popen[bytes]) -> int:
