@@ -11,7 +11,9 @@ gevent's timeout becomes here); a server that answers with an error raises trito
 
 from __future__ import annotations
 
+import collections
 import contextlib
+import threading
 import time
 import urllib.parse
 import urllib.request
@@ -271,7 +273,22 @@ def infer(
         http(endpoints) if protocol == "http" else grpc(endpoints)
     )
     with opened as connection:
-        return infer_on(connection, protocol, model, inputs, outputs, datatypes=datatypes)
+        answered = infer_on(connection, protocol, model, inputs, outputs, datatypes=datatypes)
+    with _ANSWERED_LOCK:
+        _ANSWERED[endpoints.http, model] += 1
+    return answered
+
+
+_ANSWERED: collections.Counter[tuple[str, str]] = collections.Counter()
+_ANSWERED_LOCK = threading.Lock()
+
+
+def answered(endpoints: Endpoints, model: str) -> int:
+    """How many of this process's :func:`infer` requests the server at ``endpoints`` answered for ``model``. Triton
+    counts a request in its statistics after it has sent the response, so a count read right after an answer can
+    lag it: wait for this many (:func:`tritonpt.checks.settled_statistics`) before reading counters as a baseline."""
+    with _ANSWERED_LOCK:
+        return _ANSWERED[endpoints.http, model]
 
 
 def infer_on(

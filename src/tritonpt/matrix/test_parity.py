@@ -63,7 +63,10 @@ def test_parity_under_dynamic_batching(triton: Server, batched_model: Model) -> 
         for size, _ in zip(itertools.cycle(REQUEST_SIZES), range(REQUESTS), strict=False)
     ]
     starts = [(i * 5) % max(1, largest.batch_size - size + 1) for i, size in enumerate(sizes)]
-    before = client.statistics(triton.endpoints, model.name)
+    # Triton counts a request after it answers it: the checks before this one may not all be counted yet.
+    before = checks.settled_statistics(
+        triton.endpoints, model.name, requests=client.answered(triton.endpoints, model.name)
+    )
 
     def one(index: int) -> list[str]:
         size, start = sizes[index], starts[index]
