@@ -58,7 +58,12 @@ def note(kind: Kind, what: str, *, hit: bool, seconds: float = 0.0, say: Say | N
     """Say one lookup in one line (with ``say``, the caller's progress printer; else on stderr), and append it to
     the run's ledger where one is set."""
     lookup = Lookup(
-        kind=kind, what=what, hit=hit, seconds=round(seconds, 1), at=round(time.time(), 3), cache=str(root())
+        kind=kind,
+        what=what,
+        hit=hit,
+        seconds=round(seconds, 1),
+        at=round(time.time(), 3),
+        cache=str(root().resolve()),  # an act job's cache is a link to the machine's
     )
     if say is None:
         print(lookup.line(), file=sys.stderr, flush=True)
@@ -101,7 +106,9 @@ def summary(
     for kind in kinds:
         of_kind = [lookup for lookup in every if lookup.kind == kind]
         private = [
-            lookup for lookup in of_kind if shared is not None and lookup.cache not in ("", str(shared))
+            lookup
+            for lookup in of_kind
+            if shared is not None and lookup.cache not in ("", str(shared.resolve()))
         ]
         ours = [lookup for lookup in of_kind if lookup not in private]
         hits = sum(lookup.hit for lookup in ours)

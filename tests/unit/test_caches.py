@@ -20,7 +20,7 @@ def test_a_lookup_is_said_once_and_appended_to_the_ledger(
     assert capsys.readouterr().err == "cache: export resnet18_pt2 miss (61 s to make)\n"
     assert said == ["cache: backend r25.10 cpu hit"]
     read = caches.read(ledger)
-    assert {n.cache for n in read} == {str(caches.root())}
+    assert {n.cache for n in read} == {str(caches.root().resolve())}
     assert [(n.kind, n.what, n.hit, n.seconds) for n in read] == [
         ("export", "resnet18_pt2", False, 61.3),
         ("backend", "r25.10 cpu", True, 0.0),
@@ -63,9 +63,12 @@ def test_the_summary_has_a_line_per_kind_with_what_the_misses_cost() -> None:
 
 
 def test_lookups_in_a_tests_private_cache_are_counted_apart(tmp_path: Path) -> None:
-    machine, private = tmp_path / "machine", tmp_path / "private"
+    """A test's private cache is counted apart; an act job's home links to the machine's cache, which counts as it."""
+    machine, private, linked = tmp_path / "machine", tmp_path / "private", tmp_path / "job-home-cache"
+    machine.mkdir()
+    linked.symlink_to(machine, target_is_directory=True)
     lookups = [
-        caches.Lookup(kind="export", what="multi_io", hit=True, cache=str(machine)),
+        caches.Lookup(kind="export", what="multi_io", hit=True, cache=str(linked.resolve())),
         caches.Lookup(kind="export", what="resnet18", hit=False, seconds=9.0, cache=str(private)),
         caches.Lookup(kind="export", what="fixed_shape", hit=False, seconds=1.0, cache=str(private)),
     ]
