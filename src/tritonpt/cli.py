@@ -18,6 +18,7 @@ import threading
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 from rich.markup import escape
 
@@ -62,6 +63,8 @@ def export(
     shard_costs: str = "",
     pt2_build: str = "stock",
     build_backend: bool = False,
+    from_file: str = "",
+    samples: str = "",
 ) -> None:
     from tritonpt import export as exporting  # noqa: PLC0415 - torch loads only when a task needs it
     from tritonpt.repository import Split, clear_split, write_split  # noqa: PLC0415
@@ -70,6 +73,35 @@ def export(
     with guard(debug=debug):
         formats = formats_of(one_of(model_format, FORMAT_CHOICES, option="--format", error=SpecError))
         build = _pt2_build(pt2_build)
+        kind = (
+            one_of(instance_kind, INSTANCE_KINDS, option="--instance-kind", error=SpecError)
+            if instance_kind
+            else None
+        )
+        axes = parse_dynamic_axes(dynamic_axes, error=SpecError) if dynamic_axes else None
+        example = "INTRA_OP_THREAD_COUNT=4"
+        settings = (
+            parse_assignments(parameters, option="--parameter", example=example, error=SpecError)
+            if parameters
+            else None
+        )
+        if from_file or samples:
+            _import_file(
+                Path(from_file),
+                samples=Path(samples) if samples else None,
+                name=name,
+                repository=repository,
+                elsewhere=bool(
+                    model or only or script or shard or len(formats) > 1 or formats[0] != "torchscript"
+                ),
+                max_batch_size=max_batch_size,
+                dynamic_axes=axes,
+                instance_kind=kind,
+                parameters=settings,
+                pt2_build=build,
+                step=progress,
+            )
+            return
         with contextlib.ExitStack() as beside:
             if build_backend:
                 beside.enter_context(
@@ -77,11 +109,6 @@ def export(
                         repository, pt2="pt2" in formats, patched=build == "patched", step=progress
                     )
                 )
-            kind = (
-                one_of(instance_kind, INSTANCE_KINDS, option="--instance-kind", error=SpecError)
-                if instance_kind
-                else None
-            )
             if model:
                 if not name:
                     msg = "--model needs --name: the model's folder and config name in the repository."
@@ -101,18 +128,9 @@ def export(
                         pt2_build=build,
                         method="script" if script else None,
                         max_batch_size=max_batch_size,
-                        dynamic_axes=parse_dynamic_axes(dynamic_axes, error=SpecError)
-                        if dynamic_axes
-                        else None,
+                        dynamic_axes=axes,
                         instance_kind=kind,
-                        parameters=parse_assignments(
-                            parameters,
-                            option="--parameter",
-                            example="INTRA_OP_THREAD_COUNT=4",
-                            error=SpecError,
-                        )
-                        if parameters
-                        else None,
+                        parameters=settings,
                     )
                     for each in formats
                 ]
@@ -168,6 +186,32 @@ def export(
                     err.print(f"[yellow]warning:[/yellow] [{result.name}] tracer: {note}")
             progress(f"validating {repository}")
             _validate(repository, pt2_build=build)
+
+
+def _import_file(
+    path: Path,
+    *,
+    samples: Path | None,
+    name: str,
+    repository: Path,
+    elsewhere: bool,
+    **options: Any,  # noqa: ANN401 - import_file's typed options, passed on as they came
+) -> None:
+    """`export --from-file FILE --name NAME --samples FILE.npz`: a model file made elsewhere, as a model folder."""
+    from tritonpt.export.imported import import_file  # noqa: PLC0415 - torch loads only when a task needs it
+
+    if not path.name or not name or elsewhere:
+        msg = (
+            "--from-file FILE imports a model file as it is, into --name's folder (its format is the file's), with "
+            "its inputs in --samples: give both, and leave out --model, --only, --shard, --script and --format, "
+            "which export a module."
+        )
+        raise SpecError(msg)
+    result = import_file(path, name=name, repository=repository, samples=samples, **options)
+    for note in result.notes:
+        options["step"](f"[{name}] {note}")
+    options["step"](f"validating {repository}")
+    _validate(repository, pt2_build=options["pt2_build"])
 
 
 BESIDE_STOP_S = 30.0

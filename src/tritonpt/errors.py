@@ -4,6 +4,7 @@
     ├── SpecError          a model definition that cannot be exported as given
     ├── ExportError        tracing, scripting or the reload check failed
     ├── ReferenceDataError reference.json / reference.npz cannot be read as export writes them
+    ├── InProcessError     a model's own file cannot be run in-process for its reference (or its samples.npz)
     ├── ValidationError    the model repository breaks one or more rules (carries the problems)
     ├── BackendError       the official pytorch backend could not be built or found
     ├── ServerError        a Triton server could not be started, reached or stopped
@@ -78,6 +79,22 @@ class ReferenceDataError(TritonPtError, ValueError):
 
     ``path`` is the file, ``field`` what in it is wrong, ``detail`` what was found and expected, ``fix`` what to
     do; a ValueError too, for callers that catch what reading a file can raise.
+    """
+
+    def __init__(self, *, path: Path, field: str, detail: str, fix: str) -> None:
+        self.path = path
+        self.field = field
+        self.detail = detail
+        self.fix = fix
+        super().__init__(f"{path}: {field}: {detail} {HINT} {fix}")
+
+
+class InProcessError(TritonPtError):
+    """A model's own file cannot be run in-process for the reference it is held to: it does not load, fails on its
+    samples, or mixes the rows of a batch; or a samples.npz does not fit its config.
+
+    ``path`` is the file, ``field`` what in it is wrong, ``detail`` what happened (the model's own words), ``fix``
+    what to do.
     """
 
     def __init__(self, *, path: Path, field: str, detail: str, fix: str) -> None:

@@ -47,6 +47,16 @@ class Provenance:
     torchscript_format: int  # 0 for a PT2 package
     exporter: str
     model_format: str = "torchscript"  # or "pt2" (torch.export + AOTInductor)
+    # What the outputs are: "export" (eager PyTorch, recorded when the model was exported) or "in-process" (the
+    # model's own file run by this torch, for a model without reference data: tritonpt.in_process).
+    source: str = "export"
+    samples: str = ""  # in-process: where its inputs came from ("samples.npz", "generated from config.pbtxt")
+
+    def held_to(self) -> str:
+        """What a check against these outputs holds the served model to, in words."""
+        if self.source == "export":
+            return f"eager outputs recorded at export (torch {self.torch_version})"
+        return f"its own file in-process (torch {self.torch_version}), on inputs {self.samples}"
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -99,6 +99,9 @@ class Report:
     probe_checks: dict[str, str] = field(
         default_factory=dict
     )  # node id -> the format of the probe it was sent to
+    # model -> what its outputs were held to: {"held_to": words, "source": "export" | "in-process", "torch": ...,
+    # "tolerances": {output: {"atol", "rtol"}}}, or {"held_to": "nothing", "error": why} (tritonpt.matrix.models)
+    held_to: dict[str, dict[str, object]] = field(default_factory=dict)
 
     def to_json(self) -> str:
         return json.dumps(
@@ -123,6 +126,7 @@ class Report:
                 "checks": self.checks,
                 "probes": self.probes,
                 "probe_checks": self.probe_checks,
+                "held_to": self.held_to,
                 "parity": [asdict(row) for row in self.parity],
             },
             indent=2,
@@ -164,10 +168,31 @@ class Report:
                 lines.append(
                     f"| {model} | `{runtime}` | {ref} | `{commit}` | {torch} | {self.devices.get(model, '?')} |"
                 )
+        if self.held_to:
+            lines += [
+                "",
+                "## What each model was held to",
+                "",
+                "| model | held to | tolerance |",
+                "|---|---|---|",
+            ]
+            for model, held in sorted(self.held_to.items()):
+                tolerances = held.get("tolerances")
+                said = (
+                    ", ".join(
+                        f"{name}: atol {t['atol']:g}, rtol {t['rtol']:g}"
+                        for name, t in tolerances.items()
+                        if isinstance(t, dict)
+                    )
+                    if isinstance(tolerances, dict)
+                    else "-"
+                )
+                what = f"**nothing**: {held.get('error')}" if held.get("error") else held.get("held_to")
+                lines.append(f"| {model} | {what} | {said} |")
         if self.parity:
             lines += [
                 "",
-                "## Parity: eager PyTorch vs Triton",
+                "## Parity: served outputs against the reference",
                 "",
                 "| model | protocol | case | output | result | max abs error | max rel error | atol / rtol |",
                 "|---|---|---|---|---|---|---|---|",
@@ -239,6 +264,7 @@ class Report:
             checks={str(k): list(v) for k, v in data.get("checks", {}).items()},
             probes={str(k): dict(v) for k, v in data.get("probes", {}).items()},
             probe_checks={str(k): str(v) for k, v in data.get("probe_checks", {}).items()},
+            held_to={str(k): dict(v) for k, v in data.get("held_to", {}).items()},
         )
 
     def write(self, folder: Path) -> tuple[Path, Path]:

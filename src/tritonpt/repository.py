@@ -66,6 +66,13 @@ SPLIT_FILE = ".tritonpt-split.json"
 """At the top of a repository a sharded export filled (Triton and the validator read only folders there)."""
 
 
+def serves_pytorch(config: ModelConfig) -> bool:
+    """Whether the pytorch backend serves the model: TorchScript (``pytorch_libtorch``) or a PT2 package."""
+    return config.platform in (PLATFORM, PT2_PLATFORM) or (
+        not config.platform and config.backend == "pytorch"
+    )
+
+
 def default_model_file(config: ModelConfig) -> str:
     """The file Triton reads from each version folder: ``default_model_filename``, else what the platform names
     (``model.pt2`` for torch_aoti, ``model.pt`` otherwise)."""

@@ -54,6 +54,8 @@ _SERVER_HELP = {
         "shard_costs": "a previous run's summary.json: balance the shards by its measured seconds per model (every shard the same file)",
         "pt2_build": "the PT2 build that will serve the PT2 copies: stock (default: no dynamic_batching, which stock serves wrong) or patched (ours: dynamic_batching written as for TorchScript)",
         "build_backend": "also build (or find cached) the backends the repository needs, side by side with the export (a first run overlaps the two)",
+        "from_file": "import a model file made elsewhere as it is (a TorchScript model.pt or an AOTInductor model.pt2) into --name's folder: config from what it takes and returns, reference data from it in-process",
+        "samples": "with --from-file: a .npz of its inputs, one array per input named as the input (INPUT__i, forward()'s argument or the package's call spec name), a first axis of samples",
         "debug": "show tracebacks",
     },
 )
@@ -75,6 +77,8 @@ def export(
     shard_costs: str = "",
     pt2_build: str = "stock",
     build_backend: bool = False,
+    from_file: str = "",
+    samples: str = "",
     debug: bool = False,
 ) -> None:
     """Export models to a Triton model repository with eager-PyTorch reference outputs, then validate it."""
@@ -98,6 +102,8 @@ def export(
         shard_costs=shard_costs,
         pt2_build=pt2_build,
         build_backend=build_backend,
+        from_file=from_file,
+        samples=samples,
     )
 
 

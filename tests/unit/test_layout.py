@@ -32,6 +32,7 @@ LAYERS = (
     "parity",
     "reference",
     "validate",
+    "in_process",
     "export",
     "image",
     "tether",

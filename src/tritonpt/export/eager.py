@@ -107,7 +107,7 @@ class Eager:
             plans.append(("full", 0, {}))
         if model_spec.dynamic_axes:
             other = {
-                index: {axis: _other_length(model_spec.example_inputs[index].shape[axis]) for axis in axes}
+                index: {axis: other_length(model_spec.example_inputs[index].shape[axis]) for axis in axes}
                 for index, axes in model_spec.dynamic_axes.items()
             }
             largest = max(model_spec.reference_batch_sizes(), default=0)
@@ -202,6 +202,6 @@ def _random_like(template: torch.Tensor, shape: Sequence[int], generator: torch.
     return torch.randint(low, max(high, low + 1), tuple(shape), generator=generator, dtype=template.dtype)
 
 
-def _other_length(length: int) -> int:
+def other_length(length: int) -> int:
     """A second length for a variable axis, different from the example's."""
     return length // 2 if length > 2 else length + 3

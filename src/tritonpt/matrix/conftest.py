@@ -33,9 +33,9 @@ import pytest
 import torch
 from tritonclient.utils import InferenceServerException
 
-from tritonpt import backend, client, reference, repository, server, shards, stopping
+from tritonpt import backend, client, in_process, reference, repository, server, shards, stopping
 from tritonpt.backend import PT2_NAME
-from tritonpt.errors import ReferenceDataError, TritonPtError
+from tritonpt.errors import InProcessError, ReferenceDataError, TritonPtError
 from tritonpt.export.stamp import export_seconds
 from tritonpt.options import PT2_BUILDS, Pt2Build, parse_mounts
 from tritonpt.report import Report
@@ -45,7 +45,7 @@ from tritonpt.server.watchdog import Ending, Watchdog, end_now
 from tritonpt.validate import validate_repository
 from tritonpt.versions import VERSIONS
 
-from .models import PROBES, Model
+from .models import PROBES, Model, OwnFile, held_to
 
 FAILURE_GRACE_S = 8.0
 """After a failed check, how long the run waits while the server does not answer, so that a server going down
@@ -55,6 +55,9 @@ five missed probes)."""
 REPORT = pytest.StashKey[Report]()
 MODELS = pytest.StashKey[list["Model"]]()
 UNCHECKED = pytest.StashKey[str]()  # the models of the repository the matrix could not check, and why
+OWN_FILES = pytest.StashKey[
+    list[OwnFile]
+]()  # the models held to their own file in-process, or that could not be
 WATCHDOG = pytest.StashKey[Watchdog]()
 
 
@@ -167,27 +170,42 @@ def pytest_configure(config: pytest.Config) -> None:
             f"The model repository {folder} fails validation; no server was started.\n\n{rendered}",
             returncode=1,
         )
-    models, unchecked = [], []
+    models, unchecked, own_files = [], [], []
     for m in held:
         if m.name not in chosen:
             continue
+        model_config = repository.read_config(m.config)
+        if not reference.exists(m) and repository.serves_pytorch(model_config):
+            # No reference data (a repository made without tritonpt): the model's own file in-process is the
+            # reference, on its samples.npz or on inputs generated from its config.
+            try:
+                derived = in_process.reference_of(m, model_config)
+            except InProcessError as exc:
+                own_files.append(OwnFile(name=m.name, error=str(exc)))
+                continue
+            own_files.append(OwnFile(name=m.name, held_to=derived.provenance.held_to()))
+            models.append(Model(name=m.name, config=model_config, reference=derived))
+            continue
         try:
-            models.append(
-                Model(name=m.name, config=repository.read_config(m.config), reference=reference.load(m))
-            )
-        except ReferenceDataError as exc:  # D001/D002, warnings: Triton serves it, parity has nothing to hold
+            models.append(Model(name=m.name, config=model_config, reference=reference.load(m)))
+        except (
+            ReferenceDataError
+        ) as exc:  # D002 (or no reference for an ensemble): Triton serves it, parity has nothing
             unchecked.append(f"{m.name} ({exc.path.name}: {exc.detail.rstrip('.')})")
     if unchecked:
         said = (
-            f"not checked by the matrix, for want of usable reference data (rules D001, D002; an ensemble has "
-            f"none): {', '.join(unchecked)}. The server loads them all the same; `invoke export` records the "
-            "reference data of a model it exports."
+            f"not checked by the matrix, for want of usable reference data (rule D002; an ensemble has none): "
+            f"{', '.join(unchecked)}. The server loads them all the same; `invoke export` records the reference "
+            "data of a model it exports, and a model without any is held to its own file in-process."
         )
-        if not models:
+        if not models and not own_files:
             pytest.exit(f"No model of {folder} can be checked: {said}", returncode=4)
         config.stash[UNCHECKED] = said[0].upper() + said[1:]
     config.stash[MODELS] = models
+    config.stash[OWN_FILES] = own_files
     report = Report()
+    report.held_to = {m.name: held_to(m) for m in models}
+    report.held_to.update({o.name: {"held_to": "nothing", "error": o.error} for o in own_files if o.error})
     for kind, pick in PROBES.items():  # the models bad requests go to (the merge of shards needs to know)
         probe = pick(models)
         if probe is not None:
@@ -245,6 +263,9 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         metafunc.parametrize("pt2_any", chosen, ids=[m.name for m in chosen])
     elif "model" in names:
         metafunc.parametrize("model", models, ids=[m.name for m in models])
+    elif "own_file" in names:
+        own_files = metafunc.config.stash[OWN_FILES]
+        metafunc.parametrize("own_file", own_files, ids=[o.name for o in own_files])
     if "protocol" in names:
         metafunc.parametrize("protocol", client.PROTOCOLS)
 
@@ -413,6 +434,12 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     reported skipped, saying so: a model filter that stops matching shows up as a skip, not as nothing. (The merge
     of shards counts such a check only where no shard ran it on a model, as one unsharded run would.)"""
     where = "this shard's models" if config.option.shard else "the repository's models"
+    # Where every model has reference data (an export's), none is held to its own file: that check is left out,
+    # not skipped, since there is nothing it could have run on in a repository of exports.
+    own = [i for i in items if "own_file" in getattr(i, "fixturenames", ())]
+    if own and not config.stash.get(OWN_FILES, []):
+        config.hook.pytest_deselected(items=own)
+        items[:] = [i for i in items if i not in own]
     for item in items:
         empty = [
             m

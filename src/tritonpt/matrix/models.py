@@ -48,6 +48,30 @@ class Model:
         return "pt2" if self.config.platform == PT2_PLATFORM else "torchscript"
 
 
+@dataclass(frozen=True, kw_only=True)
+class OwnFile:
+    """A model without reference data, held to its own file in-process (tritonpt.in_process), or the reason it
+    could not be (``error``: the file, what happened in the model's words, what to do)."""
+
+    name: str
+    held_to: str = ""
+    error: str = ""
+
+
+def held_to(model: Model) -> dict[str, object]:
+    """What the model's outputs are held to, for the reports: the reference's source, torch, and the tolerances."""
+    provenance = model.reference.provenance
+    return {
+        "held_to": provenance.held_to(),
+        "source": provenance.source,
+        "torch": provenance.torch_version,
+        "tolerances": {
+            o.name: {"atol": o.cpu_tolerance.atol, "rtol": o.cpu_tolerance.rtol}
+            for o in model.reference.outputs
+        },
+    }
+
+
 def probe_model(models: Sequence[Model], model_format: str = "torchscript") -> Model | None:
     """The model of a format bad requests are sent to: the first that batches, else the first; None when the
     repository holds none of that format."""

@@ -32,7 +32,10 @@ TOO_LARGE = rule(
 NO_REFERENCE = rule(
     "D001",
     "no reference data",
-    why="Warning: parity has nothing to compare with (Triton never reads the reference data).",
+    why=(
+        "Warning: parity holds the served model to its own file run in-process (tritonpt.in_process), which "
+        "cannot show what an export changed (Triton never reads the reference data)."
+    ),
     example="a model folder with neither reference.json nor reference.npz",
 )
 UNREADABLE = rule(
@@ -136,8 +139,11 @@ def missing(model: ModelDir, findings: Findings) -> None:
             "warning",
             model.reference_json,
             "reference data",
-            "no reference.json/reference.npz: the parity checks have nothing to compare the served outputs with.",
-            "re-export the model with `invoke export` to record eager PyTorch reference outputs.",
+            "no reference.json/reference.npz: the parity checks hold the served outputs to the model's own file "
+            "run in-process, which shows that Triton serves the file as torch runs it, not that the file is the "
+            "model you exported.",
+            "export the model with `tritonpt export --model` to record eager PyTorch reference outputs (a file "
+            "alone: `tritonpt export --from-file`).",
         )
 
 

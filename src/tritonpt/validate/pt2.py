@@ -237,7 +237,7 @@ def _leaves(node: dict[str, Any], path: str = "") -> list[str]:
     return found
 
 
-def _positions(declared: list[str], names: list[str], ordinal: str) -> list[int | None]:
+def positions(declared: list[str], names: list[str], ordinal: str) -> list[int | None]:
     return [names.index(n) if n in names else _ordinal(n, ordinal) for n in declared]
 
 
@@ -284,8 +284,8 @@ def check(
             "declare one input per name of the call spec.",
         )
         return
-    feed_order = _positions([t.name for t in config.input], inputs, "INPUT__")
-    out_order = _positions([t.name for t in config.output], outputs, "OUTPUT__")
+    feed_order = positions([t.name for t in config.input], inputs, "INPUT__")
+    out_order = positions([t.name for t in config.output], outputs, "OUTPUT__")
     unknown = [
         t.name
         for t, p in zip((*config.input, *config.output), (*feed_order, *out_order), strict=True)
@@ -344,7 +344,7 @@ def _run(
         ordered: list[Any] = [None] * len(feed_order)
         for array, position in zip(synthesized, feed_order, strict=True):
             ordered[position] = torch.from_numpy(np.array(array))
-        said, result = _call(loaded, ordered, names)
+        said, result = call(loaded, ordered, names)
     if result is None:
         _refused(model.config, config, said, findings, pt2_build)
         return
@@ -391,7 +391,7 @@ def _run(
             )
 
 
-def _call(loaded: Any, ordered: list[torch.Tensor], names: list[str]) -> tuple[str, Any]:  # noqa: ANN401 - AOTICompiledModel
+def call(loaded: Any, ordered: list[torch.Tensor], names: list[str]) -> tuple[str, Any]:  # noqa: ANN401 - AOTICompiledModel
     """Run the package on its inputs in the call spec's order (``ARGS`` by position, ``KWARGS[key]`` by keyword),
     keeping what AOTInductor prints about a refused input (on fd 2)."""
     args = [t for t, n in zip(ordered, names, strict=True) if n.startswith("ARGS")]
