@@ -102,8 +102,8 @@ def session(
             finally:
                 seconds = time.perf_counter() - started
                 RUN.record(session.name, status=status, seconds=seconds, started=wall)
-                if tree and status == "success":
-                    proofs.record(session.name, session.posargs, tree, run=RUN.id, seconds=seconds)
+            if tree:
+                proofs.record(session.name, session.posargs, tree, run=RUN.id, seconds=seconds)
 
         return nox.session(name=name, default=default)(timed)
 

@@ -122,3 +122,40 @@ def wait_for_text(path: Path, text: str, timeout: float) -> bool:
             return True
         time.sleep(0.1)
     return False
+
+
+def compiled_package(
+    module: object,
+    example: tuple[object, ...],
+    into: Path,
+    *,
+    dynamic_shapes: object = None,
+    strict: bool = True,
+) -> None:
+    """``torch.export`` and AOTInductor of ``module`` into the file ``into``, compiled once per machine and torch.
+
+    Each compile costs tens of seconds on two cores, and these tests need the package, not the compile: it is kept
+    in the cache (``test-packages/``) under a sha256 of what makes it (the module's source, the example's shapes and
+    types, the dynamic shapes, ``strict``, torch, and the machine AOTInductor compiles for) and copied from there.
+    """
+    import hashlib  # noqa: PLC0415 - helpers import torch only where a test compiles
+    import inspect  # noqa: PLC0415
+
+    import torch  # noqa: PLC0415
+
+    from tritonpt import caches  # noqa: PLC0415
+    from tritonpt.export import cache as export_cache  # noqa: PLC0415
+
+    shapes = [(tuple(t.shape), str(t.dtype)) for t in example if isinstance(t, torch.Tensor)]
+    made_of = [inspect.getsource(type(module)), repr(shapes), repr(dynamic_shapes), repr(strict)]
+    made_of += [torch.__version__, export_cache.machine()]
+    key = hashlib.sha256("\0".join(made_of).encode()).hexdigest()[:24]
+    kept = caches.root() / "test-packages" / f"{type(module).__name__}-{key}.pt2"
+    if not kept.is_file():
+        kept.parent.mkdir(parents=True, exist_ok=True)
+        program = torch.export.export(module, example, dynamic_shapes=dynamic_shapes, strict=strict)  # type: ignore[arg-type]
+        staged = kept.with_name(f".{os.getpid()}-{kept.name}")  # AOTInductor wants a name ending .pt2
+        torch._inductor.aoti_compile_and_package(program, package_path=str(staged))
+        staged.replace(kept)
+    into.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(kept, into)

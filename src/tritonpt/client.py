@@ -283,6 +283,12 @@ _ANSWERED: collections.Counter[tuple[str, str]] = collections.Counter()
 _ANSWERED_LOCK = threading.Lock()
 
 
+def forget_answered(endpoints: Endpoints, model: str) -> None:
+    """A model unloaded or loaded again starts its statistics from zero: so does the count of its answers."""
+    with _ANSWERED_LOCK:
+        _ANSWERED.pop((endpoints.http, model), None)
+
+
 def answered(endpoints: Endpoints, model: str) -> int:
     """How many of this process's :func:`infer` requests the server at ``endpoints`` answered for ``model``. Triton
     counts a request in its statistics after it has sent the response, so a count read right after an answer can

@@ -60,6 +60,12 @@ class Samples:
     what: str  # SAMPLES, or GENERATED
 
 
+def numeric(config: ModelConfig) -> bool:
+    """Whether every input and output is a tensor of a type the backend maps to torch (not TYPE_STRING, whose
+    List[str] this module neither generates nor compares): the models it can make a reference for."""
+    return all(dtypes.is_served(config_type(t)) for t in (*config.input, *config.output))
+
+
 def samples(model: ModelDir, config: ModelConfig) -> Samples:
     """The model folder's samples.npz, else inputs generated from its config."""
     given = model.root / SAMPLES
@@ -164,11 +170,11 @@ class OwnFile:
     @classmethod
     def load(cls, model: ModelDir, config: ModelConfig) -> OwnFile:
         """The file Triton serves: the newest version's (its default version policy), as the config names it."""
-        versions = model.version_folders()
-        if not versions:
-            msg = "it has no version folder (1/, 2/, ...) holding the model file."
+        loaded = model.loaded_versions()  # under the config's version_policy, as Triton reads them
+        if not loaded:
+            msg = "it has no version folder (1/, 2/, ...) that Triton would load."
             raise InProcessError(path=model.root, field="version folders", detail=msg, fix=_REEXPORT)
-        newest = max(versions, key=lambda name: versions[name])
+        newest = loaded[-1]  # what a request without a version gets
         path = model.root / newest / default_model_file(config)
         if not path.is_file():
             msg = f"the config names {path.name} in version {newest}, and there is no such file."
@@ -212,10 +218,14 @@ def _torchscript_call(path: Path, config: ModelConfig) -> Callable[[list[torch.T
     if len(arguments) != len(names):
         msg = f"forward() takes {len(arguments)} input(s) ({', '.join(arguments)}); the config declares {len(names)}."
         raise InProcessError(path=config_path(path), field="input", detail=msg, fix=_FIX_CONFIG)
+    indices = [named_index(n) for n in names]
     if all(n in arguments for n in names):
         order = [names.index(a) for a in arguments]
+    elif all_indexed(names) and sorted(i or 0 for i in indices) == list(range(len(names))):
+        order = [indices.index(i) for i in range(len(names))]
     elif all_indexed(names):
-        order = [[named_index(n) for n in names].index(i) for i in range(len(names))]
+        msg = f"input indices {sorted(i or 0 for i in indices)} are not 0..{len(names) - 1}."
+        raise InProcessError(path=config_path(path), field="input names", detail=msg, fix=_FIX_CONFIG)
     else:
         order = list(range(len(names)))
     declared = [t.name for t in config.output]
@@ -296,6 +306,10 @@ def reference_of(
         for index, row in enumerate(given.rows)
     ]
     cases = []
+    if batching and len(given.rows) == 1 and config.max_batch_size > 1:
+        given = Samples(
+            rows=given.rows, what=f"{given.what} (one sample: the rows of a batch were not compared)"
+        )
     if batching:
         first = given.rows[0]
         cases.append(_case("b1", 1, [a[np.newaxis] for a in first], alone[0]))
@@ -397,7 +411,7 @@ def _rows_are_alone(
 ) -> None:
     """Each row of the batch's outputs against the same sample run alone, within the output type's tolerance."""
     for tensor, served in zip(own.config.output, batch, strict=True):
-        if served.shape[0] != size:
+        if served.ndim == 0 or served.shape[0] != size:
             msg = (
                 f"at batch {size} output {tensor.name!r} has shape {list(served.shape)}: its first axis is not the "
                 "batch. The file computes a fixed batch size (traced with one), so Triton's batcher would hand "
@@ -409,7 +423,11 @@ def _rows_are_alone(
         for k, (tensor, tolerance) in enumerate(zip(own.config.output, tolerances, strict=True)):
             got, single = batch[k][row], alone[row][k][0]
             if got.shape != single.shape or not np.allclose(
-                got.astype(np.float64), single.astype(np.float64), atol=tolerance.atol, rtol=tolerance.rtol
+                got.astype(np.float64),
+                single.astype(np.float64),
+                atol=tolerance.atol,
+                rtol=tolerance.rtol,
+                equal_nan=True,  # as parity compares: NaN where both have it is the same answer
             ):
                 error = (
                     float(np.max(np.abs(got.astype(np.float64) - single.astype(np.float64))))

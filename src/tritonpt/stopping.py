@@ -77,7 +77,7 @@ def _interrupt(signum: int, frame: FrameType | None) -> None:
     The same where the landing bytecode has no source line: the traceback's ``tb_lineno`` would be ``None``, and
     pytest's ``pytest_keyboard_interrupt`` (9.2) fails on it with a ``TypeError``, so that a matrix stopped by
     SIGHUP once exited 1 with two tracebacks instead of 2 (the fault tier, 2026-12-05)."""
-    if _in_finalizer(frame) or (frame is not None and frame.f_lineno is None):
+    if _in_finalizer(frame) or _lineless(frame):
         _resend(signum)
         return
     raise _stop(signum)
@@ -100,7 +100,10 @@ class _Resend:
         timer.start()
 
     def _fire(self) -> None:
-        if self.claim():
+        with self._lock:  # the block's end cannot claim it (and restore the old handlers) between these two
+            if self._done:
+                return
+            self._done = True
             os.kill(os.getpid(), self.signum)
 
     def claim(self) -> bool:
@@ -115,6 +118,17 @@ _RESENDING: list[_Resend] = []
 
 def _resend(signum: int) -> None:
     _RESENDING.append(_Resend(signum))
+
+
+def _lineless(frame: FrameType | None) -> bool:
+    """Whether the frame, or one it was called from, stands on a bytecode without a line: a stop raised there
+    carries that frame in its traceback. The callers count too: a stop can land inside this handler's own resend
+    (in ``Thread.start``) while the frame it interrupted has no line (8 parallel runs of the test saw it twice)."""
+    while frame is not None:
+        if frame.f_lineno is None:
+            return True
+        frame = frame.f_back
+    return False
 
 
 def _in_finalizer(frame: FrameType | None) -> bool:

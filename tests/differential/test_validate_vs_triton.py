@@ -40,6 +40,8 @@ from tritonpt.server import LocalServer, TritonFlags
 from tritonpt.server.base import ModelState
 from tritonpt.validate import RULES, validate_model
 
+from ..helpers import compiled_package
+
 pytestmark = pytest.mark.slow
 
 Edit = Callable[[ModelDir, ModelConfig], None]
@@ -344,15 +346,15 @@ class Ordered(torch.nn.Module):
 def _ordered_dict_package(model: ModelDir, config: ModelConfig) -> None:
     """A package whose out-spec the backend's call-spec parser does not take; the config names its outputs."""
     batch = torch.export.Dim("batch", min=1, max=16)
-    program = torch.export.export(
+    path = model.root / "1" / "model.pt2"
+    path.unlink()
+    compiled_package(
         Ordered(),
         (torch.randn(2, 16), torch.randn(2, 8)),
+        path,
         dynamic_shapes=({0: batch}, {0: batch}),
         strict=False,
     )
-    path = model.root / "1" / "model.pt2"
-    path.unlink()
-    torch._inductor.aoti_compile_and_package(program, package_path=str(path))
     config.output[0].name, config.output[1].name = "RESULT[mixed]", "RESULT[summary]"
 
 

@@ -31,6 +31,8 @@ from tritonpt.repository import ModelDir, read_config, render_config
 from tritonpt.server import LocalServer, TritonFlags
 from tritonpt.tune import trials
 
+from ..helpers import compiled_package
+
 pytestmark = pytest.mark.slow
 
 CONCURRENT = 8
@@ -130,8 +132,7 @@ def test_a_static_batch_axis(tmp_path: Path, pytorch_backend: BuiltBackend, pt2:
     repository = tmp_path / "repository"
     version = repository / "static_pt2" / "1"
     version.mkdir(parents=True)
-    program = torch.export.export(Halve(), (torch.ones(1, 3),))
-    torch._inductor.aoti_compile_and_package(program, package_path=str(version / "model.pt2"))
+    compiled_package(Halve(), (torch.ones(1, 3),), version / "model.pt2")
     (repository / "static_pt2" / "config.pbtxt").write_text(
         'name: "static_pt2"\nplatform: "torch_aoti"\nmax_batch_size: 4\ndefault_model_filename: "model.pt2"\n'
         'input { name: "ARGS[0]" data_type: TYPE_FP32 dims: 3 }\noutput { name: "RESULT" data_type: TYPE_FP32 dims: 3 }\n',

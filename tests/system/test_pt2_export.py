@@ -23,6 +23,8 @@ from tritonpt.server import LocalServer, TritonFlags
 from tritonpt.validate import pt2 as pt2_rules
 from tritonpt.validate import validate_model
 
+from ..helpers import compiled_package
+
 pytestmark = pytest.mark.slow
 
 
@@ -102,9 +104,8 @@ class Halve(torch.nn.Module):
 
 def test_a_static_batch_axis_with_max_batch_size_is_an_error(exported_pt2: Path, tmp_path: Path) -> None:
     model = _copy(exported_pt2, tmp_path)
-    program = torch.export.export(Halve(), (torch.ones(1, 16),))
     (model.root / "1" / "model.pt2").unlink()
-    torch._inductor.aoti_compile_and_package(program, package_path=str(model.root / "1" / "model.pt2"))
+    compiled_package(Halve(), (torch.ones(1, 16),), model.root / "1" / "model.pt2")
     config = read_config(model.config)
     config.ClearField("model_warmup")
     del config.input[1]

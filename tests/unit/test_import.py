@@ -146,3 +146,53 @@ def test_an_input_of_one_value_a_sample_is_refused_as_the_validator_refuses_it(t
     with pytest.raises(ValidationError, match="C022"):
         import_file(path, name="scaled", repository=tmp_path / "repository", samples=samples)
     assert not (tmp_path / "repository" / "scaled").exists()
+
+
+def test_one_sample_is_said_to_have_checked_the_batch_axis_on_itself(tmp_path: Path) -> None:
+    path = _file(tmp_path, TwoHeads(), torch.randn(2, 6), torch.ones(2, 6))
+    samples = _samples(tmp_path, x=ROWS[:1], mask=np.ones((1, 6), np.float32))
+    result = import_file(path, name="heads", repository=tmp_path / "repository", samples=samples)
+    assert any("one sample given" in note for note in result.notes)
+
+
+class TakesOne(torch.nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x.reshape(1, 3).sum(dim=0)  # one sample, no batch axis of its own
+
+
+def test_samples_that_are_no_request_together_are_served_on_one_samples_shape(tmp_path: Path) -> None:
+    path = _file(tmp_path, TakesOne(), torch.randn(1, 3))
+    samples = _samples(tmp_path, INPUT__0=np.ones((3, 3), np.float32))
+    result = import_file(path, name="one", repository=tmp_path / "repository", samples=samples)
+    config = read_config(result.model.config)
+    assert (config.max_batch_size, list(config.input[0].dims)) == (0, [1, 3])
+    assert any("served on one sample's shape" in note for note in result.notes)
+
+
+class Bfloat(torch.nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x.to(torch.bfloat16)
+
+
+def test_an_output_type_the_backend_does_not_serve_is_refused(tmp_path: Path) -> None:
+    path = _file(tmp_path, Bfloat(), torch.randn(2, 3))
+    samples = _samples(tmp_path, INPUT__0=np.ones((2, 3), np.float32))
+    with pytest.raises(
+        ExportError, match=r"returns torch\.bfloat16, which Triton's pytorch backend does not serve"
+    ):
+        import_file(path, name="b", repository=tmp_path / "repository", samples=samples)
+
+
+class Lengths(torch.nn.Module):
+    def forward(self, ids: torch.Tensor) -> torch.Tensor:
+        return ids.float().cumsum(dim=1)
+
+
+def test_a_dynamic_axis_is_found_in_the_outputs(tmp_path: Path) -> None:
+    path = _file(tmp_path, Lengths(), torch.zeros(2, 7, dtype=torch.int64))
+    samples = _samples(tmp_path, ids=np.ones((2, 7), np.int64))
+    result = import_file(
+        path, name="lengths", repository=tmp_path / "repository", samples=samples, dynamic_axes={"ids": (1,)}
+    )
+    config = read_config(result.model.config)
+    assert (list(config.input[0].dims), list(config.output[0].dims)) == ([-1], [-1])

@@ -217,3 +217,34 @@ def test_a_config_naming_a_file_that_is_not_there_is_refused(tmp_path: Path) -> 
         InProcessError, match=r"the config names other\.pt in version 1, and there is no such file"
     ):
         in_process.OwnFile.load(model, read_config(model.config))
+
+
+def test_the_version_triton_loads_is_the_one_run(tmp_path: Path) -> None:
+    """version_policy specific [1] with folders 1 and 2: Triton serves 1, so 1 is the reference."""
+    model = _folder(
+        tmp_path, Affine(), (torch.randn(2, 4),), AFFINE + "version_policy { specific { versions: [ 1 ] } }\n"
+    )
+    (model.root / "2").mkdir()
+    torch.jit.trace(MixesRows(), torch.randn(4, 4)).save(str(model.root / "2" / "model.pt"))  # type: ignore[no-untyped-call]
+    assert in_process.OwnFile.load(model, read_config(model.config)).path == model.root / "1" / "model.pt"
+    in_process.reference_of(model, read_config(model.config))  # version 2 would mix rows; version 1 does not
+
+
+class Logs(torch.nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.log(x)  # NaN where the generated normal values are negative
+
+
+def test_nan_where_both_have_it_is_the_same_answer(tmp_path: Path) -> None:
+    model = _folder(tmp_path, Logs(), (torch.rand(2, 4),), AFFINE.replace("dims: [ 3 ]", "dims: [ 4 ]"))
+    ref = in_process.reference_of(model, read_config(model.config))
+    assert np.isnan(ref.cases[1].outputs[0]).any()
+
+
+def test_string_tensors_have_no_in_process_reference() -> None:
+    config = mc.ModelConfig(name="m", max_batch_size=0)
+    config.input.add(name="INPUT__0", data_type=mc.TYPE_FP32, dims=[2])
+    config.output.add(name="OUTPUT__0", data_type=mc.TYPE_FP32, dims=[2])
+    assert in_process.numeric(config)
+    config.output.add(name="OUTPUT__1", data_type=mc.TYPE_STRING, dims=[1])
+    assert not in_process.numeric(config)  # the matrix names it as not checked, as before

@@ -100,6 +100,8 @@ class Started:
             if isinstance(lane, Lane)
         }
         self._lock = threading.Lock()
+        self._stopped = False
+        self._failed: dict[str, BaseException] = {}
         self._chains = [
             threading.Thread(target=self._then, args=(then, repo, folder(then.name)), daemon=True)
             for then in lanes
@@ -109,13 +111,16 @@ class Started:
             chain.start()
 
     def _then(self, then: Then, snapshot_repo: Path, folder: Path) -> None:
-        first = self._running[then.after.name]
-        first.process.wait()
-        checkout = then.repo(snapshot_repo, folder)
-        with self._lock:
-            self._running[then.name] = start(
-                then.lane, repo=checkout, reports=REPORTS, actions_folder=self._actions
-            )
+        try:
+            self._running[then.after.name].process.wait()
+            checkout = then.repo(snapshot_repo, folder)
+            with self._lock:  # not once the tier is over: nothing may start after it
+                if not self._stopped:
+                    self._running[then.name] = start(
+                        then.lane, repo=checkout, reports=REPORTS, actions_folder=self._actions
+                    )
+        except BaseException as exc:  # said by running(), in the test that waits for this lane
+            self._failed[then.name] = exc
 
     def running(self, lane: Lane, *, timeout: float = 3600) -> Running:
         """The lane's run, as it goes (a chained lane: once it has started)."""
@@ -124,6 +129,8 @@ class Started:
             with self._lock:
                 if lane.name in self._running:
                     return self._running[lane.name]
+            if lane.name in self._failed:
+                raise self._failed[lane.name]
             if time.monotonic() > deadline:
                 pytest.fail(f"the lane {lane.name} did not start within {timeout:.0f} s")
             time.sleep(0.5)
@@ -139,13 +146,14 @@ class Started:
         self._results[lane.name] = result
 
     def cancel_the_rest(self) -> None:
-        for chain in self._chains:
-            chain.join(timeout=0)
         with self._lock:
+            self._stopped = True
             left = {n: r for n, r in self._running.items() if n not in self._results}
         for running in left.values():
             if running.process.poll() is None:
                 running.wait(timeout=0)
+        for chain in self._chains:  # each ends once its first lane has (cancelled just now, if it still ran)
+            chain.join()
 
 
 def pytest_configure(config: pytest.Config) -> None:

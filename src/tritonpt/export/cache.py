@@ -77,8 +77,12 @@ def restore(fingerprint: str, model: ModelDir) -> bool:
     try:
         with staged_model(model.root.parent, model.name) as staged:
             _copy(entry, staged, fingerprint)
-    except _EntryChangedError:  # changed while it was read; the staged copy is gone, an export makes it anew
-        return False
+    except (
+        _EntryChangedError,
+        shutil.Error,
+        OSError,
+    ):  # changed (or pruned) while it was read: the staged copy
+        return False  # is gone, and an export makes the model anew
     with contextlib.suppress(OSError):
         entry.touch()  # used now: pruned last
     return True
@@ -103,10 +107,11 @@ def store(model: ModelDir, fingerprint: str) -> None:
 
 
 def _prune(parent: Path) -> None:
-    entries = sorted(
-        (p for p in parent.iterdir() if p.is_dir() and not p.name.startswith(".")),
-        key=lambda p: p.stat().st_mtime,
-        reverse=True,
-    )
-    for old in entries[KEEP:]:
+    """The oldest entries beyond :data:`KEEP`; one another process removed meanwhile is passed over."""
+    dated = []
+    for entry in parent.iterdir():
+        with contextlib.suppress(OSError):
+            if entry.is_dir() and not entry.name.startswith("."):
+                dated.append((entry.stat().st_mtime, entry))
+    for _, old in sorted(dated, reverse=True)[KEEP:]:
         scratch.remove(old)

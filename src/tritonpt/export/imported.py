@@ -95,7 +95,7 @@ def import_file(
     axes = _axes(found, dynamic_axes or {})
     step(f"[{name}] {found.model_format} file; running it at batch 1 and batch 2 to find its batch axis")
     batching, notes = _batch_axis(found, rows, max_batch_size)
-    examples = tuple(r[:1] for r in rows) if batching else tuple(rows)
+    examples = tuple(r[:1] for r in rows) if batching else _one_request(found, rows, notes)
     produced = _outputs(found, list(examples))
     output_names = found.output_names or tuple(f"OUTPUT__{j}" for j in range(len(produced)))
     if len(output_names) != len(produced):
@@ -132,7 +132,7 @@ def import_file(
     )
     if pt2:
         config.default_model_filename = PT2_FILE
-    given = _samples(rows, batching=batching)
+    given = _samples(rows if batching else list(examples), batching=batching)  # unbatched: the one request
     with staged_model(repository, name) as model:
         (model.root / VERSION).mkdir()
         shutil.copyfile(path, model.root / VERSION / (PT2_FILE if pt2 else MODEL_FILE))
@@ -304,12 +304,22 @@ def _outputs(found: _File, inputs: list[torch.Tensor]) -> list[torch.Tensor]:
         )
         msg = f"--from-file {found.path}: it fails on its example inputs ({shapes}): {in_process.said(exc)}. {HINT} give inputs it takes with --samples FILE.npz."
         raise ExportError(msg) from exc
+    found_tensors: list[torch.Tensor] | None = None
     if isinstance(result, torch.Tensor):
-        return [result]
-    if isinstance(result, dict):
-        return list(result.values())
-    if isinstance(result, tuple | list) and all(isinstance(t, torch.Tensor) for t in result):
-        return list(result)
+        found_tensors = [result]
+    elif isinstance(result, dict) and all(isinstance(t, torch.Tensor) for t in result.values()):
+        found_tensors = list(result.values())
+    elif isinstance(result, tuple | list) and all(isinstance(t, torch.Tensor) for t in result):
+        found_tensors = list(result)
+    if found_tensors is not None:
+        refused = [str(t.dtype) for t in found_tensors if not dtypes.is_served_torch(t.dtype)]
+        if refused:
+            msg = (
+                f"--from-file {found.path}: it returns {', '.join(refused)}, which Triton's pytorch backend does not "
+                f"serve. {HINT} cast the outputs in the model (bfloat16 to float16 or float32) and save it again."
+            )
+            raise ExportError(msg)
+        return found_tensors
     msg = (
         f"--from-file {found.path}: forward() returns {type(result).__name__}; Triton's pytorch backend serves a tensor "
         f"or a tuple of tensors. {HINT} export the model again from its module (`tritonpt export --model ...` wraps "
@@ -325,6 +335,9 @@ def _batch_axis(found: _File, rows: list[torch.Tensor], wanted: int | None) -> t
         return False, []
     count = rows[0].shape[0]
     pair = [torch.cat([r[:1], r[1:2] if count > 1 else r[:1]]) for r in rows]
+    said = (
+        [] if count > 1 else ["one sample given: its batch axis was checked on it twice, not on two samples"]
+    )
     why = ""
     try:
         with torch.inference_mode():
@@ -339,13 +352,13 @@ def _batch_axis(found: _File, rows: list[torch.Tensor], wanted: int | None) -> t
                 break
             rows_alone = torch.cat([alone[0][j], alone[1][j]])
             tolerance = spec.tolerance_for(dtypes.from_torch(output.dtype).config)
-            if not torch.allclose(
-                output.double(), rows_alone.double(), atol=tolerance.atol, rtol=tolerance.rtol
+            if rows_alone.shape != output.shape or not torch.allclose(
+                output.double(), rows_alone.double(), atol=tolerance.atol, rtol=tolerance.rtol, equal_nan=True
             ):
                 why = f"output {j} of a batch of 2 differs from its samples run alone (the file mixes rows)"
                 break
     if not why:
-        return True, []
+        return True, said
     if wanted is not None:
         msg = (
             f"--from-file {found.path}: --max-batch-size {wanted} asks for a batch axis, and the file has none: {why}. "
@@ -356,24 +369,43 @@ def _batch_axis(found: _File, rows: list[torch.Tensor], wanted: int | None) -> t
     return False, [f"served without a batch axis (max_batch_size 0): {why}"]
 
 
+def _one_request(found: _File, rows: list[torch.Tensor], notes: list[str]) -> tuple[torch.Tensor, ...]:
+    """Without a batch axis: the samples as one request (a file traced at the batch size they hold), else their
+    first row alone (a file that takes one sample, with no batch axis of its own)."""
+    try:
+        _outputs(found, list(rows))
+    except ExportError:
+        if rows[0].shape[0] < 2:
+            raise
+        notes.append("its samples together are no request it takes: served on one sample's shape")
+        return tuple(r[:1] for r in rows)
+    return tuple(rows)
+
+
 def _other_run(
     found: _File, examples: tuple[torch.Tensor, ...], axes: Mapping[int, tuple[int, ...]]
 ) -> list[torch.Tensor]:
-    """The outputs for another length on every --dynamic-axis (none given: the same run again)."""
+    """The outputs for another length on every --dynamic-axis (cut short, or repeated along it, so that the values
+    stay ones the model takes); none given: no second run."""
     if not axes:
         return []
     inputs = []
     for index, tensor in enumerate(examples):
-        shape = list(tensor.shape)
+        changed = tensor
         for axis in axes.get(index, ()):
-            shape[axis] = other_length(shape[axis])
-        repeated = tensor.flatten()[: max(1, int(np.prod(shape)))]
-        inputs.append(
-            repeated.repeat(int(np.prod(shape)) // max(1, repeated.numel()) + 1)[
-                : int(np.prod(shape))
-            ].reshape(shape)
+            length = other_length(tensor.shape[axis])
+            repeats = -(-length // max(1, tensor.shape[axis]))
+            changed = torch.cat([changed] * repeats, dim=axis).narrow(axis, 0, length)
+        inputs.append(changed)
+    try:
+        return _outputs(found, inputs)
+    except ExportError as exc:
+        given = ", ".join(f"{found.input_names[i]}:{a}" for i, axis in axes.items() for a in axis)
+        msg = (
+            f"--from-file {found.path}: with another length on --dynamic-axis {given} the file fails ({exc}). {HINT} "
+            "leave out the axes whose length it fixes."
         )
-    return _outputs(found, inputs)
+        raise ExportError(msg) from exc
 
 
 def _dims(

@@ -65,8 +65,12 @@ def held_to(model: Model) -> dict[str, object]:
         "held_to": provenance.held_to(),
         "source": provenance.source,
         "torch": provenance.torch_version,
-        "tolerances": {
+        "tolerances": {  # on the CPU; an output served on a GPU is held to its gpu_tolerances
             o.name: {"atol": o.cpu_tolerance.atol, "rtol": o.cpu_tolerance.rtol}
+            for o in model.reference.outputs
+        },
+        "gpu_tolerances": {
+            o.name: {"atol": o.gpu_tolerance.atol, "rtol": o.gpu_tolerance.rtol}
             for o in model.reference.outputs
         },
     }

@@ -13,6 +13,7 @@ the same files. A person's `nox` never skips anything. Standard library only: no
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -89,11 +90,16 @@ def record(session: str, args: Sequence[str], digest: str, *, run: str, seconds:
 
 
 def _prune(root: Path) -> None:
-    trees = sorted((p for p in root.iterdir() if p.is_dir()), key=lambda p: p.stat().st_mtime, reverse=True)
-    for old in trees[KEEP:]:
-        for entry in old.iterdir():
-            entry.unlink(missing_ok=True)
-        old.rmdir()
+    """The oldest trees beyond :data:`KEEP`; what another process removed meanwhile is passed over."""
+    dated = []
+    for tree in root.iterdir():
+        with contextlib.suppress(OSError):
+            dated.append((tree.stat().st_mtime, tree))
+    for _, old in sorted(dated, reverse=True)[KEEP:]:
+        with contextlib.suppress(OSError):
+            for entry in old.iterdir():
+                entry.unlink(missing_ok=True)
+            old.rmdir()
 
 
 def find(session: str, args: Sequence[str], digest: str) -> Proof | None:

@@ -32,6 +32,8 @@ DONE = "tritonpt-env.json"
 """Written last into a finished environment: what it was made from. Without it, a folder is half-made."""
 KEEP = 6
 """Environments kept (the most recently used); a change of pyproject.toml or versions.toml makes new ones."""
+IDLE_S = 24 * 3600
+"""An environment beyond :data:`KEEP` is removed only once unused this long (another checkout may be using it)."""
 KEYED = ("pyproject.toml", "src/tritonpt/versions.toml")
 
 
@@ -120,4 +122,5 @@ def _prune(root: Path) -> None:
     )
     for old in made[KEEP:]:
         with contextlib.suppress(OSError), _locked(root / f"{old.name}.lock"):
-            shutil.rmtree(old, ignore_errors=True)
+            if time.time() - (old / DONE).stat().st_mtime > IDLE_S:
+                shutil.rmtree(old, ignore_errors=True)

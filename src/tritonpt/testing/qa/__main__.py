@@ -91,11 +91,17 @@ def _side_by_side(
 ) -> list[tuple[list[QaResult], list[QaResult]]]:
     """Every leg's results, in the legs' order. A stop (or a leg's error) sets :data:`run.STOP`, so that the
     other legs end their running test and leave nothing running, before it is raised here."""
+    for (
+        plan,
+        build,
+    ) in legs:  # the builds first, here: two legs must not build the same one at once (cold cache)
+        run.builds(plan, step, build)
     with concurrent.futures.ThreadPoolExecutor(LEGS_AT_ONCE) as pool:
         running = [
             pool.submit(run_plan, plan, reports=reports, step=step, pt2_build=build) for plan, build in legs
         ]
         try:
+            concurrent.futures.wait(running, return_when=concurrent.futures.FIRST_EXCEPTION)
             return [future.result() for future in running]
         except BaseException:
             run.STOP.set()

@@ -88,7 +88,7 @@ def _tools_present() -> None:
         raise QaError(msg)
 
 
-def _builds(plan: Plan, step: Step, pt2_build: str) -> tuple[BuiltBackend, BuiltBackend | None]:
+def builds(plan: Plan, step: Step, pt2_build: str) -> tuple[BuiltBackend, BuiltBackend | None]:
     """The r25.10 build, and for a PT2 suite the PT2 build (stock or patched), from the cache or built from the
     pinned sources."""
     pytorch = backend.ensure(step=step)
@@ -166,7 +166,7 @@ def prepared(
     _tools_present()
     source = plan.suite.source
     tarball = fetch_source(source, sources_folder(), step=step)
-    pytorch, pt2 = _builds(plan, step, pt2_build)
+    pytorch, pt2 = builds(plan, step, pt2_build)
     install = TritonInstall.locate()
     ports = _leg_ports()
     overlay = _overlay(plan)

@@ -1,0 +1,1 @@
+"""The validator's verdicts held against the real server."""
