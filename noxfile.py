@@ -12,6 +12,8 @@
     nox -s reliability   (last) reports/reliability.md and .json from the parts the tiers wrote
     nox -s zoo-smoke     four public architectures exported and served with parity (nox -s zoo: all of them)
     nox -s triton-qa     NVIDIA's own qa/L0_libtorch_* and qa/L0_torch_aoti tests against our builds
+    nox -s compat        every libtorch minor NGC bundles (2.8-2.12) serving torch 2.9.1's exports, and the
+                         reverse; held to the shipped table (src/tritonpt/doctor/compat.json)
     nox -s gpu           (GPU runners) build the real image, doctor, the matrix in a GPU container, strict
     nox -s crash-hunt    (not default) the matrix N times, every crash of Triton counted and kept with its backtrace
 
@@ -239,6 +241,9 @@ def lint(session: nox.Session) -> None:
     _run(session, "mypy")
     # The site takes the generated rule reference as committed, so a stale page fails here as in tests/unit.
     _run(session, "python", "-m", "tritonpt.validate.reference", "--check")
+    _run(
+        session, "python", "-m", "tritonpt.doctor.compat", "--check"
+    )  # docs/reference/compat.md, from the table
     _run(session, "mkdocs", "build", "--strict", "--site-dir", str(Path(session.create_tmp()) / "site"))
     dockerfiles = [*Path("docker").glob("*.Dockerfile"), *Path("src/tritonpt").glob("*/*.Dockerfile")]
     _run(session, "hadolint", *sorted(str(p) for p in dockerfiles))
@@ -339,6 +344,16 @@ def faults(session: nox.Session) -> None:
     """
     _prepare(session, "test", build=[])
     _pytest(session, "tests/faults", *session.posargs)
+
+
+@session()
+def compat(session: nox.Session) -> None:
+    """Which torch's exports each libtorch minor that an NGC release bundles serves, measured: the official
+    backend of each minor's line built against PyPI's torch of it, serving the built-in set (and the reverse);
+    the verdicts held to src/tritonpt/doctor/compat.json. `-- --write` records a new measurement there and in
+    docs/reference/compat.md (tritonpt.testing.compat; each torch's environment is shared and kept)."""
+    _install(session, "test")
+    _run(session, "python", "-m", "tritonpt.testing.compat", *session.posargs, interrupt_timeout=30.0)
 
 
 @session(default=False)

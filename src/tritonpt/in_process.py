@@ -31,7 +31,7 @@ import numpy.typing as npt
 import torch
 from tritonclient.grpc.model_config_pb2 import ModelConfig
 
-from tritonpt import __version__, dtypes, reference, spec
+from tritonpt import __version__, dtypes, jit, reference, spec
 from tritonpt.errors import InProcessError, first_line
 from tritonpt.repository import PT2_PLATFORM, ModelDir, default_model_file
 from tritonpt.validate import pt2 as pt2_rules
@@ -209,7 +209,7 @@ def _torchscript_call(path: Path, config: ModelConfig) -> Callable[[list[torch.T
     """forward() fed as the backend feeds it (by argument name, else <name>__<index>, else config order); its
     outputs taken apart as the backend does (a tensor or a tuple), picked by <name>__<index> or config order."""
     try:
-        module = torch.jit.load(str(path), map_location="cpu").eval()
+        module = jit.load(str(path))
     except Exception as exc:  # torch raises many kinds for a file that is not TorchScript
         msg = f"torch.jit.load cannot load it ({first_line(exc)}); Triton's pytorch backend would refuse it too."
         raise InProcessError(path=path, field="model file", detail=msg, fix=_REEXPORT) from exc

@@ -49,6 +49,8 @@ class TritonRelease:
     serves_torch_aoti: bool
     """Whether the release's own pytorch backend serves ``platform: "torch_aoti"`` (26.03 on; stock, with its bugs)."""
     backend_torch: str | None = None
+    backend_torch_source: str | None = None
+    """Where ``backend_torch`` was read (the NGC PyTorch container the release's backend copies libtorch from)."""
     cuda: str | None = None
     min_driver: str | None = None
     ubuntu: str | None = None
@@ -64,6 +66,28 @@ class TritonRelease:
     def full_image(self) -> str:
         """The NGC image holding every backend (the pytorch backend is copied from it)."""
         return f"nvcr.io/nvidia/tritonserver:{self.ngc}-py3"
+
+
+@dataclass(frozen=True, kw_only=True)
+class CompatTorch:
+    """One libtorch minor of the compatibility table (versions.toml [compat]): PyPI's torch of that minor, and the
+    pytorch_backend line (``ref``) NGC ships with it."""
+
+    minor: str  # "2.11"
+    torch: str  # "2.11.0"
+    torchvision: str
+    line: str  # "r25.10" or "r26.05": the [backend] or [pt2] sources
+
+    @property
+    def pins(self) -> tuple[str, ...]:
+        """What an environment of this torch installs (over pyproject.toml's torch range)."""
+        return (f"torch=={self.torch}", f"torchvision=={self.torchvision}")
+
+
+def minor_of(version: str) -> str:
+    """``"2.12.0a0+0291f960b6"`` -> ``"2.12"``; a version that is not MAJOR.MINOR... comes back as it is."""
+    parts = version.split("+", maxsplit=1)[0].split(".")
+    return ".".join(parts[:2]) if len(parts) >= 2 and parts[0].isdigit() else version
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -232,6 +256,20 @@ class Versions:
     qa: tuple[QaSuite, ...]
     workflows: Workflows
     image_repository: str
+    compat: tuple[CompatTorch, ...] = ()
+
+    def compat_torch(self, minor: str) -> CompatTorch | None:
+        """The compatibility table's entry for a libtorch minor ("2.11"), or None where it has none."""
+        return next((c for c in self.compat if c.minor == minor), None)
+
+    def line(self, ref: str) -> Backend:
+        """The pinned sources of a pytorch_backend line: [backend] (r25.10) or [pt2] (r26.05)."""
+        for build in (self.backend, self.pt2.build):
+            if build.pytorch_backend.ref == ref:
+                return build
+        known = ", ".join(b.pytorch_backend.ref for b in (self.backend, self.pt2.build))
+        msg = f"versions.toml [compat] names the pytorch_backend line {ref!r}; the pinned lines are {known}."
+        raise ValueError(msg)
 
     @property
     def triton(self) -> TritonRelease:
@@ -290,7 +328,7 @@ def markdown_table(versions: Versions) -> str:
         ("Minimum driver for that image", pt.min_driver),
         ("TorchScript file formats torch 2.9 reads", f"up to {pt.torchscript_max_format}"),
     ]
-    for release in versions.triton_releases:
+    for release in sorted(versions.triton_releases, key=lambda r: r.ngc):
         default = " (default)" if release.ngc == versions.triton_default else ""
         driver = f">= {release.min_driver}" if release.min_driver else NOT_STATED
         aoti = (
@@ -384,6 +422,7 @@ def load(path: Path = _TOML) -> Versions:
             actions=tuple(Action(**a) for a in raw["workflows"]["actions"]),
         ),
         image_repository=raw["images"]["repository"],
+        compat=tuple(CompatTorch(**c) for c in raw.get("compat", {}).get("torch", ())),
     )
 
 

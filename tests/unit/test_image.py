@@ -147,7 +147,7 @@ def test_ngc_recipe_build_args_for_a_release_that_serves_torch_aoti() -> None:
     assert args["TRITON_IMAGE"] == "nvcr.io/nvidia/tritonserver:26.05-pyt-python-py3"
     assert args["TRITON_NGC"] == "26.05"
     assert args["TRITON_SERVER_VERSION"] == "2.69.0"
-    assert args["TRITON_BACKEND_TORCH"] == "2.12.0a0"
+    assert args["TRITON_BACKEND_TORCH"] == "2.12.0a0+0291f960b6"
     assert args["TRITON_BACKEND_REF"] == "r26.05"
     # NVIDIA's 26.05 notes were not at hand: the labels say so rather than guess.
     assert args["TRITON_CUDA"] == "not stated"

@@ -25,6 +25,7 @@ LAYERS = (
     "versions",
     "options",
     "dtypes",
+    "jit",
     "backend",
     "spec",
     "builtin",

@@ -16,9 +16,9 @@ VERSIONS_PAGE = "docs/reference/versions.md"
 
 def test_default_release_bundles_pytorch_2_9() -> None:
     assert VERSIONS.triton.ngc == "25.10"
-    for release in VERSIONS.triton_releases:
-        if not release.serves_torch_aoti:  # the TorchScript-only releases are the PyTorch 2.9 ones
-            assert (release.backend_torch or "").startswith("2.9."), release
+    assert (VERSIONS.triton.backend_torch or "").startswith("2.9."), VERSIONS.triton
+    nine = [r.ngc for r in VERSIONS.triton_releases if (r.backend_torch or "").startswith("2.9.")]
+    assert sorted(nine) == ["25.09", "25.10"]  # NGC's only PyTorch 2.9 backends, both snapshots (2.9.0a0)
     assert VERSIONS.release("2.61.0").ngc == "25.09"
     with pytest.raises(ValueError, match=r"supports 25\.10"):
         VERSIONS.release("24.10")
@@ -36,9 +36,9 @@ def test_releases_that_serve_torch_aoti_parse_with_their_types() -> None:
         for value in (release.backend_torch, release.cuda, release.min_driver, release.ubuntu, release.glibc):
             assert value is None or (isinstance(value, str) and value), release
     r2603, r2604, r2605, r2606 = (VERSIONS.release(n) for n in ("26.03", "26.04", "26.05", "26.06"))
-    assert r2603.backend_torch == "2.11.0a0+a6c236b9fd1"
+    assert r2603.backend_torch == "2.11.0a0+a6c236b9fd"
     assert (r2603.cuda, r2603.min_driver, r2603.ubuntu, r2603.glibc) == (None, None, "24.04", "2.39")
-    assert (r2604.cuda, r2604.min_driver, r2604.backend_torch) == ("13.2.1", None, "2.12.0a0")
+    assert (r2604.cuda, r2604.min_driver, r2604.backend_torch) == ("13.2.1", None, "2.12.0a0+0291f960b6")
     assert (r2605.cuda, r2605.min_driver, r2605.ubuntu) == (None, None, None)
     assert (r2606.cuda, r2606.backend_torch) == ("13.3.0", None)
     assert VERSIONS.release("2.72.0").cuda == "13.4.1"
@@ -48,7 +48,7 @@ def test_releases_that_serve_torch_aoti_parse_with_their_types() -> None:
 def test_not_stated_facts_are_shown_as_such() -> None:
     args = VERSIONS.build_args("26.05")
     assert args["TRITON_CUDA"] == args["TRITON_MIN_DRIVER"] == NOT_STATED
-    assert args["TRITON_BACKEND_TORCH"] == "2.12.0a0"
+    assert args["TRITON_BACKEND_TORCH"] == "2.12.0a0+0291f960b6"
     rows = {line.split(" | ")[0]: line for line in markdown_table(VERSIONS).splitlines()}
     row = rows["| Triton 26.05"]
     assert "CUDA not stated, driver not stated, Ubuntu not stated (glibc not stated)" in row

@@ -95,9 +95,9 @@ def test_every_default_session_and_both_lanes_are_read(
 def test_a_default_session_missing_from_ci_is_found(
     workflows: list[spec.Workflow], defaults: list[str], exists: set[str], tmp_path: Path
 ) -> None:
-    edited = _edited(workflows, "ci.yml", "triton-qa]", "]", tmp_path)
+    edited = _edited(workflows, "ci.yml", ", compat]", "]", tmp_path)
     problems = spec.audit(edited, defaults=defaults, exists=exists)
-    assert problems == ["ci.yml: no job runs the default session 'triton-qa' (`nox` runs it; CI must too)."]
+    assert problems == ["ci.yml: no job runs the default session 'compat' (`nox` runs it; CI must too)."]
 
 
 def test_a_job_naming_a_session_nox_lacks_is_found(

@@ -10,12 +10,16 @@ is installed a second time under its own name (versions.toml [pt2] backend_name)
 
 Made once per pair, staged and renamed into place (a pair folder whose links name other copies of the same
 builds, one left by an earlier run, is replaced); both libraries load into one server (each dlopened with its
-own symbols).
+own symbols). Where one build serves both (a line with the PT2 path, r26.03 on, as `nox -s compat` serves it),
+``pt2/`` holds a copy of the library, not a link: the loader gives one file one handle, and the backend's globals
+would then be shared by both names (seen: a TorchScript model reloaded through the PT2 path, "Failed to find a
+generated cpp file or so file", with both names linked to one r26.05 build).
 """
 
 from __future__ import annotations
 
 import contextlib
+import shutil
 from pathlib import Path
 
 from tritonpt import scratch, stopping
@@ -40,7 +44,10 @@ def backend_directory(pytorch: BuiltBackend, pt2: BuiltBackend | None = None) ->
         made = staging / "made"
         (made / PT2_NAME).mkdir(parents=True)
         (made / "pytorch").symlink_to(pytorch.directory / "pytorch", target_is_directory=True)
-        (made / PT2_NAME / PT2_LIBRARY).symlink_to(pt2.library)
+        if _same(pytorch, pt2):
+            shutil.copy2(pt2.library, made / PT2_NAME / PT2_LIBRARY)
+        else:
+            (made / PT2_NAME / PT2_LIBRARY).symlink_to(pt2.library)
         with stopping.ctrl_c_held():
             if folder.is_dir() and not folder.is_symlink():  # stale: its links name builds that moved or went
                 with contextlib.suppress(
@@ -55,7 +62,18 @@ def backend_directory(pytorch: BuiltBackend, pt2: BuiltBackend | None = None) ->
     return folder
 
 
+def _same(pytorch: BuiltBackend, pt2: BuiltBackend) -> bool:
+    return pytorch.library.resolve() == pt2.library.resolve()
+
+
 def _whole(folder: Path, pytorch: BuiltBackend, pt2: BuiltBackend) -> bool:
-    return (folder / "pytorch" / LIBRARY).resolve() == pytorch.library.resolve() and (
-        folder / PT2_NAME / PT2_LIBRARY
-    ).resolve() == pt2.library.resolve()
+    second = folder / PT2_NAME / PT2_LIBRARY
+    if (folder / "pytorch" / LIBRARY).resolve() != pytorch.library.resolve():
+        return False
+    if _same(pytorch, pt2):  # a copy of the one build
+        return (
+            second.is_file()
+            and not second.is_symlink()
+            and second.stat().st_size == pt2.library.stat().st_size
+        )
+    return second.resolve() == pt2.library.resolve()

@@ -449,30 +449,33 @@ def _check_model_torch(
             "Write versions as MAJOR.MINOR.PATCH (e.g. 2.9.1) in reference.json and in the image's "
             f"{LABEL_BACKEND_TORCH} label.",
         )
-    if have[:2] > serve[:2]:
-        return Result.fail(
+    from tritonpt.doctor import compat  # noqa: PLC0415 - so `python -m tritonpt.doctor.compat` runs it first
+
+    fmt = "pt2" if pt2 else "torchscript"
+    table = compat.load()
+    pair = table.pair(dotted(have[:2]), dotted(serve[:2]), fmt) if table is not None else None
+    head = f"exported with torch {exported}; the backend's libtorch is {backend.torch} ({backend.source})"
+    if table is None or pair is None:
+        newer = have[:2] > serve[:2]
+        return Result.warn(
             name,
-            f"exported with torch {exported} (newer minor than the backend's libtorch {backend.torch}, "
-            f"{backend.source}): "
-            + (
-                "AOTInductor promises no forward compatibility: a package may call C shim functions the older "
-                "libtorch lacks"
-                if pt2
-                else "loading fails with errors like `Unknown type name 'NoneType'` or `Unknown builtin op`"
+            f"{head}: not measured (`nox -s compat` has served no {fmt} export of torch {dotted(have[:2])} on "
+            f"libtorch {dotted(serve[:2])}; the measured pairs: {compat.PAGE})",
+            (
+                f"Re-export with torch {dotted(serve[:2])}.x (this repository pins torch {versions.pytorch.torch}), "
+                "or serve with a release whose libtorch is of your torch's minor: nothing promises that an older "
+                "libtorch loads a newer torch's export."
+                if newer
+                else f"Check it served before you rely on it: `tritonpt check` against that image, or a release "
+                f"whose pair {compat.PAGE} lists."
             ),
-            f"Re-export with torch {dotted(serve[:2])}.x (this repository pins torch {versions.pytorch.torch}: "
-            f"`invoke export`), or serve with a Triton release whose pytorch backend bundles torch "
-            f">= {dotted(have[:2])}.",
         )
-    relation = "same minor" if have[:2] == serve[:2] else "an older minor, which newer libtorch reads"
-    if pt2 and have[:2] != serve[:2]:
-        relation = (
-            "an older minor: AOTInductor packages call only libtorch's stable C shim, which keeps old "
-            "functions, so newer libtorch loads them (seen: torch 2.9.1 packages ran with the same outputs in "
-            "2.11-2.15, in Python and in C++; not promised, AOTInductor is a prototype)"
-        )
-    return Result.ok(
+    measured = f"{head}; measured {table.measured} (`nox -s compat`, {compat.PAGE}): {pair.describe()}"
+    if pair.verdict == "parity":
+        return Result.ok(name, measured)
+    return Result.fail(
         name,
-        f"exported with torch {exported}; the backend's libtorch is {backend.torch} ({relation}; "
-        f"{backend.source})",
+        measured,
+        f"Re-export with torch {dotted(serve[:2])}.x (this repository pins torch {versions.pytorch.torch}: "
+        f"`invoke export`), or serve with a Triton release whose pair {compat.PAGE} lists with parity.",
     )

@@ -34,7 +34,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from tritonpt import __version__, builtin, caches, dtypes, reference, spec, validate
+from tritonpt import __version__, builtin, caches, dtypes, jit, reference, spec, validate
 from tritonpt.errors import HINT, ExportError, SpecError, first_line
 from tritonpt.export import cache as export_cache
 from tritonpt.export import pt2 as pt2_export
@@ -326,7 +326,7 @@ def export(
             device = "cpu"
             torch.jit.save(compiled, str(model_file))
             step(f"[{name}] reloading {model_file.name} with torch.jit.load and comparing with eager")
-            reloaded = torch.jit.load(str(model_file), map_location="cpu").eval()
+            reloaded = jit.load(str(model_file))
             try:
                 for case in cases:
                     check_reloaded(model_spec, reloaded, case, output_names, output_types, warnings)

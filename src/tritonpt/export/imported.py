@@ -27,7 +27,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from tritonpt import dtypes, in_process, reference, spec, validate
+from tritonpt import dtypes, in_process, jit, reference, spec, validate
 from tritonpt.errors import HINT, ExportError, InProcessError, first_line
 from tritonpt.export import ExportResult
 from tritonpt.export import pt2 as pt2_export
@@ -172,7 +172,7 @@ def _describe(path: Path) -> _File:
         msg = f"--from-file {path}: there is no such file. {HINT} give the path of a model.pt or a model.pt2."
         raise ExportError(msg)
     try:
-        module = torch.jit.load(str(path), map_location="cpu").eval()
+        module = jit.load(str(path))
     except Exception as exc:  # torch raises many kinds for a file that is not TorchScript
         torchscript = first_line(exc)
     else:

@@ -30,7 +30,7 @@ from tritonpt import caches
 
 DONE = "tritonpt-env.json"
 """Written last into a finished environment: what it was made from. Without it, a folder is half-made."""
-KEEP = 6
+KEEP = 12
 """Environments kept (the most recently used); a change of pyproject.toml or versions.toml makes new ones."""
 IDLE_S = 24 * 3600
 """An environment beyond :data:`KEEP` is removed only once unused this long (another checkout may be using it)."""
@@ -58,11 +58,19 @@ class Env:
         return {"VIRTUAL_ENV": str(self.location), "PATH": path, "PYTHONPATH": str(project / "src")}
 
 
-def key_of(project: Path, *, python: str, groups: Sequence[str], packages: Sequence[str]) -> str:
+def key_of(
+    project: Path,
+    *,
+    python: str,
+    groups: Sequence[str],
+    packages: Sequence[str],
+    overrides: Sequence[str] = (),
+) -> str:
     digest = hashlib.sha256()
     for name in KEYED:
         digest.update((project / name).read_bytes())
-    for part in (python, *sorted(groups), "--", *sorted(packages)):
+    over = ("--override", *sorted(overrides)) if overrides else ()
+    for part in (python, *sorted(groups), "--", *sorted(packages), *over):
         digest.update(b"\0" + part.encode())
     return digest.hexdigest()[:16]
 
@@ -73,13 +81,15 @@ def shared(
     python: str,
     groups: Sequence[str] = (),
     packages: Sequence[str] = (),
+    overrides: Sequence[str] = (),
     label: str = "",
     say: Callable[[str], None] | None = None,
 ) -> Env:
     """The environment for these dependencies: found, or made now with uv (from its cache: seconds once torch is
-    there), its folder named ``label`` (default: the groups) and the key. Processes that ask at once wait on one
-    lock; the first makes it, the others find it."""
-    key = key_of(project, python=python, groups=groups, packages=packages)
+    there), its folder named ``label`` (default: the groups) and the key. ``overrides`` replace what
+    pyproject.toml asks for (uv's ``--override``: another torch than its range admits, for `nox -s compat`).
+    Processes that ask at once wait on one lock; the first makes it, the others find it."""
+    key = key_of(project, python=python, groups=groups, packages=packages, overrides=overrides)
     root = caches.root() / "venvs"
     root.mkdir(parents=True, exist_ok=True)
     name = f"{label or '-'.join(groups) or 'base'}-{key}"
@@ -96,8 +106,13 @@ def shared(
         subprocess.run([*uv, "venv", "-q", "--python", python, str(env.location)], check=True)
         install = [*uv, "pip", "install", "-q", "--python", env.python, "-r", "pyproject.toml"]
         install += [arg for group in groups for arg in ("--group", group)]
+        if overrides:
+            wanted = env.location / "overrides.txt"
+            wanted.write_text("".join(f"{o}\n" for o in overrides), encoding="utf-8")
+            install += ["--override", str(wanted)]
         subprocess.run([*install, *packages], check=True, cwd=project)
         made = {"key": key, "groups": list(groups), "packages": list(packages), "python": python}
+        made["overrides"] = list(overrides)
         (env.location / DONE).write_text(json.dumps(made, indent=2) + "\n", encoding="utf-8")
     caches.note("venv", name, hit=False, seconds=time.perf_counter() - started, say=say)
     _prune(root)

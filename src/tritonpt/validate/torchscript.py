@@ -13,7 +13,7 @@ import numpy as np
 import torch
 from tritonclient.grpc.model_config_pb2 import ModelConfig
 
-from tritonpt import dtypes
+from tritonpt import dtypes, jit
 from tritonpt.errors import first_line
 from tritonpt.repository import ModelDir
 from tritonpt.validate import feeds
@@ -113,7 +113,7 @@ def check(model: ModelDir, config: ModelConfig, model_file: Path, findings: Find
     """Load the file and run it the way the backend would; every finding goes to ``findings``."""
     path = model.config
     try:
-        module = torch.jit.load(str(model_file), map_location="cpu").eval()
+        module = jit.load(str(model_file))
     except Exception as exc:  # torch raises RuntimeError, ValueError, zipfile errors, ... for a bad file
         findings.add(
             UNLOADABLE,

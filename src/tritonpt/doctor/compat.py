@@ -1,0 +1,237 @@
+"""Which torch's exports each libtorch minor serves, as `nox -s compat` measured it: the table the doctor reads.
+
+    TABLE                     src/tritonpt/doctor/compat.json: written by tritonpt.testing.compat, nothing else
+    load() -> Table           typed; Table.pair(exported, served_minor, fmt) -> the measured Pair or None
+    render(table) -> str      docs/reference/compat.md (a unit test holds the committed page equal to it)
+
+    python -m tritonpt.doctor.compat            # rewrite docs/reference/compat.md from the table
+    python -m tritonpt.doctor.compat --check    # exit 1 when the committed page is stale
+
+A pair is one torch that exported the built-in set, one libtorch minor whose official backend (the line NGC ships
+with it, built against PyPI's torch of that minor) served it on the embedded tritonserver, one format. Its verdict
+comes from the served matrix alone: loaded or refused (with the server's own words), parity or not, per model.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Literal
+
+from tritonpt.versions import VERSIONS, Versions, minor_of
+
+TABLE = Path(__file__).with_name("compat.json")
+PAGE = Path("docs/reference/compat.md")  # relative to the repository root
+REGENERATE = "python -m tritonpt.doctor.compat"
+FORMATS = {
+    "torchscript": "TorchScript (`model.pt`, pytorch_libtorch)",
+    "pt2": "PT2 (`model.pt2`, torch_aoti)",
+}
+
+Verdict = Literal["parity", "refused at load", "outputs differ", "partly served", "not exported"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class ModelResult:
+    """One model of a pair: whether the server loaded it, its own words where it did not, and its parity."""
+
+    model: str
+    loads: bool
+    parity: bool = False
+    max_abs_error: float | None = None
+    error: str = ""  # the server's load error, the export's, or the checks that failed
+
+
+@dataclass(frozen=True, kw_only=True)
+class Pair:
+    exported_by: str  # torch.__version__ of the export: "2.9.1+cu128"
+    served_by: str  # the torch the backend was built against and serves with: "2.12.1+cu130"
+    line: str  # "pytorch_backend r26.05 (55bbe27)"
+    format: Literal["torchscript", "pt2"]
+    models: tuple[ModelResult, ...]
+
+    @property
+    def exported_minor(self) -> str:
+        return minor_of(self.exported_by)
+
+    @property
+    def served_minor(self) -> str:
+        return minor_of(self.served_by)
+
+    @property
+    def verdict(self) -> Verdict:
+        exported = [m for m in self.models if not m.error.startswith("not exported")]
+        loaded = [m for m in exported if m.loads]
+        if not exported:
+            return "not exported"
+        if not loaded:
+            return "refused at load"
+        if any(not m.parity for m in loaded):
+            return "outputs differ"
+        return "parity" if len(loaded) == len(self.models) else "partly served"
+
+    def describe(self) -> str:
+        """One sentence: what was served, on what, and what came of it."""
+        served = f"{len(self.models)} built-in {FORMATS[self.format].split(' ')[0]} models"
+        head = f"torch {self.exported_by}'s exports on {self.line} against libtorch {self.served_by}"
+        if self.verdict == "parity":
+            worst = max((m.max_abs_error or 0.0) for m in self.models)
+            return f"{head}: {served} loaded and served with parity (max abs error {worst:.2g})"
+        problems = "; ".join(
+            f"{m.model}: {m.error or 'outputs differ'}" for m in self.models if not (m.loads and m.parity)
+        )
+        return f"{head}: {self.verdict} ({problems})"
+
+    @property
+    def first_error(self) -> str:
+        return next((m.error for m in self.models if m.error), "")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Table:
+    measured: str  # the date of the run
+    server: str  # the embedded tritonserver that served every pair
+    lines: dict[str, str] = field(default_factory=dict)  # line -> its pinned pytorch_backend commit
+    pairs: tuple[Pair, ...] = ()
+
+    def pair(self, exported_minor: str, served_minor: str, fmt: str) -> Pair | None:
+        """The measured pair of these minors and format, or None: not measured."""
+        return next(
+            (
+                p
+                for p in self.pairs
+                if p.exported_minor == exported_minor and p.served_minor == served_minor and p.format == fmt
+            ),
+            None,
+        )
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), indent=2) + "\n"
+
+    @classmethod
+    def from_json(cls, text: str) -> Table:
+        raw = json.loads(text)
+        pairs = tuple(
+            Pair(**{**p, "models": tuple(ModelResult(**m) for m in p["models"])})
+            for p in raw.pop("pairs", ())
+        )
+        return cls(**raw, pairs=pairs)
+
+    def verdicts(self) -> dict[str, str]:
+        """Each pair's verdict and each model's, by a key that does not hold the date or the figures: what a fresh
+        measurement is held equal to."""
+        said: dict[str, str] = {}
+        for p in self.pairs:
+            key = f"{p.exported_minor} -> {p.served_minor} {p.format}"
+            said[key] = p.verdict
+            for m in p.models:
+                said[f"{key} {m.model}"] = (
+                    "parity" if m.loads and m.parity else ("loads" if m.loads else "refused")
+                )
+        return said
+
+
+def load(path: Path = TABLE) -> Table | None:
+    """The shipped table, or None where there is none (a checkout before the first `nox -s compat -- --write`)."""
+    try:
+        return Table.from_json(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return None
+
+
+def releases_of(minor: str, versions: Versions = VERSIONS) -> list[str]:
+    """The NGC Triton releases whose pytorch backend bundles libtorch of this minor."""
+    return [r.ngc for r in versions.triton_releases if r.backend_torch and minor_of(r.backend_torch) == minor]
+
+
+def render(table: Table | None, versions: Versions = VERSIONS) -> str:
+    """docs/reference/compat.md."""
+    lines = [
+        "# Which PyTorch exports each Triton release serves",
+        "",
+        f"<!-- Written by `{REGENERATE}` from src/tritonpt/doctor/compat.json; do not edit by hand. -->",
+        "",
+        "Measured by `nox -s compat` (CI runs it on every run): for each libtorch minor an NGC Triton release's",
+        "pytorch backend bundles, the official backend of the line NGC ships with it, built from the pinned sources",
+        "against PyPI's torch of that minor (CPU variant), served the built-in set exported by another torch on",
+        "the embedded tritonserver, and the integration matrix judged it: loaded or refused (the server's own",
+        "words), parity with the exporting torch's eager outputs or not. `tritonpt doctor` reads the same table.",
+        "",
+    ]
+    if table is None or not table.pairs:
+        return "\n".join([*lines, "Nothing measured yet: run `nox -s compat -- --write`.", ""])
+    lines += [
+        f"Measured {table.measured} on tritonserver {table.server} (CPU). Lines: "
+        + ", ".join(f"pytorch_backend {ref} at `{commit}`" for ref, commit in sorted(table.lines.items()))
+        + ".",
+        "",
+        "| exported by | served by libtorch (NGC releases of that minor) | backend | format | verdict |",
+        "|---|---|---|---|---|",
+    ]
+    for p in sorted(table.pairs, key=_order):
+        releases = ", ".join(releases_of(p.served_minor, versions)) or "none"
+        verdict = p.verdict if p.verdict == "parity" else f"{p.verdict}: {_cell(p.first_error)}"
+        lines.append(
+            f"| torch {p.exported_by} | {p.served_by} ({releases}) | {p.line} | {p.format} | {verdict} |"
+        )
+    lines += [
+        "",
+        "What NGC ships is not what was served here: NGC bundles pre-release libtorch snapshots (`2.x.0a0+<commit>`),",
+        "built with CUDA; PyPI has the minor's release. The same minor is the closest pair a CPU machine can build.",
+        "PT2 is served only where the line has the PT2 path (r26.03 on). Models, per pair:",
+        "",
+    ]
+    for p in sorted(table.pairs, key=_order):
+        lines.append(
+            f"- torch {p.exported_by} -> {p.served_by}, {p.format}: "
+            + ", ".join(_model_cell(m) for m in p.models)
+        )
+    return "\n".join(lines) + "\n"
+
+
+def _order(pair: Pair) -> tuple[tuple[int, ...], tuple[int, ...], str]:
+    """Exporting torch, then serving minor, oldest first; TorchScript before PT2."""
+    return (
+        _minor_key(pair.exported_minor),
+        _minor_key(pair.served_minor),
+        "b" if pair.format == "pt2" else "a",
+    )
+
+
+def _minor_key(minor: str) -> tuple[int, ...]:
+    return tuple(int(x) for x in minor.split(".") if x.isdigit())
+
+
+def _cell(text: str) -> str:
+    one = " ".join(text.split())
+    return (one[:160] + "...") if len(one) > 160 else one.replace("|", "\\|")
+
+
+def _model_cell(m: ModelResult) -> str:
+    if m.loads and m.parity:
+        return f"{m.model} parity ({m.max_abs_error or 0.0:.2g})"
+    return f"{m.model} {'loads, outputs differ' if m.loads else 'refused'}"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog=REGENERATE, description=__doc__.splitlines()[0])
+    parser.add_argument("--page", type=Path, default=PAGE, help=f"the page to write (default: {PAGE})")
+    parser.add_argument("--check", action="store_true", help="only say whether the page is stale (exit 1)")
+    args = parser.parse_args(argv)
+    page: Path = args.page
+    text = render(load())
+    if args.check:
+        stale = not page.is_file() or page.read_text(encoding="utf-8") != text
+        if stale:
+            print(f"{page} is stale: run `{REGENERATE}` from the repository root.", file=sys.stderr)
+        return int(stale)
+    page.write_text(text, encoding="utf-8")
+    print(f"{page}: written")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
