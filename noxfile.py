@@ -12,6 +12,8 @@
     nox -s reliability   (last) reports/reliability.md and .json from the parts the tiers wrote
     nox -s zoo-smoke     four public architectures exported and served with parity (nox -s zoo: all of them)
     nox -s triton-qa     NVIDIA's own qa/L0_libtorch_* and qa/L0_torch_aoti tests against our builds
+    nox -s cycles-smoke  load / infer / unload cycles on one server, parity each time (nox -s cycles: 50, and the
+                         server's memory growth judged)
     nox -s compat        every libtorch minor NGC bundles (2.8-2.12) serving torch 2.9.1's exports, and the
                          reverse; held to the shipped table (src/tritonpt/doctor/compat.json)
     nox -s gpu           (GPU runners) build the real image, doctor, the matrix in a GPU container, strict
@@ -463,6 +465,25 @@ def soak(session: nox.Session) -> None:
 def soak_smoke(session: nox.Session) -> None:
     """A short soak (200 requests) with the same checks, so that it cannot rot."""
     _soak(session, ["--smoke", "--reports", "reports/soak-smoke"])
+
+
+def _cycles(session: nox.Session, groups: tuple[str, ...], args: list[str]) -> None:
+    _prepare(session, *groups, args=args, export=_served([]), build=[])
+    _run(session, "python", "-m", "tritonpt.testing.cycles", *args)
+
+
+@session(default=False)
+def cycles(session: nox.Session) -> None:
+    """Load, infer with parity, unload resnet18 and its PT2 package 50 times on one server: its memory per cycle,
+    the growth fitted after a warm-up, a plot; too much growth fails (server issue #5841). -- --cycles N, --models.
+    """
+    _cycles(session, ("test", "bench"), list(session.posargs))
+
+
+@session(name="cycles-smoke")
+def cycles_smoke(session: nox.Session) -> None:
+    """A few load / infer / unload cycles, every parity and unload checked, so that `nox -s cycles` cannot rot."""
+    _cycles(session, ("test",), ["--smoke", "--reports", "reports/cycles-smoke"])
 
 
 def _zoo(session: nox.Session, args: list[str]) -> None:

@@ -77,6 +77,26 @@ RUN if [ -n "${TRITON_NGC}" ] && [ -n "${NVIDIA_TRITON_SERVER_VERSION:-}" ] \
     fi \
     && mkdir -p /models
 
+# The APIs that change a running server (model-repository, shared-memory, trace, logging) answer only to the key
+# the operator gives at run time: docker run -e TRITONPT_ADMIN_KEY=... (docs/guide/ci-and-gpu.md).
+# The script's lines are written as they are: their $ expand when it runs, not here.
+# hadolint ignore=SC2016
+RUN printf '%s\n' \
+        '#!/bin/sh' \
+        '# tritonpt-serve: tritonserver with the API groups that change the server behind a key the operator gives' \
+        '# at run time ($TRITONPT_ADMIN_KEY; header $TRITONPT_ADMIN_HEADER, default admin-key). Without a key they' \
+        '# are locked behind a random one that nothing outside this process holds. Clients keep health, metadata,' \
+        '# model config, inference and statistics.' \
+        'set -eu' \
+        'groups=model-repository,shared-memory,trace,logging' \
+        'header="${TRITONPT_ADMIN_HEADER:-admin-key}"' \
+        'key="${TRITONPT_ADMIN_KEY:-}"' \
+        '[ -n "$key" ] || key="$(od -An -N32 -tx1 /dev/urandom | tr -d " \n")"' \
+        'unset TRITONPT_ADMIN_KEY' \
+        'exec tritonserver "--http-restricted-api=$groups:$header=$key" "--grpc-restricted-protocol=$groups:$header=$key" "$@"' \
+        > /usr/local/bin/tritonpt-serve \
+    && chmod 0755 /usr/local/bin/tritonpt-serve
+
 ENV TRITONPT_HTTP_PORT=8000
 
 EXPOSE 8000 8001 8002
@@ -107,6 +127,7 @@ WORKDIR /opt/tritonserver
 USER 1000:1000
 
 # NGC's entrypoint prints the banner, checks the driver, then runs the command; override the command to pass
-# other tritonserver flags (keep TRITONPT_HTTP_PORT in step with --http-port).
+# other tritonserver flags (keep TRITONPT_HTTP_PORT in step with --http-port), through tritonpt-serve to keep the
+# admin APIs locked.
 ENTRYPOINT ["/opt/nvidia/nvidia_entrypoint.sh"]
-CMD ["tritonserver", "--model-repository=/models"]
+CMD ["tritonpt-serve", "--model-repository=/models"]

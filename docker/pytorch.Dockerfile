@@ -152,6 +152,25 @@ LABEL org.opencontainers.image.title="tritonpt Triton ${EMBEDDED_SERVER_VERSION}
       io.tritonpt.pt2-backend="${PT2_BACKEND_REF}${PT2_FLAVOR} ${PT2_BACKEND_COMMIT}" \
       io.tritonpt.pytriton="${PYTRITON_VERSION}"
 
+# The APIs that change a running server answer only to the key the operator gives at run time (see ngc.Dockerfile).
+# The script's lines are written as they are: their $ expand when it runs, not here.
+# hadolint ignore=SC2016
+RUN printf '%s\n' \
+        '#!/bin/sh' \
+        '# tritonpt-serve: tritonserver with the API groups that change the server behind a key the operator gives' \
+        '# at run time ($TRITONPT_ADMIN_KEY; header $TRITONPT_ADMIN_HEADER, default admin-key). Without a key they' \
+        '# are locked behind a random one that nothing outside this process holds. Clients keep health, metadata,' \
+        '# model config, inference and statistics.' \
+        'set -eu' \
+        'groups=model-repository,shared-memory,trace,logging' \
+        'header="${TRITONPT_ADMIN_HEADER:-admin-key}"' \
+        'key="${TRITONPT_ADMIN_KEY:-}"' \
+        '[ -n "$key" ] || key="$(od -An -N32 -tx1 /dev/urandom | tr -d " \n")"' \
+        'unset TRITONPT_ADMIN_KEY' \
+        'exec tritonserver "--http-restricted-api=$groups:$header=$key" "--grpc-restricted-protocol=$groups:$header=$key" "$@"' \
+        > /usr/local/bin/tritonpt-serve \
+    && chmod 0755 /usr/local/bin/tritonpt-serve
+
 WORKDIR /opt/tritonserver
 USER 1000:1000
-CMD ["tritonserver", "--model-repository=/models"]
+CMD ["tritonpt-serve", "--model-repository=/models"]

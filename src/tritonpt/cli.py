@@ -388,6 +388,8 @@ def check(
     shard_costs: str,
     pt2_build: str,
     pytest_args: str,
+    upload: bool = False,
+    replace_loaded: bool = False,
 ) -> None:
     """The matrix (tritonpt.matrix) with these options; its exit code is the command's."""
     import shlex  # noqa: PLC0415
@@ -408,6 +410,7 @@ def check(
     }
     args += [arg for name, value in named.items() if value for arg in (name, value)]
     args += [arg for mount in mounts for arg in ("--mount", mount)]
+    args += ["--upload"] * upload + ["--replace-loaded"] * replace_loaded
     args += ["--pt2-build", pt2_build, *shlex.split(pytest_args)]
     code = run.main(args)
     if code:

@@ -4,6 +4,13 @@ The server runners (readiness, the repository index, a model's config) and the c
 statistics, metrics) both come here, so there is one client library, one set of timeouts and one way a
 failure reads. Where the server answers: :class:`Endpoints`. What the repository index says: :class:`ModelState`.
 
+A server whose admin APIs sit behind a key (``--http-restricted-api`` / ``--grpc-restricted-protocol``, e.g.
+``model-repository:admin-key=VALUE``) gets it on every request of both protocols when ``$TRITONPT_ADMIN_KEY``
+holds it (:data:`ADMIN_KEY_ENV`; the header's name from ``$TRITONPT_ADMIN_HEADER``, default ``admin-key``): as
+that header over HTTP, and as ``triton-grpc-protocol-<name>`` metadata over gRPC, which is what server 2.51.0
+reads there ("This protocol is restricted, expecting header 'triton-grpc-protocol-admin-key'"). The key is
+read from the environment only, so that it is in no command line, and nothing prints it.
+
 Failures: a server that does not answer raises ``OSError`` (a connection refused, or ``TimeoutError``, which
 gevent's timeout becomes here); a server that answers with an error raises tritonclient's
 ``InferenceServerException``, whose ``status()`` is the HTTP status or the gRPC code.
@@ -13,6 +20,7 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import os
 import threading
 import time
 import urllib.parse
@@ -29,6 +37,7 @@ import tritonclient.grpc as grpcclient
 import tritonclient.http as httpclient
 from google.protobuf import json_format
 from prometheus_client.parser import text_string_to_metric_families
+from tritonclient._plugin import InferenceServerClientPlugin
 from tritonclient.grpc.model_config_pb2 import ModelConfig
 
 from tritonpt import dtypes
@@ -49,6 +58,13 @@ PROBE_TIMEOUT_S = 5.0
 """Per health, index or config request while waiting for a server."""
 POLL_INTERVAL_S = 0.2
 BUSY_STATES = frozenset({"LOADING", "UNLOADING"})
+ADMIN_KEY_ENV = "TRITONPT_ADMIN_KEY"
+"""The key a server's restricted APIs expect; sent on every request when set, never printed."""
+ADMIN_HEADER_ENV = "TRITONPT_ADMIN_HEADER"
+ADMIN_HEADER = "admin-key"
+"""The header's name when ``$TRITONPT_ADMIN_HEADER`` names none (the name Triton's docs use)."""
+GRPC_HEADER_PREFIX = "triton-grpc-protocol-"
+"""Server 2.51.0 reads a restricted gRPC protocol's header under this prefix."""
 
 _T = TypeVar("_T")
 
@@ -151,12 +167,44 @@ class _Whole:
             super().__del__()  # type: ignore[misc]
 
 
+class _AdminKey(InferenceServerClientPlugin):  # type: ignore[misc]  # untyped library
+    """tritonclient's plugin hook: the admin header on every request (its repr never shows the key)."""
+
+    def __init__(self, header: str, key: str) -> None:
+        self._header, self._key = header, key
+
+    def __call__(self, request: Any) -> None:  # noqa: ANN401 - tritonclient's Request
+        request.headers[self._header] = self._key
+
+    def __repr__(self) -> str:
+        return f"_AdminKey({self._header!r}, <${ADMIN_KEY_ENV}>)"
+
+
+def admin_header() -> str | None:
+    """The header name the admin key goes in, or None when ``$TRITONPT_ADMIN_KEY`` is unset or empty."""
+    if not os.environ.get(ADMIN_KEY_ENV):
+        return None
+    return os.environ.get(ADMIN_HEADER_ENV) or ADMIN_HEADER
+
+
+def _with_admin_key(client: Any, *, grpc: bool) -> None:  # noqa: ANN401 - either tritonclient client
+    header = admin_header()
+    if header is not None:
+        client.register_plugin(
+            _AdminKey(f"{GRPC_HEADER_PREFIX}{header}" if grpc else header, os.environ[ADMIN_KEY_ENV])
+        )
+
+
 class _Http(_Whole, httpclient.InferenceServerClient):  # type: ignore[misc]  # untyped library
-    pass
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        super().__init__(*args, **kwargs)
+        _with_admin_key(self, grpc=False)
 
 
 class _Grpc(_Whole, grpcclient.InferenceServerClient):  # type: ignore[misc]  # untyped library
-    pass
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        super().__init__(*args, **kwargs)
+        _with_admin_key(self, grpc=True)
 
 
 @contextlib.contextmanager
@@ -212,6 +260,14 @@ def repository_index(endpoints: Endpoints) -> list[ModelState]:
         )
         for entry in entries
     ]
+
+
+def is_model_ready(endpoints: Endpoints, name: str) -> bool:
+    """``GET /v2/models/<name>/ready``: whether the server serves the model now. The one way to ask about a model
+    uploaded through the load API: server 2.51.0 leaves those out of its repository index (seen: an empty index
+    with the uploaded model ready)."""
+    with http(endpoints, timeout=PROBE_TIMEOUT_S) as client:
+        return bool(client.is_model_ready(name))
 
 
 def model_config(endpoints: Endpoints, name: str) -> ModelConfig:

@@ -195,6 +195,9 @@ def build_backend(
         "reports": "where junit.xml, summary.md and .json and the server log go (default reports)",
         "shard": "K/N: check only this shard's models (the split `invoke export --shard K/N` made)",
         "pt2_build": "which PT2 build serves torch_aoti models: stock (default; NVIDIA's) or patched (ours, r26.05+tritonpt.1)",
+        "upload": "with --url: send the repository's models through the server's load API (it must run with "
+        "--model-control-mode=explicit) and unload them after; a restricted API's key from $TRITONPT_ADMIN_KEY",
+        "replace_loaded": "with --upload: replace a model of the same name the server already serves",
         "pytest": 'more pytest arguments, as one string, e.g. "-k parity -x"',
     },
 )
@@ -213,6 +216,8 @@ def check(
     shard: str = "",
     shard_costs: str = "",
     pt2_build: str = "stock",
+    upload: bool = False,
+    replace_loaded: bool = False,
     pytest: str = "",
 ) -> None:
     """Run the integration matrix on a repository (the backend built or reused first); exit 0 only when it passes."""
@@ -232,6 +237,8 @@ def check(
         shard=shard,
         shard_costs=shard_costs,
         pt2_build=pt2_build,
+        upload=upload,
+        replace_loaded=replace_loaded,
         pytest_args=pytest,
     )
 

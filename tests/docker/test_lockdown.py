@@ -10,6 +10,7 @@ Run with ``pytest tests/docker/test_lockdown.py``.
 from __future__ import annotations
 
 import json
+import secrets
 import shutil
 import subprocess
 import textwrap
@@ -18,8 +19,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import tritonclient.grpc as grpcclient
+import tritonclient.http as httpclient
+from tritonclient.utils import InferenceServerException
 
-from tritonpt import export
+from tritonpt import checks, client, export, reference
+from tritonpt.repository import ModelDir
 from tritonpt.server.container import CONTAINER_MODELS, ContainerServer
 from tritonpt.server.engine import HARNESS, HARNESS_LABEL, SESSION_ID, SESSION_LABEL
 from tritonpt.testing import standin
@@ -165,6 +170,109 @@ def test_a_write_into_the_repository_fails_inside(
     assert code != 0, f"touch {CONTAINER_MODELS}/{PROBE} succeeded as {who}"
     assert "Read-only file system" in output, output
     assert not (repository / PROBE).exists()
+
+
+# --- The images' admin lock (tritonpt-serve) -----------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def locked(
+    standin_images: dict[str, standin.StandinImage],
+    repository: Path,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[tuple[ContainerServer, str]]:
+    """The ngc image run through its own tritonpt-serve, the operator's key in its environment (and in this
+    process's, for the harness's own readiness checks, which read the repository index)."""
+    key = secrets.token_hex(16)
+    log = tmp_path_factory.mktemp("locked-log") / "tritonserver.log"
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv(client.ADMIN_KEY_ENV, key)
+        with ContainerServer(
+            repository=repository,
+            image=standin_images["ngc"].tag,
+            log_path=log,
+            gpus="none",
+            mounts=standin.host_mounts(),
+            program="tritonpt-serve",
+            environment={client.ADMIN_KEY_ENV: key},
+        ) as server:
+            yield server, key
+
+
+def test_the_image_serves_clients_and_locks_the_admin_apis_behind_the_operators_key(
+    locked: tuple[ContainerServer, str],
+) -> None:
+    server, key = locked
+    e = server.endpoints
+    with httpclient.InferenceServerClient(e.http) as http:  # tritonclient's own, with no header of ours
+        assert http.is_server_ready()
+        assert http.get_model_metadata("multi_io")["name"] == "multi_io"
+        assert http.get_inference_statistics("multi_io")["model_stats"]
+        with pytest.raises(InferenceServerException) as refused:
+            http.get_model_repository_index()
+        assert refused.value.status() == "403"
+        assert "expecting header 'admin-key'" in str(refused.value)
+        with pytest.raises(InferenceServerException):
+            http.get_trace_settings()
+        assert http.get_model_repository_index(headers={"admin-key": key})
+        assert http.get_log_settings(headers={"admin-key": key})
+    with grpcclient.InferenceServerClient(e.grpc) as grpc:
+        assert grpc.is_model_ready("multi_io")
+        with pytest.raises(InferenceServerException) as refused:
+            grpc.get_model_repository_index()
+        assert "triton-grpc-protocol-admin-key" in str(refused.value)
+        assert grpc.get_model_repository_index(headers={"triton-grpc-protocol-admin-key": key}).models
+    reference_case = reference.load(ModelDir(root=server.repository / "multi_io"))
+    case = reference_case.cases[0]
+    got = client.infer(
+        e,
+        "grpc",
+        "multi_io",
+        {i.name: a for i, a in zip(reference_case.inputs, case.inputs, strict=True)},
+        [o.name for o in reference_case.outputs],
+    )
+    assert not checks.mismatches(checks.compare_outputs(reference_case.outputs, got, case.outputs, gpu=False))
+    assert key not in server.log_tail(lines=100_000)
+
+
+def test_without_a_key_the_image_locks_them_behind_one_nobody_holds(
+    docker_client: Any, locked: tuple[ContainerServer, str], lockdown_outputs: list[str]
+) -> None:
+    """tritonpt-serve itself, inside the image, with a stand-in tritonserver that prints what it was given."""
+    server, key = locked
+    show = (
+        "mkdir -p /tmp/shown && printf '#!/bin/sh\\necho \"$@\"\\n' > /tmp/shown/tritonserver"
+        " && chmod +x /tmp/shown/tritonserver && PATH=/tmp/shown:$PATH"
+    )
+    given = []
+    for _ in range(2):
+        code, said = run_inside(
+            docker_client,
+            server.container_id,
+            ["sh", "-c", f"{show} env -u {client.ADMIN_KEY_ENV} tritonpt-serve --model-repository=/models"],
+            lockdown_outputs,
+        )
+        assert code == 0, said
+        given.append(said.split())
+    for args in given:
+        assert args[-1] == "--model-repository=/models"
+        http, grpc = args[0], args[1]
+        assert http.startswith(
+            "--http-restricted-api=model-repository,shared-memory,trace,logging:admin-key="
+        )
+        assert grpc.startswith(
+            "--grpc-restricted-protocol=model-repository,shared-memory,trace,logging:admin-key="
+        )
+        assert len(http.rsplit("=", 1)[1]) == 64  # 32 random bytes, hex
+        assert key not in http
+    assert given[0][0] != given[1][0], "the same key twice: not random"
+    code, said = run_inside(
+        docker_client,
+        server.container_id,
+        ["sh", "-c", f"{show} {client.ADMIN_KEY_ENV}=given tritonpt-serve"],
+        lockdown_outputs,
+    )
+    assert said.split()[0].endswith(":admin-key=given"), said
 
 
 def test_the_checks_fail_on_a_container_that_is_not_locked_down(

@@ -88,6 +88,20 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         dest="strict_backend",
         help="record, but do not require, the backend library a server at --url reports",
     )
+    group.addoption(
+        "--upload",
+        action="store_true",
+        help="target url: send each model of --repository to the server through its load API (config and "
+        "files in the request; the server in --model-control-mode=explicit), and unload it after, also when the "
+        "run fails or is stopped. A restricted API's key: $TRITONPT_ADMIN_KEY (header $TRITONPT_ADMIN_HEADER, "
+        "default admin-key)",
+    )
+    group.addoption(
+        "--replace-loaded",
+        action="store_true",
+        help="with --upload: replace a model of the same name the server already serves (it is unloaded after, "
+        "not restored)",
+    )
     group.addoption("--image", default=None, help="image for target container")
     group.addoption(
         "--gpus",
@@ -316,6 +330,8 @@ def triton(pytestconfig: pytest.Config, report: Report) -> Iterator[Server]:
         mounts=parse_mounts(option.mount, option="--mount", error=TritonPtError),
         memory=option.memory,
         models=models if option.shard else (),
+        upload=option.upload,
+        replace=option.replace_loaded,
         pt2_build=option.pt2_build,
         sanitizer=option.sanitize,
     )

@@ -28,7 +28,7 @@ def test_unload_and_load_again(triton: Server, model: Model, report: Report) -> 
         assert unloaded, f"{model.name} was still ready 60 s after it was unloaded"
         client.forget_answered(triton.endpoints, model.name)  # its statistics start again from zero
         started = time.perf_counter()
-        http.load_model(model.name)
+        triton.load_model(model.name)  # from the server's repository, or from this run's upload
         report.timings[f"reload {model.name}"] = time.perf_counter() - started
         assert http.is_model_ready(model.name)
     case = model.reference.cases[0]

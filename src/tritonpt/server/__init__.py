@@ -17,6 +17,7 @@ from pathlib import Path
 from tritonpt.backend import BuiltBackend, Sanitizer
 from tritonpt.errors import HINT, ServerError
 from tritonpt.options import GPUS, TARGETS, Gpus, Mount, Pt2Build, Target
+from tritonpt.server import upload as upload_module
 from tritonpt.server.base import Endpoints, ModelRuntime, ModelState, Server, ServerKind
 from tritonpt.server.local import LocalServer, TritonFlags, TritonInstall
 from tritonpt.server.url import UrlServer
@@ -57,6 +58,8 @@ def create(
     pt2_backend: BuiltBackend | None = None,
     memory: str | None = None,
     models: Sequence[str] = (),
+    upload: bool = False,
+    replace: bool = False,
     pt2_build: Pt2Build = "stock",
     sanitizer: Sanitizer | None = None,
 ) -> Server:
@@ -69,16 +72,22 @@ def create(
     (a built backend; default: the cached one for this torch) and ``pt2_build`` (which PT2 build serves
     torch_aoti models: the cache's stock one, or the patched one) and ``sanitizer`` (serve the cache's builds
     instrumented with it, its runtime preloaded) for ``local``. ``models``: the models a started
-    server loads (a shard's; default every model of the repository); a server at a URL loads what it loads.
+    server loads (a shard's; default every model of the repository); a server at a URL loads what it loads, or,
+    with ``upload``, the repository's models (those of ``models``) sent through its load API and unloaded after
+    (``replace``: also where it serves a model of the same name).
     """
     load = tuple(models) or ("*",)
     if target == "auto":
         target = "url" if url else "container" if image else "local"
+    if upload and target != "url":
+        msg = f"Cannot upload models to a {target} server: --upload sends them to a server at a URL (give --url)."
+        raise ServerError(msg)
     if target == "url":
         if not url:
             msg = "Cannot use target 'url' without a URL; give the server's HTTP URL, e.g. http://127.0.0.1:8000."
             raise ServerError(msg)
-        return UrlServer(url, grpc=grpc_url, metrics_url=metrics_url)
+        uploads = upload_module.uploads(repository, models) if upload else ()
+        return UrlServer(url, grpc=grpc_url, metrics_url=metrics_url, uploads=uploads, replace=replace)
     if target == "local":
         return LocalServer(
             TritonFlags(model_repository=repository, load_model=load),

@@ -295,6 +295,12 @@ class Server(abc.ABC):
         """The state of each named model (its READY version if it has one); absent names are not loaded."""
         return pick_states(self.repository_index(), names)
 
+    def load_model(self, name: str) -> None:
+        """Load ``name`` through the repository API (explicit model control), from the server's own repository;
+        tritonclient's ``InferenceServerException`` where the server refuses."""
+        with client.http(self.endpoints) as http:
+            http.load_model(name)
+
     def model_config(self, name: str) -> ModelConfig:
         """The config the server filled in for ``name``, as Triton's own protobuf message."""
         try:

@@ -31,7 +31,7 @@ import stat
 import subprocess
 import sys
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, ClassVar
@@ -209,6 +209,8 @@ class ContainerServer(Server):
       --print-mount``).
     - ``memory``: a memory limit (``docker run --memory``, e.g. ``"2g"``), swap included; None: the host's.
       A server that outgrows it is killed by the kernel, and the verdict says OOM.
+    - ``program``: ``tritonserver``, or the images' ``tritonpt-serve`` (admin APIs behind ``$TRITONPT_ADMIN_KEY``,
+      which ``environment`` sets in the container, visible to ``docker inspect``).
     """
 
     kind: ClassVar[ServerKind] = "container"
@@ -227,8 +229,11 @@ class ContainerServer(Server):
         memory: str | None = None,
         start_timeout: float = 240.0,
         stop_timeout: int = 45,
+        program: str = "tritonserver",
+        environment: Mapping[str, str] | None = None,
     ) -> None:
         super().__init__(start_timeout=start_timeout)
+        self.program, self.environment = program, dict(environment or {})
         if not image:
             msg = (
                 "Cannot run Triton in a container without an image: pass its tag (pytest --image TAG). Build one "
@@ -267,7 +272,7 @@ class ContainerServer(Server):
     @property
     def command(self) -> list[str]:
         """The container's command (the image's entrypoint runs it)."""
-        return ["tritonserver", *self.flags.render()]
+        return [self.program, *self.flags.render()]
 
     @property
     def container_id(self) -> str | None:
@@ -405,6 +410,7 @@ class ContainerServer(Server):
         container.with_exposed_ports(HTTP_PORT, GRPC_PORT, METRICS_PORT).with_command(self.command)
         for mount in self._effective_mounts:
             container.with_volume_mapping(mount.source, mount.target, "ro" if mount.read_only else "rw")
+        container.with_envs(**self.environment)
         options: dict[str, Any] = {"labels": engine.session_labels(), "shm_size": self.shm_size}
         if self.memory:
             options |= {"mem_limit": self.memory, "memswap_limit": self.memory}  # no swap beyond the limit

@@ -1,15 +1,19 @@
-"""A Triton server someone else runs, given by its HTTP URL: start() only checks that it answers."""
+"""A Triton server someone else runs, given by its HTTP URL: start() checks that it answers, and with uploads
+delivers a local repository's models through its load API (tritonpt.server.upload); stop() takes back what
+start() delivered, and nothing else."""
 
 from __future__ import annotations
 
 import urllib.parse
+from collections.abc import Sequence
 from typing import ClassVar
 
 from tritonpt import client
-from tritonpt.client import GRPC_PORT, HTTP_PORT, METRICS_PORT, Endpoints, host_port
+from tritonpt.client import GRPC_PORT, HTTP_PORT, METRICS_PORT, Endpoints, ModelState, host_port
 from tritonpt.errors import ServerStartError
 from tritonpt.server import waiting
 from tritonpt.server.base import Server, ServerKind
+from tritonpt.server.upload import Upload, Uploaded, UploadError
 
 
 def parse_endpoints(url: str, *, grpc: str | None = None, metrics_url: str | None = None) -> Endpoints:
@@ -33,7 +37,9 @@ def parse_endpoints(url: str, *, grpc: str | None = None, metrics_url: str | Non
 
 
 class UrlServer(Server):
-    """An already running server; this object neither starts nor stops it."""
+    """An already running server; this object neither starts nor stops it. With ``uploads``, it loads them
+    there once the server answers (a name the server already serves only with ``replace``) and unloads them
+    when stopped, also after a failed start or a stop signal."""
 
     kind: ClassVar[ServerKind] = "url"
 
@@ -44,11 +50,15 @@ class UrlServer(Server):
         grpc: str | None = None,
         metrics_url: str | None = None,
         start_timeout: float = 30.0,
+        uploads: Sequence[Upload] = (),
+        replace: bool = False,
     ) -> None:
         super().__init__(start_timeout=start_timeout)
         self.url = url
         self._given = parse_endpoints(url, grpc=grpc, metrics_url=metrics_url)
         self._endpoints = self._given
+        self.uploaded = Uploaded(self._given, uploads, replace=replace) if uploads else None
+        self.left: list[str] = []  # uploads that stop() could not unload, with why
 
     def _default_hint(self) -> str:
         return (
@@ -67,9 +77,39 @@ class UrlServer(Server):
         except waiting.WaitTimeoutError:
             msg = self.failure(f"Cannot reach {self.describe()} within {timeout:.0f} s, as {live.last}")
             raise ServerStartError(msg) from None
+        if self.uploaded is not None:
+            try:
+                self.uploaded.load_all()
+            except OSError as exc:  # the connection dropped, or the server went away, during an upload
+                msg = f"Cannot upload to {self.describe()}: {exc}"
+                raise UploadError(msg) from exc
+
+    def repository_index(self) -> list[ModelState]:
+        """The server's index, and this run's uploads, which server 2.51.0 leaves out of it (seen: an empty index
+        with the uploaded model ready): each READY when it is ready, else UNAVAILABLE."""
+        index = super().repository_index()
+        if self.uploaded is None:
+            return index
+        listed = {state.name for state in index}
+        for name in (u.name for u in self.uploaded.uploads if u.name not in listed):
+            ready = client.is_model_ready(self.endpoints, name)
+            said = "" if ready else "uploaded by this run, and not ready"
+            index.append(
+                ModelState(name=name, version="1", state="READY" if ready else "UNAVAILABLE", reason=said)
+            )
+        return index
+
+    def load_model(self, name: str) -> None:
+        """An uploaded model is loaded from its upload again (the server's own repository does not have it)."""
+        if self.uploaded is not None and any(u.name == name for u in self.uploaded.uploads):
+            self.uploaded.load(name)
+        else:
+            super().load_model(name)
 
     def _terminate(self) -> None:
-        """Nothing to do: whoever started the server stops it."""
+        """Unload what this run uploaded; the server itself is whoever started it's to stop."""
+        if self.uploaded is not None:
+            self.left = self.uploaded.unload_all()
 
     def _exit_state(self) -> str | None:
         """None: nothing here runs the server, so nothing can say it ended (the watchdog's probes can)."""

@@ -1,0 +1,175 @@
+"""A local repository's models delivered to a server at a URL through its load API, and taken back after.
+
+    Upload.of(model)                 config.pbtxt as the load request's JSON ``config``, every file in the model's
+                                     folders (its versions, warmup data) as ``file:<version>/<path>`` (Triton's
+                                     model repository extension); the files beside config.pbtxt (reference data)
+                                     stay here
+    Uploaded(endpoints, uploads, replace=False)
+        .load_all()                  each model loaded from its upload; a name the server already serves is refused
+                                     unless ``replace``; the first refusal unloads what this run loaded and raises
+        .load(name)                  one of them again (the matrix's unload-and-load check)
+        .unload_all()                what this run loaded, unloaded; also after a failure or a stop
+
+The server must run with ``--model-control-mode=explicit``, and where its model-repository API is restricted the
+key goes with every request (tritonpt.client, ``$TRITONPT_ADMIN_KEY``). Files travel over gRPC as bytes (HTTP
+would base64 them into JSON): one model's files must fit one gRPC message, 2 GiB, the most tritonclient sends
+(``MAX_GRPC_MESSAGE_SIZE = INT32_MAX``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from google.protobuf import json_format
+from tritonclient.grpc.model_config_pb2 import ModelConfig
+from tritonclient.utils import InferenceServerException
+
+from tritonpt import client, repository
+from tritonpt.client import Endpoints
+from tritonpt.errors import HINT, ServerStartError
+from tritonpt.repository import PT2_PLATFORM
+from tritonpt.versions import VERSIONS
+
+MAX_BYTES = 2**31 - 1 - 2**20
+"""One model's files at most: a gRPC message of tritonclient's largest size, less a MiB for the config and framing."""
+
+
+class UploadError(ServerStartError):
+    """A model could not be delivered to the server (or was refused there); nothing of this run stays loaded."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Upload:
+    """What a load request carries for one model."""
+
+    name: str
+    config: ModelConfig
+    files: Mapping[str, bytes] = field(repr=False)  # "file:1/model.pt" -> its bytes
+
+    def request_config(self, *, pt2_backend: str | None) -> str:
+        """The config as the load request's JSON; a torch_aoti model's names ``pt2_backend`` where the server
+        predates Triton 26.03's own PT2 path (as LocalServer's served copy does, tritonpt.repository)."""
+        config = ModelConfig()
+        config.CopyFrom(self.config)
+        if pt2_backend is not None and config.platform == PT2_PLATFORM:
+            config.backend = pt2_backend
+        return json_format.MessageToJson(config)
+
+    @property
+    def size(self) -> int:
+        return sum(len(data) for data in self.files.values())
+
+    @classmethod
+    def of(cls, model: repository.ModelDir) -> Upload:
+        """The model's config and its version folders' files; ``UploadError`` naming the file when one is missing
+        or the whole is larger than one request carries."""
+        try:
+            config = repository.read_config(model.config)
+        except (OSError, ValueError) as exc:
+            msg = f"Cannot upload {model.name}: {model.config} cannot be read ({exc}).\n{HINT} fix or re-export it."
+            raise UploadError(msg) from exc
+        files: dict[str, bytes] = {}
+        for path in sorted(p for p in model.root.rglob("*") if p.is_file() and p.parent != model.root):
+            files[f"file:{path.relative_to(model.root).as_posix()}"] = (
+                path.read_bytes()
+            )  # versions, warmup data
+        if not model.versions():
+            msg = (
+                f"Cannot upload {model.name}: {model.root} has no version folder with files (such as "
+                f"{model.model_file()}).\n{HINT} export it (`tritonpt export`) or copy its model file there."
+            )
+            raise UploadError(msg)
+        made = cls(name=model.name, config=config, files=files)
+        if made.size > MAX_BYTES:
+            msg = (
+                f"Cannot upload {model.name}: its files are {made.size / 2**20:,.0f} MiB, and one load request "
+                f"carries at most {MAX_BYTES / 2**20:,.0f} MiB (a gRPC message of tritonclient's largest size).\n"
+                f"{HINT} put the model in the server's own repository and check it there without --upload."
+            )
+            raise UploadError(msg)
+        return made
+
+
+def uploads(folder: Path, names: Iterable[str] = ()) -> list[Upload]:
+    """The uploads of a repository's models (only ``names``, where given)."""
+    wanted = set(names)
+    return [Upload.of(m) for m in repository.models(folder) if not wanted or m.name in wanted]
+
+
+@dataclass
+class Uploaded:
+    """The models this run delivered to one server, so that it can take them all back."""
+
+    endpoints: Endpoints
+    uploads: Sequence[Upload]
+    replace: bool = False
+    loaded: list[str] = field(default_factory=list)
+    pt2_backend: str | None = None  # the second backend name a server before 26.03 serves torch_aoti under
+
+    def load_all(self) -> None:
+        server = str(client.server_metadata(self.endpoints).get("version", ""))
+        self.pt2_backend = None if VERSIONS.pt2.native(server) else VERSIONS.pt2.backend_name
+        present = {u.name for u in self.uploads if client.is_model_ready(self.endpoints, u.name)}
+        clash = sorted(present & {u.name for u in self.uploads})
+        if clash and not self.replace:
+            msg = (
+                f"Cannot upload {', '.join(clash)} to {self.endpoints.http_url}: the server already serves a model of "
+                "that name, and an upload would replace it.\n"
+                f"{HINT} rename yours, or pass --replace-loaded to replace it (it is unloaded, not restored, after "
+                "the check)."
+            )
+            raise UploadError(msg)
+        try:
+            for upload in self.uploads:
+                self.load(upload.name)
+        except BaseException:
+            self.unload_all()
+            raise
+
+    def load(self, name: str) -> None:
+        upload = next(u for u in self.uploads if u.name == name)
+        try:
+            with client.grpc(self.endpoints) as grpc:
+                grpc.load_model(
+                    name, config=upload.request_config(pt2_backend=self.pt2_backend), files=dict(upload.files)
+                )
+        except InferenceServerException as exc:
+            raise UploadError(self._refused(upload, exc)) from None
+        finally:  # a load the server refused may still have left the name behind: unload it with the rest
+            if name not in self.loaded:
+                self.loaded.append(name)
+
+    def _refused(self, upload: Upload, exc: InferenceServerException) -> str:
+        said = " ".join(str(exc.message() or exc).split())
+        return (
+            f"Cannot upload {upload.name} ({upload.size / 2**20:,.1f} MiB) to {self.endpoints.grpc}: the server "
+            f"answered {exc.status()}: {said}\n{HINT} {'; '.join(self._hints())}."
+        )
+
+    @staticmethod
+    def _hints() -> list[str]:
+        return [
+            "the server must run with --model-control-mode=explicit to take uploads",
+            f"a restricted model-repository API needs its key in ${client.ADMIN_KEY_ENV} (the header's name in "
+            f"${client.ADMIN_HEADER_ENV}, default {client.ADMIN_HEADER})"
+            if client.admin_header() is None
+            else f"the key in ${client.ADMIN_KEY_ENV} went with the request: check that it is the server's",
+        ]
+
+    def unload_all(self) -> list[str]:
+        """Unload every model this run loaded (best effort: a server that went away has nothing left to unload);
+        what could not be unloaded, with why."""
+        left: list[str] = []
+        for name in list(self.loaded):
+            try:
+                with client.grpc(self.endpoints) as grpc:
+                    grpc.unload_model(name)
+            except (InferenceServerException, OSError) as exc:
+                left.append(f"{name}: {' '.join(str(exc).split())}")
+            else:
+                with contextlib.suppress(ValueError):
+                    self.loaded.remove(name)
+        return left
