@@ -23,6 +23,7 @@ LAYERS = (
     "scratch",
     "fetch",
     "versions",
+    "pages",
     "options",
     "dtypes",
     "jit",

@@ -14,13 +14,13 @@ comes from the served matrix alone: loaded or refused (with the server's own wor
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Literal
 
+from tritonpt import pages
 from tritonpt.versions import VERSIONS, Versions, minor_of
 
 TABLE = Path(__file__).with_name("compat.json")
@@ -217,20 +217,9 @@ def _model_cell(m: ModelResult) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog=REGENERATE, description=__doc__.splitlines()[0])
-    parser.add_argument("--page", type=Path, default=PAGE, help=f"the page to write (default: {PAGE})")
-    parser.add_argument("--check", action="store_true", help="only say whether the page is stale (exit 1)")
-    args = parser.parse_args(argv)
-    page: Path = args.page
-    text = render(load())
-    if args.check:
-        stale = not page.is_file() or page.read_text(encoding="utf-8") != text
-        if stale:
-            print(f"{page} is stale: run `{REGENERATE}` from the repository root.", file=sys.stderr)
-        return int(stale)
-    page.write_text(text, encoding="utf-8")
-    print(f"{page}: written")
-    return 0
+    return pages.main(
+        argv, prog=REGENERATE, description=__doc__.splitlines()[0], page=PAGE, render=lambda: render(load())
+    )
 
 
 if __name__ == "__main__":

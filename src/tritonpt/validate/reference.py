@@ -10,12 +10,12 @@ docs/reference/validator.md, is this module's output and nothing else's (a unit 
 
 from __future__ import annotations
 
-import argparse
 import re
 import sys
 from pathlib import Path
 
 import tritonpt.validate  # noqa: F401 - importing the package declares every family's rules
+from tritonpt import pages
 from tritonpt.validate.rules import FAMILIES, RULES, Rule
 
 PAGE = Path("docs/reference/validator.md")  # relative to the repository root
@@ -79,27 +79,18 @@ def render(rules: dict[str, Rule] | None = None) -> str:
 
 def write(page: Path = PAGE) -> bool:
     """Write the page; whether it changed."""
-    text = render()
-    if page.is_file() and page.read_text(encoding="utf-8") == text:
-        return False
-    page.parent.mkdir(parents=True, exist_ok=True)
-    page.write_text(text, encoding="utf-8")
-    return True
+    return pages.write(page, render())
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog=REGENERATE, description=__doc__.splitlines()[0])
-    parser.add_argument("--page", type=Path, default=PAGE, help=f"the page to write (default: {PAGE})")
-    parser.add_argument("--check", action="store_true", help="only say whether the page is stale (exit 1)")
-    args = parser.parse_args(argv)
-    page: Path = args.page
-    if args.check:
-        stale = not page.is_file() or page.read_text(encoding="utf-8") != render()
-        if stale:
-            print(f"{page} is stale: run `{REGENERATE}` from the repository root.", file=sys.stderr)
-        return int(stale)
-    print(f"{page}: {'written' if write(page) else 'up to date'} ({len(RULES)} rules)")
-    return 0
+    return pages.main(
+        argv,
+        prog=REGENERATE,
+        description=__doc__.splitlines()[0],
+        page=PAGE,
+        render=render,
+        what=f"{len(RULES)} rules",
+    )
 
 
 if __name__ == "__main__":
