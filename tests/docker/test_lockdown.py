@@ -48,20 +48,27 @@ def repository(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
+def _ngc(
+    images: dict[str, standin.StandinImage], repository: Path, logs: Path, **more: Any
+) -> ContainerServer:
+    """The ngc recipe's stand-in image, started as every run starts it (``more``: ContainerServer's other options)."""
+    return ContainerServer(
+        repository=repository,
+        image=images["ngc"].tag,
+        log_path=logs / "tritonserver.log",
+        gpus="none",
+        mounts=standin.host_mounts(),
+        **more,
+    )
+
+
 @pytest.fixture(scope="module")
 def running(
     standin_images: dict[str, standin.StandinImage],
     repository: Path,
     tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[ContainerServer]:
-    log = tmp_path_factory.mktemp("lockdown-log") / "tritonserver.log"
-    with ContainerServer(
-        repository=repository,
-        image=standin_images["ngc"].tag,
-        log_path=log,
-        gpus="none",
-        mounts=standin.host_mounts(),
-    ) as server:
+    with _ngc(standin_images, repository, tmp_path_factory.mktemp("lockdown-log")) as server:
         yield server
 
 
@@ -184,17 +191,11 @@ def locked(
     """The ngc image run through its own tritonpt-serve, the operator's key in its environment (and in this
     process's, for the harness's own readiness checks, which read the repository index)."""
     key = secrets.token_hex(16)
-    log = tmp_path_factory.mktemp("locked-log") / "tritonserver.log"
+    log = tmp_path_factory.mktemp("locked-log")
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv(client.ADMIN_KEY_ENV, key)
-        with ContainerServer(
-            repository=repository,
-            image=standin_images["ngc"].tag,
-            log_path=log,
-            gpus="none",
-            mounts=standin.host_mounts(),
-            program="tritonpt-serve",
-            environment={client.ADMIN_KEY_ENV: key},
+        with _ngc(
+            standin_images, repository, log, program="tritonpt-serve", environment={client.ADMIN_KEY_ENV: key}
         ) as server:
             yield server, key
 
