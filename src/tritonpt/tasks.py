@@ -17,12 +17,17 @@ The same tasks answer to `invoke` in a checkout (the root tasks.py imports them)
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 
+from invoke import tasks as invoke_tasks
 from invoke.context import Context
-from invoke.tasks import task
 
 from tritonpt.options import DEFAULT_REPOSITORY
+
+task = functools.partial(invoke_tasks.task, auto_shortflags=False)
+"""invoke's task, without the short flags it would make up per task: `-h` stays help in every task (made up, it was
+`--shard` in export and `--shard-costs` in check), and no letter means one option here and another there."""
 
 _SERVER_HELP = {
     "repository": f"model repository folder (default {DEFAULT_REPOSITORY})",

@@ -141,3 +141,37 @@ def test_ctrl_c_of_export_stops_the_build_beside_it(tmp_path: Path) -> None:
     inside = str(tmp_path / "cache").encode()
     compilers = [p.command for p in procs.every() if inside in p.cmdline]
     assert compilers == [], f"the build's processes outlived the export: {compilers}"
+
+
+TASKS = (
+    "export",
+    "validate",
+    "build-backend",
+    "build-image",
+    "doctor",
+    "serve",
+    "check",
+    "tune",
+    "merge-reports",
+)
+
+
+def test_dash_h_is_help_in_every_task_and_no_task_makes_up_short_flags(tmp_path: Path) -> None:
+    """`tritonpt export -h` once failed ("Flag <Argument: shard (h)> needed value"): invoke made up a short flag per
+    option and task, `-h` among them. Every task now answers `-h` with its help, and lists only long options."""
+    for name in TASKS:
+        done = subprocess.run(
+            [sys.executable, "-m", "tritonpt", name, "-h"],
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=120,
+        )
+        assert done.returncode == 0, f"{name} -h: {done.stdout}{done.stderr}"
+        assert f"Usage: tritonpt [--core-opts] {name} [--options]" in done.stdout
+        lines = done.stdout.splitlines()
+        options = [line.strip() for line in lines if line.startswith("  -")]  # the options' own column
+        assert options, done.stdout
+        made_up = [line for line in options if not line.startswith("--") or line.startswith("--=")]
+        assert not made_up, f"{name}: {made_up}"
