@@ -74,12 +74,9 @@ class ExportError(TritonPtError):
     """Tracing, scripting or the reload check of a model failed."""
 
 
-class ReferenceDataError(TritonPtError, ValueError):
-    """A model's reference.json or reference.npz cannot be read as export writes them.
-
-    ``path`` is the file, ``field`` what in it is wrong, ``detail`` what was found and expected, ``fix`` what to
-    do; a ValueError too, for callers that catch what reading a file can raise.
-    """
+class _FileFieldError(TritonPtError):
+    """An error about one field of one file: ``path`` is the file, ``field`` what in it is wrong, ``detail`` what
+    was found (and expected), ``fix`` what to do; its message says all four in that order."""
 
     def __init__(self, *, path: Path, field: str, detail: str, fix: str) -> None:
         self.path = path
@@ -89,20 +86,15 @@ class ReferenceDataError(TritonPtError, ValueError):
         super().__init__(f"{path}: {field}: {detail} {HINT} {fix}")
 
 
-class InProcessError(TritonPtError):
+class ReferenceDataError(_FileFieldError, ValueError):
+    """A model's reference.json or reference.npz cannot be read as export writes them; a ValueError too, for
+    callers that catch what reading a file can raise."""
+
+
+class InProcessError(_FileFieldError):
     """A model's own file cannot be run in-process for the reference it is held to: it does not load, fails on its
-    samples, or mixes the rows of a batch; or a samples.npz does not fit its config.
-
-    ``path`` is the file, ``field`` what in it is wrong, ``detail`` what happened (the model's own words), ``fix``
-    what to do.
-    """
-
-    def __init__(self, *, path: Path, field: str, detail: str, fix: str) -> None:
-        self.path = path
-        self.field = field
-        self.detail = detail
-        self.fix = fix
-        super().__init__(f"{path}: {field}: {detail} {HINT} {fix}")
+    samples, or mixes the rows of a batch; or a samples.npz does not fit its config (``detail``: the model's own
+    words)."""
 
 
 class ValidationError(TritonPtError):

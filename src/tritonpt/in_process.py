@@ -269,13 +269,7 @@ def _pt2_call(path: Path, config: ModelConfig) -> Callable[[list[torch.Tensor]],
         said, result = pt2_rules.call(loaded, ordered, inputs)
         if result is None:
             raise RuntimeError(said)
-        produced = (
-            [result]
-            if isinstance(result, torch.Tensor)
-            else list(result.values())
-            if isinstance(result, dict)
-            else list(result)
-        )
+        produced = pt2_rules.outputs(result)
         return [produced[p or 0] for p in pick]
 
     return call

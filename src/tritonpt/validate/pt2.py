@@ -348,13 +348,7 @@ def _run(
     if result is None:
         _refused(model.config, config, said, findings, pt2_build)
         return
-    produced = (
-        [result]
-        if isinstance(result, torch.Tensor)
-        else list(result.values())
-        if isinstance(result, dict)
-        else list(result)
-    )
+    produced = outputs(result)
     batch = config.max_batch_size > 0
     for tensor, position in zip(config.output, out_order, strict=True):
         value = produced[position]
@@ -389,6 +383,13 @@ def _run(
                 "package's shape, not the declared one.",
                 f"declare dims {list(shape)}.",
             )
+
+
+def outputs(result: Any) -> list[Any]:  # noqa: ANN401 - what a package returned
+    """A package's result as the backend takes it apart: a tensor, a dict's values, or a sequence's items."""
+    if isinstance(result, torch.Tensor):
+        return [result]
+    return list(result.values()) if isinstance(result, dict) else list(result)
 
 
 def call(loaded: Any, ordered: list[torch.Tensor], names: list[str]) -> tuple[str, Any]:  # noqa: ANN401 - AOTICompiledModel
