@@ -18,7 +18,7 @@ import json
 import sys
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from tritonpt import pages
 from tritonpt.versions import VERSIONS, Versions, minor_of
@@ -85,6 +85,13 @@ class Pair:
         )
         return f"{head}: {self.verdict} ({problems})"
 
+    def to_dict(self) -> dict[str, object]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, raw: dict[str, Any]) -> Pair:
+        return cls(**{**raw, "models": tuple(ModelResult(**m) for m in raw["models"])})
+
     @property
     def first_error(self) -> str:
         return next((m.error for m in self.models if m.error), "")
@@ -114,10 +121,7 @@ class Table:
     @classmethod
     def from_json(cls, text: str) -> Table:
         raw = json.loads(text)
-        pairs = tuple(
-            Pair(**{**p, "models": tuple(ModelResult(**m) for m in p["models"])})
-            for p in raw.pop("pairs", ())
-        )
+        pairs = tuple(Pair.from_dict(p) for p in raw.pop("pairs", ()))
         return cls(**raw, pairs=pairs)
 
     def verdicts(self) -> dict[str, str]:

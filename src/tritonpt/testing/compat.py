@@ -28,9 +28,10 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from tritonpt import backend, client, scratch
+from tritonpt import backend, reference, scratch
 from tritonpt.doctor import compat
 from tritonpt.errors import TritonPtError
+from tritonpt.repository import models as models_of
 from tritonpt.repository import pt2_models
 from tritonpt.server.local import LocalServer, TritonFlags
 from tritonpt.testing import venvs
@@ -64,7 +65,7 @@ def leg(repository: Path, out: Path, reports: Path) -> int:
     line = f"pytorch_backend {pins.pytorch_backend.ref} ({pins.pytorch_backend.commit[:7]})"
     exported = _exported_by(repository)
     pt2 = {m.name for m in pt2_models(repository)}
-    models = sorted(p.name for p in repository.iterdir() if (p / "config.pbtxt").is_file())
+    models = [m.name for m in models_of(repository)]
     served = [m for m in models if serves_pt2 or m not in pt2]
     failed = _export_failures(repository)
     reports.mkdir(parents=True, exist_ok=True)
@@ -94,7 +95,7 @@ def leg(repository: Path, out: Path, reports: Path) -> int:
                 )
             )
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps([_plain(p) for p in pairs], indent=2) + "\n", encoding="utf-8")
+    out.write_text(json.dumps([p.to_dict() for p in pairs], indent=2) + "\n", encoding="utf-8")
     for p in pairs:
         _say(p.describe())
     return 0
@@ -111,8 +112,7 @@ def _serve(
         log_path=reports / "tritonserver.log",
     )
     with server:
-        index = client.repository_index(server.endpoints)
-        states = {m.name: (m.state == "READY", m.reason) for m in index}
+        states = {m.name: (m.state == "READY", m.reason) for m in server.repository_index()}
         command = [
             sys.executable, "-m", "tritonpt.matrix", "--target", "url",
             "--url", f"http://{server.endpoints.http}", "--grpc-url", server.endpoints.grpc,
@@ -143,8 +143,9 @@ def model_result(name: str, state: tuple[bool, str], rows: list[dict[str, object
 
 def _exported_by(repository: Path) -> str:
     versions = {
-        json.loads(ref.read_text(encoding="utf-8"))["provenance"]["torch_version"]
-        for ref in repository.glob("*/reference.json")
+        reference.load(model).provenance.torch_version
+        for model in models_of(repository)
+        if reference.exists(model)
     }
     if len(versions) != 1:
         msg = f"{repository}: expected one exporting torch in its reference.json files, found {sorted(versions)}"
@@ -160,13 +161,6 @@ by a newer torch may refuse some; they are listed, not hidden)."""
 def _export_failures(repository: Path) -> dict[str, dict[str, str]]:
     path = repository / FAILED
     return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
-
-
-def _plain(pair: compat.Pair) -> dict[str, object]:
-    plain: dict[str, object] = json.loads(compat.Table(measured="", server="", pairs=(pair,)).to_json())[
-        "pairs"
-    ][0]
-    return plain
 
 
 # --- The run: environments, exports, legs, the table ----------------------------------------------------------
@@ -202,9 +196,7 @@ def _export(env: venvs.Env | None, into: Path, reports: Path, label: str) -> Non
     code = _run_in(env, ["-m", "tritonpt", "export", "--format", "both", "--repository", str(into)], log)
     if code != 0:
         tail = " ".join(log.read_text(encoding="utf-8", errors="replace").split()[-40:])
-        written = (
-            {p.name for p in into.iterdir() if (p / "config.pbtxt").is_file()} if into.is_dir() else set()
-        )
+        written = {m.name for m in models_of(into)}
         missing: dict[str, dict[str, str]] = {}
         for name in _builtin_names():
             for fmt, folder in (("torchscript", name), ("pt2", f"{name}_pt2")):
@@ -266,9 +258,7 @@ def _table(legs: Path) -> compat.Table:
     pairs = []
     for path in sorted(legs.glob("*.json")):
         for raw in json.loads(path.read_text(encoding="utf-8")):
-            pairs.append(
-                compat.Table.from_json(json.dumps({"measured": "", "server": "", "pairs": [raw]})).pairs[0]
-            )
+            pairs.append(compat.Pair.from_dict(raw))
     lines = {b.pytorch_backend.ref: b.pytorch_backend.commit for b in (VERSIONS.backend, VERSIONS.pt2.build)}
     return compat.Table(
         measured=datetime.date.today().isoformat(),

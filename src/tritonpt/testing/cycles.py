@@ -155,8 +155,7 @@ def run(
         for index in range(1, cycles + 1):
             began = time.perf_counter()
             for name in names:
-                with client.http(server.endpoints) as http:
-                    http.load_model(name)
+                server.load_model(name)
                 ref = references[name]
                 case = ref.cases[0]
                 got = client.infer(
