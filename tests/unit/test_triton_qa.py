@@ -14,7 +14,7 @@ from tritonpt.backend.sources import unpack_source
 from tritonpt.errors import QaError
 from tritonpt.parts import folder_in, write_part
 from tritonpt.testing import reliability
-from tritonpt.testing.qa import adapt, generate, ledger, report
+from tritonpt.testing.qa import adapt, generate, ledger, report, run
 from tritonpt.testing.qa.plan import LIBTORCH, PLANS, TORCH_AOTI, Plan, UpstreamTest, lay_overlay
 from tritonpt.testing.qa.run import QaResult
 
@@ -258,3 +258,35 @@ def test_a_stop_ends_the_test_a_leg_runs_in_its_thread_and_each_leg_has_ports_of
     assert process.poll() is not None
     legs = [run._leg_ports() for _ in range(20)]
     assert len({port for ports in legs for port in ports}) == 60
+
+
+def test_a_failure_whose_logs_show_a_known_race_is_run_again_and_no_other(tmp_path: Path) -> None:
+    logs = tmp_path / "L0_torch_aoti"
+    logs.mkdir()
+    (logs / "test.out").write_text("*** Test Failed ***\n", encoding="utf-8")
+    (logs / "server.log").write_text(
+        "E1206 model_lifecycle.cc:654] failed to load 'torch_aoti_float16_float16' version 1: Internal: Failed to "
+        "create ModelInstanceState: No device information found.\n",
+        encoding="utf-8",
+    )
+    lost = _result("L0_torch_aoti", "failed", 4, held=0)
+    lost.log = str(logs)
+    race = run.lost_race(lost)
+    assert race is not None
+    assert race.name == "torch-aoti-load-race"
+    assert (Path(__file__).parents[2] / race.reproduction).is_file()  # the page that proves it exists
+    passed = _result("L0_torch_aoti", "passed", 4)
+    passed.log = str(logs)
+    assert run.lost_race(passed) is None  # only a failure is run again
+    (logs / "server.log").write_text("E1206 failed to load: PytorchStreamReader failed\n", encoding="utf-8")
+    assert run.lost_race(lost) is None  # any other failure counts
+
+
+def test_a_rerun_is_said_in_the_tests_row() -> None:
+    rerun = _result("L0_torch_aoti", "passed", 4)
+    rerun.rerun = "torch-aoti-load-race, docs/upstream/torch-aoti-load-race.md"
+    page = report.to_markdown([rerun], 1.0)
+    assert (
+        "passed on a second run (the first lost torch-aoti-load-race, docs/upstream/torch-aoti-load-race.md)"
+        in page
+    )

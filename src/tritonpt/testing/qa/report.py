@@ -69,6 +69,7 @@ def to_markdown(results: Sequence[QaResult], seconds: float, controls: Sequence[
             f"{r.unittest['total']} ({r.unittest['failures'] + r.unittest['errors']})" if r.unittest else "-"
         )
         result = r.status if r.as_it_must else f"**{r.status}** (exit {r.exit_code})"
+        result += f" on a second run (the first lost {r.rerun})" if r.rerun else ""
         lines.append(
             f"| {r.ref} | {r.test} | {r.build} | {_held(r)} | {result} | {cases} | "
             f"{r.seconds:.1f} | {', '.join(r.adaptations) or '-'} |"
