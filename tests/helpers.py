@@ -8,7 +8,13 @@ import subprocess
 import sys
 import textwrap
 import time
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
+
+from tritonpt import client
+from tritonpt.client import Endpoints
+from tritonpt.server.local import TritonFlags
 
 SMALL_MODELS = ("multi_io", "token_encoder", "scripted_gate", "fixed_shape")
 """The small built-in models: together they cover several inputs/outputs, int64, variable length, scripting,
@@ -159,3 +165,39 @@ def compiled_package(
         staged.replace(kept)
     into.parent.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(kept, into)
+
+
+STAGING_KEY = "tritonpt-test-key-5f1c"
+"""The admin key of the tests' staging servers (a test value: it guards a server on 127.0.0.1 for one module)."""
+
+
+def staging_flags(folder: Path, backends: Path, **changes: Any) -> TritonFlags:
+    """A staging server as a cluster runs one: its own repository (``folder``/repository, made empty), explicit
+    model control, nothing loaded, its model-repository API restricted behind STAGING_KEY on HTTP and gRPC
+    (``--http-restricted-api`` / ``--grpc-restricted-protocol``, server 2.51.0)."""
+    empty = folder / "repository"
+    empty.mkdir(parents=True, exist_ok=True)
+    return TritonFlags(
+        model_repository=empty,
+        backend_directory=backends,
+        load_model=(),
+        extra=(
+            f"--http-restricted-api=model-repository:admin-key={STAGING_KEY}",
+            f"--grpc-restricted-protocol=model-repository:admin-key={STAGING_KEY}",
+        ),
+        **changes,
+    )
+
+
+def upload_command(endpoints: Endpoints, repository: Path, reports: Path, *args: str) -> list[str]:
+    """`tritonpt check --url ... --upload` as the matrix runs it, against ``endpoints`` (a staging server)."""
+    return [
+        *matrix_command(repository, reports, "--target", "url", "--url", endpoints.http_url),
+        *("--grpc-url", endpoints.grpc, "--metrics-url", endpoints.metrics_url, "--upload", *args),
+    ]
+
+
+def ready_models(endpoints: Endpoints, names: Sequence[str]) -> list[str]:
+    """Which of ``names`` the server has ready, asked one by one (server 2.51.0 leaves uploaded models out of its
+    repository index)."""
+    return [name for name in names if client.is_model_ready(endpoints, name)]

@@ -7,9 +7,9 @@ repository, which they mount. So other work on the machine (other test runs, oth
 What is looked at once the front door exited (:data:`~tritonpt.testing.reliability.LEFTOVER_KINDS`): those
 processes and containers; ``tritonpt-*`` / ``tritonserver-*`` in the fault's temporary folder; ``.staging-*``
 folders in its repository; ``*.partial`` files in the repository and its model folders (a stamp, a split file);
-and partial entries in every folder of the cache the front door wrote to (its private ``TRITONPT_CACHE``, else
-the user's cache, where only entries that were not there when the fault began count, since other work may share
-it).
+partial entries in every folder of the cache the front door wrote to (its private ``TRITONPT_CACHE``, else the
+user's cache, where only entries that were not there when the fault began count, since other work may share it);
+and the models it uploaded to a live server that are still ready there.
 
     run = FaultRun(fault="SIGKILL of tritonserver", stage="matrix", bound_s=10, folder=tmp_path, ...)
     run.hold("[resnet18] tracing")   # the front door pauses at that step (tritonpt.stopping.hold_at)
@@ -36,16 +36,35 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tritonpt import stopping
+from tritonpt import client, stopping
 from tritonpt.backend.layout import CACHE_ENV, LIBRARY, MANIFEST
 from tritonpt.backend.serving import PT2_LIBRARY, PT2_NAME
+from tritonpt.client import Endpoints
 from tritonpt.image import LABEL_HARNESS
 from tritonpt.parts import count_tracebacks
 from tritonpt.testing import procs
 from tritonpt.testing.qa.generate import RECORD
 from tritonpt.testing.reliability import LEFTOVER_KINDS
 
-from ..helpers import ROOT
+from ..helpers import ROOT, ready_models
+
+
+@dataclass(frozen=True)
+class Uploads:
+    """Models a front door uploads to a live server: those still ready there after it exited are left behind."""
+
+    server: Callable[[], Endpoints]  # where the server answers now (a restarted one too)
+    names: Sequence[str]
+    headers: Mapping[str, str]  # what its restricted model-repository API asks for
+
+    def ready(self) -> list[str]:
+        return ready_models(self.server(), self.names)
+
+    def unload(self) -> None:
+        with client.http(self.server()) as http:
+            for name in self.ready():
+                http.unload_model(name, headers=dict(self.headers))
+
 
 MARKER = "TRITONPT_FAULT"
 GRACE_S = 60.0
@@ -132,6 +151,7 @@ class FaultRun:
         cache: Path | None = None,
         env: Mapping[str, str] | None = None,
         docker: Any = None,
+        uploads: Uploads | None = None,
     ) -> None:
         self.fault = fault
         self.stage = stage
@@ -140,6 +160,9 @@ class FaultRun:
         self.repository = repository
         self.cache = cache
         self.docker = docker  # a docker-py client, to count containers (None: no engine in this fault)
+        self.uploads = (
+            uploads  # the models the front door uploads to a live server, to count those left there
+        )
         self.marker = uuid.uuid4().hex
         self.tmp = folder / "tmp"
         self.tmp.mkdir(parents=True, exist_ok=True)
@@ -316,6 +339,8 @@ class FaultRun:
             for entry in partial_cache_entries(self.cache_root)
             if entry not in self._cache_before
         ]
+        if self.uploads is not None:
+            found["loaded_models"] = [f"{n} still loaded" for n in self.uploads.ready()]
         return {kind: len(items) for kind, items in found.items()}, [
             i for items in found.values() for i in items
         ]
@@ -336,6 +361,8 @@ class FaultRun:
         for pid, _ in marked_processes(self.marker):
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.kill(pid, signal.SIGKILL)
+        if self.uploads is not None:
+            self.uploads.unload()
         for container in self.containers():
             with contextlib.suppress(Exception):
                 container.remove(force=True)

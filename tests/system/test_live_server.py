@@ -21,19 +21,14 @@ from tritonclient.utils import InferenceServerException
 
 from tritonpt import backend, client
 from tritonpt.repository import ModelDir
-from tritonpt.server.local import LocalServer, TritonFlags
+from tritonpt.server.local import LocalServer
 from tritonpt.server.upload import Upload
 
-from ..helpers import ROOT, matrix_command
+from ..helpers import ROOT, STAGING_KEY, ready_models, staging_flags, upload_command
 
 pytestmark = pytest.mark.slow
 
-KEY = "tritonpt-test-key-5f1c"
-"""The admin key of the test's server (a test value: it guards a server on 127.0.0.1 for one module)."""
-RESTRICTED = (
-    f"--http-restricted-api=model-repository:admin-key={KEY}",
-    f"--grpc-restricted-protocol=model-repository:admin-key={KEY}",
-)
+KEY = STAGING_KEY
 
 
 @pytest.fixture(scope="module")
@@ -42,17 +37,11 @@ def staging(
     pytorch_backend: backend.BuiltBackend,
     pt2_backend: backend.BuiltBackend,
 ) -> Iterator[LocalServer]:
-    """The staging server: an empty repository of its own, explicit model control, admin APIs behind KEY, both
-    builds (TorchScript as ``pytorch``, PT2 as ``pt2``: server 2.51.0 predates the native torch_aoti path)."""
-    empty = tmp_path_factory.mktemp("staging") / "repository"
-    empty.mkdir()
-    flags = TritonFlags(
-        model_repository=empty,
-        backend_directory=backend.backend_directory(pytorch_backend, pt2_backend),
-        load_model=(),
-        extra=RESTRICTED,
-    )
-    server = LocalServer(flags, pytorch_backend=pytorch_backend, log_path=empty.parent / "tritonserver.log")
+    """The staging server, with both builds (TorchScript as ``pytorch``, PT2 as ``pt2``: server 2.51.0 predates
+    the native torch_aoti path)."""
+    folder = tmp_path_factory.mktemp("staging")
+    flags = staging_flags(folder, backend.backend_directory(pytorch_backend, pt2_backend))
+    server = LocalServer(flags, pytorch_backend=pytorch_backend, log_path=folder / "tritonserver.log")
     with server:
         yield server
 
@@ -71,25 +60,20 @@ def ours(tmp_path_factory: pytest.TempPathFactory, exported_small: Path, exporte
 NAMES = ("multi_io", "fixed_shape", "multi_io_pt2")
 
 
-def _index(server: LocalServer) -> dict[str, str]:
-    """Each model's state on the server, asked one by one: server 2.51.0 leaves uploaded models out of its
-    repository index."""
-    return {n: "READY" if client.is_model_ready(server.endpoints, n) else "" for n in NAMES}
-
-
 def _check(
     server: LocalServer, repository: Path, reports: Path, *args: str, key: str | None
 ) -> subprocess.CompletedProcess[str]:
-    e = server.endpoints
-    command = matrix_command(
-        repository, reports, "--target", "url", "--url", e.http_url, "--grpc-url", e.grpc
-    )
-    command += ["--metrics-url", e.metrics_url, "--upload", *args]
     env = {k: v for k, v in os.environ.items() if k != client.ADMIN_KEY_ENV}
     if key is not None:
         env[client.ADMIN_KEY_ENV] = key
     return subprocess.run(
-        command, cwd=ROOT, env=env, capture_output=True, text=True, check=False, timeout=900
+        upload_command(server.endpoints, repository, reports, *args),
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=900,
     )
 
 
@@ -102,7 +86,7 @@ def test_without_the_key_the_upload_is_refused_in_the_servers_words(
     # the load request goes over gRPC; server 2.51.0's own words name the header it wanted
     assert "This protocol is restricted, expecting header 'triton-grpc-protocol-admin-key'" in said
     assert client.ADMIN_KEY_ENV in said  # and how to give it
-    assert not {n: s for n, s in _index(staging).items() if s == "READY"}
+    assert not ready_models(staging.endpoints, NAMES)
 
 
 def test_with_the_key_every_model_is_uploaded_checked_and_taken_back(
@@ -114,7 +98,7 @@ def test_with_the_key_every_model_is_uploaded_checked_and_taken_back(
     summary = (reports / "summary.json").read_text(encoding="utf-8")
     for name in NAMES:
         assert f'"model": "{name}"' in summary  # parity rows for each, both formats
-    assert not {n: s for n, s in _index(staging).items() if s == "READY"}, "an upload was left loaded"
+    assert not ready_models(staging.endpoints, NAMES), "an upload was left loaded"
     written = [p for p in reports.rglob("*") if p.is_file()]
     assert all(KEY not in p.read_text(encoding="utf-8", errors="replace") for p in written)
     assert KEY not in done.stdout + done.stderr
@@ -137,28 +121,10 @@ def test_a_name_the_server_already_serves_is_not_replaced(
         assert done.returncode != 0
         assert "Cannot upload fixed_shape" in said
         assert "--replace-loaded" in said
-        states = _index(staging)
-        assert states.get("fixed_shape") == "READY"  # theirs, untouched
-        assert states.get("multi_io") != "READY"  # nothing of ours was loaded
+        assert ready_models(staging.endpoints, NAMES) == ["fixed_shape"]  # theirs, untouched; nothing of ours
     finally:
         with httpclient.InferenceServerClient(staging.endpoints.http) as http:
             http.unload_model("fixed_shape", headers={"admin-key": KEY})
-
-
-def test_an_upload_refused_halfway_takes_back_what_it_loaded(
-    staging: LocalServer, ours: Path, tmp_path: Path
-) -> None:
-    broken = tmp_path / "broken"
-    shutil.copytree(ours, broken)
-    (broken / "multi_io_pt2" / "1" / "model.pt2").write_bytes(
-        b"not a package"
-    )  # loaded last: after the others
-    done = _check(staging, broken, tmp_path / "reports", "--skip-validation", key=KEY)  # Triton has its say
-    said = done.stdout + done.stderr
-    assert done.returncode != 0
-    assert "Cannot upload multi_io_pt2" in said
-    assert "no check ran" in said
-    assert not {n: s for n, s in _index(staging).items() if s == "READY"}, "an upload was left loaded"
 
 
 def test_a_restricted_request_without_the_key_names_the_header(staging: LocalServer) -> None:

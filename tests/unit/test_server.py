@@ -18,7 +18,7 @@ from tritonpt.errors import ServerError, ServerStartError
 from tritonpt.server import LocalServer, TritonFlags, TritonInstall, UrlServer
 from tritonpt.server.base import Endpoints, ModelState
 from tritonpt.server.local import free_ports, pytorch_backend_for, server_library_folder
-from tritonpt.server.logtext import hint_for, worth_reading
+from tritonpt.server.logtext import briefly, hint_for, worth_reading
 from tritonpt.server.url import parse_endpoints
 from tritonpt.versions import VERSIONS
 
@@ -288,3 +288,16 @@ def test_create_picks_the_runner(tmp_path: Path) -> None:
 def test_an_unstarted_local_server_has_no_endpoints(tmp_path: Path) -> None:
     with pytest.raises(ServerError, match="has not been started"):
         _ = LocalServer(TritonFlags(model_repository=tmp_path)).endpoints
+
+
+def test_a_torch_error_is_said_without_its_cpp_backtrace() -> None:
+    said = (
+        "load failed for model 'm': version 1 is at UNAVAILABLE state: Internal: failed to load model 'm':\n"
+        "PytorchStreamReader failed reading zip archive: not a ZIP archive Exception raised from valid at "
+        "/pytorch/caffe2/serialize/inline_container.cc:238 (most recent call first):\nframe #0: c10::Error::Error"
+    )
+    short = briefly(said)
+    assert short.startswith("load failed for model 'm': version 1 is at UNAVAILABLE state")
+    assert short.endswith("not a ZIP archive (torch's C++ backtrace left out)")
+    assert "\n" not in short
+    assert briefly("a plain\nanswer") == "a plain answer"

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import contextlib
 import platform
+import sys
 import time
 from collections.abc import Generator, Iterator
 from pathlib import Path
@@ -41,7 +42,7 @@ from tritonpt.options import PT2_BUILDS, Pt2Build, parse_mounts
 from tritonpt.report import Report
 from tritonpt.server.base import Server
 from tritonpt.server.logtext import load_seconds
-from tritonpt.server.watchdog import Ending, Watchdog, end_now
+from tritonpt.server.watchdog import Ending, Watchdog, end_now, left_behind
 from tritonpt.validate import validate_repository
 from tritonpt.versions import VERSIONS
 
@@ -350,6 +351,7 @@ def triton(pytestconfig: pytest.Config, report: Report) -> Iterator[Server]:
     except (TritonPtError, OSError, InferenceServerException) as exc:
         said = str(exc) if isinstance(exc, TritonPtError) else _lost_at_start(instance, exc)
         instance.stop()
+        said += f"\n{left}" if (left := left_behind(instance)) else ""
         # One message and exit 1, instead of the same setup error repeated for every check.
         report.aborted = f"Triton did not come up with every model, so no check ran.\n\n{said}"
         pytest.exit(report.aborted, returncode=1)
@@ -400,6 +402,18 @@ def triton(pytestconfig: pytest.Config, report: Report) -> Iterator[Server]:
             }
     finally:
         instance.stop()
+        if left := left_behind(instance):
+            _say(pytestconfig, left)
+
+
+def _say(config: pytest.Config, text: str) -> None:
+    """``text`` on stderr past pytest's capture (a test or a fixture in progress has it captured), which stays
+    suspended: what is said after is said too."""
+    capture = config.pluginmanager.getplugin("capturemanager")
+    if capture is not None:
+        capture.suspend_global_capture(in_=False)
+    sys.stderr.write(text)
+    sys.stderr.flush()
 
 
 def _abort(config: pytest.Config, instance: Server, report: Report, reports: Path, ending: Ending) -> None:
@@ -407,9 +421,7 @@ def _abort(config: pytest.Config, instance: Server, report: Report, reports: Pat
     server is stopped (killed, if it hung) and the run ends now (:func:`tritonpt.server.watchdog.end_now`).
     pytest's own junit.xml is not written; summary.md and summary.json are."""
     report.aborted = ending.paragraph
-    capture = config.pluginmanager.getplugin("capturemanager")
-    if capture is not None:  # the test in progress has stderr captured: speak past it
-        capture.suspend_global_capture(in_=False)
+    _say(config, "")
 
     def write() -> str:
         report.write(reports)

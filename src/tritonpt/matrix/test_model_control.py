@@ -17,7 +17,7 @@ from .models import Model
 def test_unload_and_load_again(triton: Server, model: Model, report: Report) -> None:
     with client.http(triton.endpoints) as http:
         try:
-            http.unload_model(model.name)
+            triton.unload_model(model.name)  # an upload of this run: one it loads again
         except InferenceServerException as exc:
             if "explicit model load / unload is not allowed" in str(exc):
                 pytest.skip(

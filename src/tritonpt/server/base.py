@@ -11,8 +11,9 @@ time it took, and stop on any failure. A runner must supply ``_launch()`` (bring
 ``_kill()`` (bring it down at once, for :meth:`Server.kill`, where a graceful stop can hang), ``_await_ready()``
 (what "started" means for it; by default :meth:`Server.wait_ready`), ``is_alive()``, ``reap_later()``, and what
 only it knows: ``log_path`` and ``log_tail()``, ``server_pid()`` (what ``memory_mb()`` reads), ``describe()``,
-``backend_origin()`` and ``pt2_origin()``, and the hints (``_default_hint()``, ``_verdict_hint()``). It may use
-the helpers the runners share, ``_repository_folder()`` and ``_log_file()``. Its life is one :class:`State`.
+``backend_origin()`` and ``pt2_origin()``, the hints (``_default_hint()``, ``_verdict_hint()``), ``ended_as()``
+and ``left_behind``. It may use the helpers the runners share, ``_repository_folder()`` and ``_log_file()``. Its
+life is one :class:`State`.
 Everything asked of the server goes through :mod:`tritonpt.client`, so it behaves the same whoever runs it.
 
 The waits are :mod:`tritonpt.server.waiting`'s conditions on its one poll loop; what Triton's log says (the
@@ -96,6 +97,9 @@ class Server(abc.ABC):
     """A Triton server: started, asked, stopped. The checks never know what runs it."""
 
     kind: ClassVar[ServerKind]
+    runs_server: ClassVar[bool] = True
+    """Whether this object runs the server (a process, a container), so that one which stops answering while
+    it still runs is hung; False for a server at a URL, which this object only talks to."""
 
     def __init__(self, *, start_timeout: float = 240.0) -> None:
         self.start_timeout = start_timeout
@@ -180,6 +184,16 @@ class Server(abc.ABC):
     @abc.abstractmethod
     def _exit_state(self) -> str | None:
         """How the runner ended (``"exited with code 1"``), or ``None`` while it runs or cannot tell."""
+
+    def ended_as(self, ended: str) -> str:
+        """What the server did, in a few words for "the run was aborted, as the Triton server ...", given its
+        ``exit_state()``; a runner that can tell more (a URL server) says so."""
+        return "died"
+
+    @property
+    def left_behind(self) -> list[str]:
+        """What ``stop()`` could not take back (a model it uploaded that it could not unload), with why."""
+        return []
 
     def _await_ready(self, timeout: float) -> None:
         """What "started" means for this runner; by default :meth:`wait_ready`."""
@@ -300,6 +314,12 @@ class Server(abc.ABC):
         tritonclient's ``InferenceServerException`` where the server refuses."""
         with client.http(self.endpoints) as http:
             http.load_model(name)
+
+    def unload_model(self, name: str) -> None:
+        """Unload ``name`` through the repository API; tritonclient's ``InferenceServerException`` where the
+        server refuses (a server not in explicit model control)."""
+        with client.http(self.endpoints) as http:
+            http.unload_model(name)
 
     def model_config(self, name: str) -> ModelConfig:
         """The config the server filled in for ``name``, as Triton's own protobuf message."""

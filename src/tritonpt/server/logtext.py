@@ -7,6 +7,9 @@ and what the log says of model loads.
     load_seconds(log)      each model's load time, from its "loading:" line to its "successfully loaded" line
     STARTED_LINES          what Triton logs once an endpoint listens; holding_all(lines) finds them all in a log
     signalled(log)         Triton logged a signal it received ("Signal (15) received."): it is on its way down
+    briefly(said)          a message without the C++ backtrace torch appends to its errors
+    LOAD_FAILED            how Triton begins its answer to a load request whose model it could not load
+    RESTRICTED             how it refuses a request of a restricted gRPC protocol without its header
 
 Every key here is text that Triton (or glibc, or the dynamic loader) writes into the server's log: when Triton
 words a message differently, this is the one module to change.
@@ -21,8 +24,11 @@ __all__ = [
     "GLIBC_HEAP_CHECKS",
     "HEAP_CORRUPTED",
     "HINTS",
+    "LOAD_FAILED",
     "NO_GPU_NOTICES",
+    "RESTRICTED",
     "STARTED_LINES",
+    "briefly",
     "hint_for",
     "holding_all",
     "load_seconds",
@@ -51,6 +57,16 @@ GLIBC_HEAP_CHECKS = (
 # Heuristics for the Hint: sentence, first match wins; each key is text Triton (or the loader) writes.
 HINTS: tuple[tuple[str, str], ...] = (
     *((check, HEAP_CORRUPTED) for check in GLIBC_HEAP_CHECKS),
+    *(
+        (
+            mark,
+            "two torch_aoti models were loaded at once, and torch's package loader read one package's JSON while "
+            "the other's was being parsed (a race in torch, docs/upstream/torch-aoti-load-race.md; "
+            "pytorch_backend guards against it after r26.05). Load the model again; where several torch_aoti "
+            "models load together, --model-load-thread-count=1 loads them one at a time.",
+        )
+        for mark in ("No device information found.", "type must be string, but is null")
+    ),
     (
         "Signal (15) received",
         "something sent the server SIGTERM (`kill`, `docker stop`, a Docker engine that is stopping: it stops its "
@@ -213,3 +229,21 @@ def signalled(log: str) -> bool:
     """Whether Triton logged a signal it received: a server on its way down after one (SIGTERM: it closes its
     ports, then unloads its models) does not answer, but it is not hung."""
     return SIGNAL_RECEIVED in log
+
+
+LOAD_FAILED = "load failed for model"
+"""Triton's answer to a load request (the repository API) whose model it could not load: ``load failed for model
+'m': version 1 is at UNAVAILABLE state: ...`` (server 2.51.0)."""
+RESTRICTED = "This protocol is restricted"
+"""How server 2.51.0 refuses a gRPC request of a restricted protocol without its header (status UNAVAILABLE):
+``This protocol is restricted, expecting header 'triton-grpc-protocol-admin-key'``."""
+TORCH_BACKTRACE = " Exception raised from "
+"""Where torch's errors (c10::Error) end their message and begin the C++ frames that follow it."""
+
+
+def briefly(said: str) -> str:
+    """``said`` on one line, without the C++ backtrace torch appends to an error (``Exception raised from ...
+    (most recent call first): frame #0: ...``), which says nothing to a person checking a model."""
+    flat = " ".join(said.split())
+    head, cut, _ = flat.partition(TORCH_BACKTRACE)
+    return f"{head} (torch's C++ backtrace left out)" if cut else flat

@@ -7,7 +7,9 @@
     Uploaded(endpoints, uploads, replace=False)
         .load_all()                  each model loaded from its upload; a name the server already serves is refused
                                      unless ``replace``; the first refusal unloads what this run loaded and raises
-        .load(name)                  one of them again (the matrix's unload-and-load check)
+        .unload(name) / .load(name)  one of them out and in again (the matrix's unload-and-load check)
+        .lost()                      the first of those it serves that the server no longer has ready (a restarted
+                                     server has lost every model loaded through its API)
         .unload_all()                what this run loaded, unloaded; also after a failure or a stop
 
 The server must run with ``--model-control-mode=explicit``, and where its model-repository API is restricted the
@@ -31,10 +33,17 @@ from tritonpt import client, repository
 from tritonpt.client import Endpoints
 from tritonpt.errors import HINT, ServerStartError
 from tritonpt.repository import PT2_PLATFORM
+from tritonpt.server import logtext
 from tritonpt.versions import VERSIONS
 
 MAX_BYTES = 2**31 - 1 - 2**20
 """One model's files at most: a gRPC message of tritonclient's largest size, less a MiB for the config and framing."""
+
+
+DROPPED = "StatusCode.UNAVAILABLE"
+"""What tritonclient says where a gRPC call's connection was lost or refused (``Stream removed``, ``Connection
+reset by peer``): gRPC's status for a transport failure; server 2.51.0 also answers a restricted protocol's
+request without its header with it (logtext.RESTRICTED)."""
 
 
 class UploadError(ServerStartError):
@@ -106,7 +115,9 @@ class Uploaded:
     endpoints: Endpoints
     uploads: Sequence[Upload]
     replace: bool = False
-    loaded: list[str] = field(default_factory=list)
+    loaded: list[str] = field(default_factory=list)  # every name a load was sent for: unload_all's list
+    serving: list[str] = field(default_factory=list)  # loaded, and not unloaded by this run since
+    _turn: int = field(default=0, repr=False)  # which of them lost() asks about next
     pt2_backend: str | None = None  # the second backend name a server before 26.03 serves torch_aoti under
 
     def load_all(self) -> None:
@@ -141,13 +152,41 @@ class Uploaded:
         finally:  # a load the server refused may still have left the name behind: unload it with the rest
             if name not in self.loaded:
                 self.loaded.append(name)
+        self.serving.append(name)
+
+    def unload(self, name: str) -> None:
+        """Unload one of this run's models, which it may load again (it is no longer expected to be ready)."""
+        with contextlib.suppress(ValueError):
+            self.serving.remove(name)  # first: whoever asks lost() meanwhile must not count it
+        with client.grpc(self.endpoints) as grpc:
+            grpc.unload_model(name)
+
+    def lost(self) -> str | None:
+        """A model this run loaded, and did not unload since, that the server no longer has ready, else None.
+        One model is asked per call, in turn (a watchdog asks twice a second; a restart loses them all)."""
+        serving = list(self.serving)
+        if not serving:
+            return None
+        self._turn = (self._turn + 1) % len(serving)
+        name = serving[self._turn]
+        return None if client.is_model_ready(self.endpoints, name) or name not in self.serving else name
 
     def _refused(self, upload: Upload, exc: InferenceServerException) -> str:
-        said = " ".join(str(exc.message() or exc).split())
-        return (
-            f"Cannot upload {upload.name} ({upload.size / 2**20:,.1f} MiB) to {self.endpoints.grpc}: the server "
-            f"answered {exc.status()}: {said}\n{HINT} {'; '.join(self._hints())}."
-        )
+        said = logtext.briefly(str(exc.message() or exc))
+        where = f"Cannot upload {upload.name} ({upload.size / 2**20:,.1f} MiB) to {self.endpoints.grpc}"
+        if exc.status() == DROPPED and logtext.RESTRICTED not in said:
+            return (
+                f"{where}: the connection was lost during the upload ({exc.status()}: {said}); what this run "
+                f"had uploaded is unloaded.\n{HINT} check that the server still runs, and that nothing between "
+                "(a proxy, a load balancer, an ingress) cuts long or large gRPC requests; then run the check again."
+            )
+        if logtext.LOAD_FAILED in said:  # it took the upload, and could not load the model
+            hint = logtext.hint_for(said) or (
+                "fix the model (`tritonpt validate` on the repository says what it can tell without a server) "
+                "and run the check again"
+            )
+            return f"{where}: the server could not load it ({exc.status()}: {said}); what this run had uploaded is unloaded.\n{HINT} {hint.rstrip('.')}."
+        return f"{where}: the server answered {exc.status()}: {said}\n{HINT} {'; '.join(self._hints())}."
 
     @staticmethod
     def _hints() -> list[str]:
@@ -163,6 +202,7 @@ class Uploaded:
         """Unload every model this run loaded (best effort: a server that went away has nothing left to unload);
         what could not be unloaded, with why."""
         left: list[str] = []
+        self.serving.clear()  # first: whoever asks lost() meanwhile must not count what this unloads
         for name in list(self.loaded):
             try:
                 with client.grpc(self.endpoints) as grpc:

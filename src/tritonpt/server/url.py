@@ -1,6 +1,7 @@
 """A Triton server someone else runs, given by its HTTP URL: start() checks that it answers, and with uploads
-delivers a local repository's models through its load API (tritonpt.server.upload); stop() takes back what
-start() delivered, and nothing else."""
+delivers a local repository's models through its load API (tritonpt.server.upload); while it is watched, a model
+it delivered that is no longer ready (the server was restarted) ends the run; stop() takes back what start()
+delivered, and nothing else."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from tritonpt import client
 from tritonpt.client import GRPC_PORT, HTTP_PORT, METRICS_PORT, Endpoints, ModelState, host_port
 from tritonpt.errors import ServerStartError
 from tritonpt.server import waiting
-from tritonpt.server.base import Server, ServerKind
+from tritonpt.server.base import Server, ServerKind, State
 from tritonpt.server.upload import Upload, Uploaded, UploadError
 
 
@@ -42,6 +43,7 @@ class UrlServer(Server):
     when stopped, also after a failed start or a stop signal."""
 
     kind: ClassVar[ServerKind] = "url"
+    runs_server: ClassVar[bool] = False
 
     def __init__(
         self,
@@ -59,6 +61,7 @@ class UrlServer(Server):
         self._endpoints = self._given
         self.uploaded = Uploaded(self._given, uploads, replace=replace) if uploads else None
         self.left: list[str] = []  # uploads that stop() could not unload, with why
+        self.lost: str | None = None  # an upload the server no longer had ready while it was watched
 
     def _default_hint(self) -> str:
         return (
@@ -99,20 +102,61 @@ class UrlServer(Server):
             )
         return index
 
+    def _uploaded(self, name: str) -> bool:
+        return self.uploaded is not None and any(u.name == name for u in self.uploaded.uploads)
+
     def load_model(self, name: str) -> None:
         """An uploaded model is loaded from its upload again (the server's own repository does not have it)."""
-        if self.uploaded is not None and any(u.name == name for u in self.uploaded.uploads):
+        if self.uploaded is not None and self._uploaded(name):
             self.uploaded.load(name)
         else:
             super().load_model(name)
+
+    def unload_model(self, name: str) -> None:
+        """An uploaded model is unloaded as one this run means to load again (it is not lost meanwhile)."""
+        if self.uploaded is not None and self._uploaded(name):
+            self.uploaded.unload(name)
+        else:
+            super().unload_model(name)
 
     def _terminate(self) -> None:
         """Unload what this run uploaded; the server itself is whoever started it's to stop."""
         if self.uploaded is not None:
             self.left = self.uploaded.unload_all()
 
+    @property
+    def left_behind(self) -> list[str]:
+        return self.left
+
     def _exit_state(self) -> str | None:
-        """None: nothing here runs the server, so nothing can say it ended (the watchdog's probes can)."""
+        """Nothing here runs the server, so nothing can say it ended (the watchdog's probes can); but once it
+        serves this run's uploads, one that it no longer has ready says it was restarted (or someone unloaded
+        it), and the run cannot go on."""
+        if self.uploaded is None or self.state is not State.READY:
+            return None
+        try:
+            self.lost = self.lost or self.uploaded.lost()
+        except OSError:  # no answer: the watchdog's live probes judge that
+            return None
+        if self.lost is None:
+            return None
+        return f"no longer serves {self.lost}, which this run uploaded"
+
+    def ended_as(self, ended: str) -> str:
+        return "lost a model this run uploaded" if self.lost is not None else "stopped answering"
+
+    def _verdict_hint(self) -> str | None:
+        if self.lost is not None:
+            return (
+                "the server was restarted after the upload (a restart loses every model loaded through the load "
+                "API), or someone unloaded the model. Run the check again once the server is steady; what this "
+                "run had uploaded and the server still holds is unloaded."
+            )
+        if self.state is State.READY:  # it answered once: it stopped answering since
+            return (
+                "it was stopped or restarted, or the network to it went down; nothing here runs it, so nothing "
+                "here stops it. What this run uploaded is unloaded where the server answers again."
+            )
         return None
 
     def is_alive(self) -> bool:

@@ -51,10 +51,11 @@ class Ending:
 
     paragraph: str
     hung: bool
+    ended_as: str = "died"  # what the server did, in end_now's words, where it did not hang
 
     @property
     def headline(self) -> str:
-        return "stopped answering" if self.hung else "died"
+        return "stopped answering" if self.hung else self.ended_as
 
 
 def end_now(server: Server, ending: Ending, *, what: str, write_reports: Callable[[], str]) -> NoReturn:
@@ -79,7 +80,20 @@ def end_now(server: Server, ending: Ending, *, what: str, write_reports: Callabl
     cleanup.join(timeout=STOP_WAIT_S)
     if cleanup.is_alive():  # held up (an engine that is stopping): what runs the server is removed later
         server.reap_later()
+    sys.stderr.write(left_behind(server))
+    sys.stderr.flush()
     os._exit(1)
+
+
+def left_behind(server: Server) -> str:
+    """After a stop, what it could not take back from the server (an upload it could not unload), as lines to
+    say; empty when nothing was left."""
+    if not server.left_behind:
+        return ""
+    return (
+        f"Left on {server.describe()} (unload them yourself: POST /v2/repository/models/NAME/unload):\n"
+        + ("".join(f"    {item}\n" for item in server.left_behind))
+    )
 
 
 class Watchdog:
@@ -149,10 +163,15 @@ class Watchdog:
                 noticed = time.strftime("%H:%M:%S")
                 # A server on its way down after a signal (SIGTERM: Triton closes its ports, then unloads) does
                 # not answer either; its log says so, and it is not hung: it is ended gracefully, as it began.
-                hung = ended.startswith(HUNG) and not logtext.signalled(self.server.log_tail(60))
+                # A server this run does not run (at a URL) cannot be told hung from gone: it says how itself.
+                hung = (
+                    self.server.runs_server
+                    and ended.startswith(HUNG)
+                    and not logtext.signalled(self.server.log_tail(60))
+                )
                 paragraph = self.server.failure(
                     f"{self.server.describe()} {ended} {self.what} (noticed {noticed})",
                     hint=HUNG_HINT if hung else None,
                 )
-                self.on_death(Ending(paragraph=paragraph, hung=hung))
+                self.on_death(Ending(paragraph=paragraph, hung=hung, ended_as=self.server.ended_as(ended)))
                 return

@@ -12,8 +12,8 @@ what the tier captured, in every one):
 
     faults           collected (every fault test pytest collected), pytest_exit (its exit status),
                      faults: [{fault, stage, exit_s, exit, leftovers: {processes, containers, temp_dirs,
-                     staging_dirs, partial_files, partial_cache}, ran, passed}] (a row per collected fault;
-                     one that did not run says why in its exit)
+                     staging_dirs, partial_files, partial_cache, loaded_models}, ran, passed}] (a row per
+                     collected fault; one that did not run says why in its exit)
     soak             requests_sent, failures, mismatches, counts: {model: {sent, request_success, inference_count,
                      expected_inference_count}}, rss_start_mb, rss_end_mb, rss_bound_mb, smoke
     fuzz             cases: {config_text, reference_files, layouts}, crashes
@@ -46,7 +46,15 @@ from tritonpt.parts import folder_in
 
 PARTS = ("faults", "soak", "fuzz", "export-contract", "bad-requests", "lockdown", "triton-qa", "matrix-runs")
 """The parts the report knows, in the order it shows them."""
-LEFTOVER_KINDS = ("processes", "containers", "temp_dirs", "staging_dirs", "partial_files", "partial_cache")
+LEFTOVER_KINDS = (
+    "processes",
+    "containers",
+    "temp_dirs",
+    "staging_dirs",
+    "partial_files",
+    "partial_cache",
+    "loaded_models",
+)
 FUZZ_KINDS = ("config_text", "reference_files", "layouts")
 DEFAULT_REPORTS = Path("reports")
 
