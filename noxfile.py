@@ -246,6 +246,9 @@ def lint(session: nox.Session) -> None:
     _run(
         session, "python", "-m", "tritonpt.doctor.compat", "--check"
     )  # docs/reference/compat.md, from the table
+    _run(
+        session, "python", "-m", "tritonpt.taskpage", "--check"
+    )  # from the tasks' and sessions' declarations
     _run(session, "mkdocs", "build", "--strict", "--site-dir", str(Path(session.create_tmp()) / "site"))
     dockerfiles = [*Path("docker").glob("*.Dockerfile"), *Path("src/tritonpt").glob("*/*.Dockerfile")]
     _run(session, "hadolint", *sorted(str(p) for p in dockerfiles))
@@ -390,7 +393,12 @@ def _measured(session: nox.Session, args: list[str]) -> None:
     and our patched PT2 build built to serve them."""
     patched = _known(args)[0].pt2_build == "patched"
     _prepare(
-        session, "test", "bench", args=args, export=_served(args), build=["--pt2-patches"] if patched else []
+        session,
+        "test",
+        "bench",
+        args=args,
+        export=_served(args),
+        build=["--pt2-build", "patched"] if patched else [],
     )
 
 
@@ -421,12 +429,12 @@ def bench(session: nox.Session) -> None:
 
 @session(default=False)
 def tune(session: nox.Session) -> None:
-    """`invoke tune` on the built-in set: -- --model NAME [--latency-budget-ms N] [--apply] [--pt2-build patched].
+    """`invoke tune` on the built-in set: -- --name NAME [--latency-budget-ms N] [--apply] [--pt2-build patched].
 
     Exports the built-in set first unless --repository is given; writes reports/tune/NAME/.
     """
     _measured(session, list(session.posargs))
-    _run(session, "invoke", "tune", *(session.posargs or ["--model", "resnet18"]))
+    _run(session, "invoke", "tune", *(session.posargs or ["--name", "resnet18"]))
 
 
 @session(name="bench-scaling", default=False)

@@ -30,6 +30,7 @@ from tritonpt.options import (
     GPUS,
     INSTANCE_KINDS,
     PT2_BUILDS,
+    Ports,
     Pt2Build,
     Target,
     formats_of,
@@ -226,7 +227,7 @@ def _backends_beside(repository: Path, *, pt2: bool, patched: bool, step: Progre
     it answers by removing its half-built tree); a build that fails fails the export, with the build's last lines.
     """
     command = [sys.executable, "-m", "tritonpt", "build-backend", "--repository", str(repository)]
-    command += ["--pt2"] * pt2 + ["--pt2-patches"] * patched
+    command += ["--pt2"] * pt2 + ["--pt2-build", "patched"] * patched
     step("building the backends beside the export: " + " ".join(command[1:]))
     child = subprocess.Popen(
         command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True
@@ -419,6 +420,7 @@ def check(
 
 def serve(
     *,
+    ports: Ports,
     repository: Path,
     target: str,
     image: str | None,
@@ -448,8 +450,12 @@ def serve(
                 raise ShardError(msg)
             progress(f"{part.describe()}: serving {len(served)} of {total} model(s): {', '.join(served)}")
         _validate(repository, only=served if part is not None else None, pt2_build=build)
+        automatic: Target = "container" if image else "local"  # auto: there is no URL to serve
+        where = one_of(
+            automatic if target == "auto" else target, SERVE_TARGETS, option="--target", error=SpecError
+        )
         built, pt2 = None, None
-        if target == "local" and not server.TritonInstall.locate(tritonserver).official_pytorch:
+        if where == "local" and not server.TritonInstall.locate(tritonserver).official_pytorch:
             built = backend.find() or backend.ensure(step=progress)
             progress(f"pytorch backend: {built.describe()}")
             if pt2_models(repository):
@@ -459,7 +465,6 @@ def serve(
                     step=progress, pins=pins, flavor=flavor
                 )
                 progress(f"PT2 backend (as {backend.PT2_NAME}): {pt2.describe()}")
-        where = one_of(target, SERVE_TARGETS, option="--target", error=SpecError)
         gpu_choice = one_of(gpus, GPUS, option="--gpus", error=SpecError)
         extra = parse_mounts(mounts, option="--mount", error=SpecError)
         instance = server.create(
@@ -473,6 +478,7 @@ def serve(
             pt2_backend=pt2,
             log_path=Path("reports/tritonserver.log"),
             models=served if part is not None else (),
+            ports=ports,
         )
         with instance:
             instance.wait_ready()
@@ -483,7 +489,7 @@ def serve(
             )
             log = (
                 f"log: {instance.log_path}"
-                if target == "local"
+                if where == "local"
                 else f"log: docker logs, saved to {instance.log_path} at stop"
             )
             progress(f"serving {repository}; {log}; Ctrl-C stops")
@@ -520,7 +526,7 @@ def tune(
     progress = Progress()
     with guard(debug=debug):
         if not model:
-            msg = "invoke tune needs --model NAME: the model of the repository to tune."
+            msg = "invoke tune needs --name NAME: the model of the repository to tune."
             raise SpecError(msg)
         report = tuning.run(
             repository,

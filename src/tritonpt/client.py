@@ -42,6 +42,7 @@ from tritonclient.grpc.model_config_pb2 import ModelConfig
 
 from tritonpt import dtypes
 from tritonpt.errors import ServerError
+from tritonpt.options import TRITON_PORTS
 
 Protocol = Literal["http", "grpc"]
 PROTOCOLS: tuple[Protocol, ...] = ("http", "grpc")
@@ -50,7 +51,7 @@ Connection: TypeAlias = httpclient.InferenceServerClient | grpcclient.InferenceS
 """An open client of either protocol, as :func:`http` and :func:`grpc` yield it."""
 Metrics = dict[str, dict[tuple[tuple[str, str], ...], float]]
 
-HTTP_PORT, GRPC_PORT, METRICS_PORT = 8000, 8001, 8002
+HTTP_PORT, GRPC_PORT, METRICS_PORT = TRITON_PORTS.http, TRITON_PORTS.grpc, TRITON_PORTS.metrics
 """Triton's default ports (what a container listens on, and what a URL target assumes)."""
 TIMEOUT_S = 60.0
 """Per inference request: a hung server fails a check instead of hanging the run."""

@@ -8,7 +8,7 @@ only, so that reading a command line never loads torch.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, TypeVar, get_args
@@ -50,6 +50,27 @@ def formats_of(choice: FormatChoice) -> tuple[ModelFormat, ...]:
 
 DEFAULT_REPOSITORY = Path("model_repository")
 """Where the front doors read and write the model repository unless told otherwise."""
+
+
+@dataclass(frozen=True)
+class Ports:
+    """The host ports a server this package starts listens on; 0 picks a free one at start."""
+
+    http: int = 0
+    grpc: int = 0
+    metrics: int = 0
+
+    def named(self) -> list[tuple[str, int, str]]:
+        """(endpoint, port, the option that sets it) for each port asked for (not 0)."""
+        named = [("HTTP", self.http, "--http-port"), ("gRPC", self.grpc, "--grpc-port")]
+        named.append(("metrics", self.metrics, "--metrics-port"))
+        return [(what, port, option) for what, port, option in named if port]
+
+
+TRITON_PORTS = Ports(8000, 8001, 8002)
+"""Triton's own ports, where its docs and every copied client look: `tritonpt serve`'s default."""
+FREE_PORTS = Ports()
+"""Free ports picked at start: what the checks use, so that they run beside anything else."""
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _Choice = TypeVar("_Choice", bound=str)
@@ -133,3 +154,241 @@ def parse_factory(value: str, *, error: type[TritonPtError]) -> tuple[str, str]:
         msg = f"--model {value!r}: expected MODULE:ATTR, e.g. `--model my_models:build_classifier`."
         raise error(msg)
     return module, attr
+
+
+# --- The options of the front doors, each declared once ----------------------------------------------------------
+
+Value = str | int | float | bool | None
+
+
+@dataclass(frozen=True, kw_only=True)
+class Option:
+    """One option of the front doors: its help, its default and what it accepts, in every door that offers it
+    (the `tritonpt`/`invoke` tasks, the matrix's pytest options, the tasks reference page)."""
+
+    name: str  # the Python name ("pt2_build"); the flag is --pt2-build
+    help: str
+    default: Value = ""
+    choices: tuple[str, ...] = ()
+    repeatable: bool = False  # --mount A --mount B: a list
+    positional: bool = False  # given without its flag (merge-reports' shards)
+
+    @property
+    def flag(self) -> str:
+        return "--" + self.name.replace("_", "-")
+
+    def check(self, value: object) -> None:
+        """``SpecError``-like ``TritonPtError`` where ``value`` is not one of the choices (an empty value is the
+        option left out, where its default is empty)."""
+        if self.choices and not (value == "" and self.default == "") and value not in self.choices:
+            msg = f"{self.flag} {value!r}: expected one of {', '.join(self.choices)}."
+            raise TritonPtError(msg)
+
+
+def _options(*declared: Option) -> dict[str, Option]:
+    return {option.name: option for option in declared}
+
+
+SHARD_HELP = (
+    "K/N: only this shard's models, the same split in every door (export writes it, check and serve use it)"
+)
+OPTIONS = _options(
+    Option(name="repository", help="model repository folder", default=str(DEFAULT_REPOSITORY)),
+    Option(
+        name="model",
+        help="your model as MODULE:ATTR, ATTR a zero-argument callable returning (module, example_inputs) or a "
+        "ModelSpec",
+    ),
+    Option(name="name", help="a model's name in the repository (its folder and config name)"),
+    Option(
+        name="only",
+        help="only this built-in model (repeatable); default: the whole built-in set",
+        repeatable=True,
+    ),
+    Option(
+        name="script",
+        help="torch.jit.script instead of torch.jit.trace (models with data-dependent control flow)",
+        default=False,
+    ),
+    Option(
+        name="max_batch_size",
+        help="largest batch; 0 = no batch axis (default: the model's own, else 8)",
+        default=-1,
+    ),
+    Option(
+        name="dynamic_axis",
+        help="INPUT:AXIS of a variable-length axis, the input by index or name: 0:1, input_ids:1 (repeatable)",
+        repeatable=True,
+    ),
+    Option(name="instance_kind", help="KIND_AUTO (default), KIND_CPU or KIND_GPU", choices=INSTANCE_KINDS),
+    Option(
+        name="parameter",
+        help="pytorch backend parameter KEY=VALUE, e.g. INTRA_OP_THREAD_COUNT=4 (repeatable)",
+        repeatable=True,
+    ),
+    Option(name="seed", help="seed for the built-in models' weights and the reference inputs", default=0),
+    Option(
+        name="force",
+        help="do the work again even where what is there says it is current (an export's stamp, the build cache)",
+        default=False,
+    ),
+    Option(
+        name="format",
+        help="torchscript (model.pt, platform pytorch_libtorch), pt2 (torch.export + AOTInductor: model.pt2, "
+        "platform torch_aoti), or both (the PT2 copy named NAME_pt2)",
+        default="torchscript",
+        choices=FORMAT_CHOICES,
+    ),
+    Option(name="shard", help=SHARD_HELP),
+    Option(
+        name="shard_costs",
+        help="a previous run's summary.json: balance the shards by its measured seconds per model (every shard the "
+        "same file)",
+    ),
+    Option(
+        name="pt2_build",
+        help="the PT2 build that serves torch_aoti models: stock (NVIDIA's, as NGC images run it) or patched (ours, "
+        "the patch set of versions.toml [pt2]); export writes dynamic_batching for PT2 copies only for patched",
+        default="stock",
+        choices=PT2_BUILDS,
+    ),
+    Option(
+        name="build_backend",
+        help="also build (or find cached) the backends the repository needs, side by side with the export",
+        default=False,
+    ),
+    Option(
+        name="from_file",
+        help="import a model file made elsewhere as it is (a TorchScript model.pt or an AOTInductor model.pt2) into "
+        "--name's folder: config from what it takes and returns, reference data from it in-process",
+    ),
+    Option(
+        name="samples",
+        help="with --from-file: a .npz of its inputs, one array per input named as the input, a first axis of "
+        "samples",
+    ),
+    Option(name="debug", help="show tracebacks", default=False),
+    Option(
+        name="recipe",
+        help="ngc (recommended: an NGC Triton image with its PyTorch backend) or pytorch (the pytorch/pytorch base)",
+        default="ngc",
+        choices=("ngc", "pytorch"),
+    ),
+    Option(name="tag", help="image tag (default tritonpt:ngc-<release> or tritonpt:pytorch-<torch>)"),
+    Option(name="no_cache", help="build without the engine's layer cache", default=False),
+    Option(
+        name="build_arg",
+        help="override one build argument, KEY=VALUE (repeatable); the defaults come from versions.toml",
+        repeatable=True,
+    ),
+    Option(name="ngc", help="another Triton release of versions.toml for the ngc recipe, e.g. 25.09"),
+    Option(
+        name="sources",
+        help="folder of the pinned source tarballs (default $TRITONPT_SOURCES; else downloaded from GitHub)",
+    ),
+    Option(
+        name="variant",
+        help="cpu, gpu (needs a CUDA toolkit and a CUDA torch), or auto",
+        default="cpu",
+        choices=("cpu", "gpu", "auto"),
+    ),
+    Option(
+        name="pt2",
+        help="the PT2 (torch_aoti) build too; built anyway when the repository holds torch_aoti models",
+        default=False,
+    ),
+    Option(
+        name="sanitize",
+        help="address or undefined: every build instrumented with ASan or UBSan (own cache keys)",
+        choices=("address", "undefined"),
+    ),
+    Option(
+        name="target",
+        help="what runs the server: auto (url with --url, container with --image, else local), local (a "
+        "tritonserver process), container, or url (a server already running)",
+        default="auto",
+        choices=TARGETS,
+    ),
+    Option(name="url", help="HTTP URL of a running server (target url), e.g. http://127.0.0.1:8000"),
+    Option(name="grpc_url", help="gRPC host:port of that server (default: port 8001 on its host)"),
+    Option(name="metrics_url", help="metrics URL of that server (default: port 8002 on its host)"),
+    Option(name="image", help="an image tag: target container runs it, the doctor looks inside it"),
+    Option(
+        name="gpus",
+        help="target container: auto (when the engine can hand them out), all (demand them) or none",
+        default="auto",
+        choices=GPUS,
+    ),
+    Option(
+        name="mount",
+        help="target container: one more bind mount HOST_PATH:/CONTAINER/PATH[:ro|rw] (repeatable)",
+        repeatable=True,
+    ),
+    Option(
+        name="tritonserver",
+        help="tritonserver binary for target local (default: $TRITONSERVER, PATH, /opt/tritonserver, the "
+        "embedded one)",
+    ),
+    Option(name="reports", help="folder for the reports (and the server's log)", default="reports"),
+    Option(
+        name="upload",
+        help="with --url: send the repository's models through the server's load API (it must run with "
+        "--model-control-mode=explicit) and unload them after; a restricted API's key from $TRITONPT_ADMIN_KEY",
+        default=False,
+    ),
+    Option(
+        name="replace_loaded",
+        help="with --upload: replace a model of the same name the server already serves",
+        default=False,
+    ),
+    Option(name="pytest", help='more pytest arguments, as one string, e.g. "-k parity -x"'),
+    Option(
+        name="http_port",
+        help=f"the HTTP port on 127.0.0.1 (Triton's own: {TRITON_PORTS.http}; 0 picks a free one)",
+        default=TRITON_PORTS.http,
+    ),
+    Option(name="grpc_port", help="the gRPC port (0 picks a free one)", default=TRITON_PORTS.grpc),
+    Option(name="metrics_port", help="the metrics port (0 picks a free one)", default=TRITON_PORTS.metrics),
+    Option(
+        name="latency_budget_ms",
+        help="the winner's p99 latency must fit this many milliseconds (0: no budget)",
+        default=0.0,
+    ),
+    Option(
+        name="apply",
+        help="write the winning config.pbtxt into the repository (staged and validated, as export writes)",
+        default=False,
+    ),
+    Option(
+        name="shards",
+        help="the shards' report folders: a glob or a comma-separated list",
+        default="reports/shard-*-of-*",
+        positional=True,
+    ),
+    Option(
+        name="into",
+        help="where the merged summary.md, summary.json and junit.xml go",
+        default="reports/merged",
+    ),
+)
+"""Every option of every task, once; tritonpt.tasks composes each task's signature and help from it."""
+
+
+def add_arguments(add: Callable[..., object], names: Iterable[str]) -> None:
+    """Declare the named options on an argparse parser or a pytest option group (``add``: its ``add_argument``
+    or ``addoption``), as OPTIONS says: a flag, a repeatable option, or a value within its choices."""
+    for name in names:
+        option = OPTIONS[name]
+        if isinstance(option.default, bool):
+            add(option.flag, action="store_true", default=option.default, help=option.help)
+        elif option.repeatable:
+            add(option.flag, action="append", default=[], help=option.help)
+        else:
+            kind = type(option.default)
+            add(
+                option.flag,
+                type=kind,
+                default=option.default,
+                choices=option.choices or None,
+                help=option.help,
+            )

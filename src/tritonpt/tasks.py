@@ -1,104 +1,111 @@
-"""The front door for people: each task declares its options and help text, then calls :mod:`tritonpt.cli`.
+"""The front door for people: the tasks of `tritonpt` (installed) and `invoke` (a checkout, the root tasks.py).
 
-The same tasks answer to `invoke` in a checkout (the root tasks.py imports them) and to `tritonpt` /
-`python -m tritonpt` after `pip install` (:mod:`tritonpt.__main__`).
-
-    invoke export      TorchScript + config.pbtxt + eager reference outputs into a model repository
-    invoke validate    check a model repository against Triton's schema and the models themselves
-    invoke build-backend  build the official libtriton_pytorch.so from pinned sources against this torch
-    invoke build-image build a Triton + PyTorch 2.9 image from a recipe in docker/
-    invoke doctor      diagnose this host (and an image): Docker, GPU, driver, glibc, libraries, models
-    invoke serve       run a local Triton on a repository until Ctrl-C
-    invoke check       the integration matrix on a repository: health, backend, platform, parity, batching, errors
-    invoke tune        search one model's config space on the real backend; --apply writes the winner
-
-`invoke --help TASK` (or `tritonpt --help TASK`) shows each task's options.
+Each task says which options it takes by its keyword parameters; what each option is (help, default, choices)
+is declared once in :data:`tritonpt.options.OPTIONS`, and :func:`door` composes the task's command line from it,
+checks the choices, then calls the task with the values. The work is :mod:`tritonpt.cli`'s.
 """
 
 from __future__ import annotations
 
 import functools
+import inspect
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from invoke import tasks as invoke_tasks
 from invoke.context import Context
 
-from tritonpt.options import DEFAULT_REPOSITORY
+from tritonpt.options import OPTIONS, Option, Ports
 
-task = functools.partial(invoke_tasks.task, auto_shortflags=False)
-"""invoke's task, without the short flags it would make up per task: `-h` stays help in every task (made up, it was
-`--shard` in export and `--shard-costs` in check), and no letter means one option here and another there."""
-
-_SERVER_HELP = {
-    "repository": f"model repository folder (default {DEFAULT_REPOSITORY})",
-    "image": "image to run for target container",
-    "gpus": "target container: auto (when the engine can hand them out), all (demand them) or none",
-    "mount": "target container: one more bind mount HOST_PATH:/CONTAINER/PATH[:ro|rw] (repeatable)",
-    "tritonserver": "tritonserver binary for target local (default: $TRITONSERVER, PATH, /opt/tritonserver, the embedded one)",
-    "shard_costs": "a previous run's summary.json to balance the shards by (every shard the same file)",
-}
-"""The options `invoke check` and `invoke serve` share, in the same words."""
+Body = Callable[..., None]
 
 
-@task(
-    iterable=["only", "dynamic_axis", "parameter"],
-    help={
-        "model": "your model as MODULE:ATTR, ATTR a zero-argument callable returning (module, example_inputs) or a ModelSpec",
-        "name": "model name (folder and config name); required with --model",
-        "repository": f"model repository folder (default {DEFAULT_REPOSITORY})",
-        "only": "export only this built-in model (repeatable); default: the whole built-in set",
-        "script": "use torch.jit.script instead of torch.jit.trace (models with data-dependent control flow)",
-        "max_batch_size": "largest batch; 0 = no batch axis (default: the model's own, else 8)",
-        "dynamic_axis": "INPUT:AXIS of a variable-length axis, the input by index or name: 0:1, input_ids:1 (repeatable)",
-        "instance_kind": "KIND_AUTO (default), KIND_CPU or KIND_GPU",
-        "parameter": "pytorch backend parameter KEY=VALUE, e.g. INTRA_OP_THREAD_COUNT=4 (repeatable)",
-        "seed": "seed for weights of built-in models and for reference inputs (default 0)",
-        "force": "re-export built-in models even when nothing they depend on changed since their last export",
-        "format": "torchscript (default: model.pt, platform pytorch_libtorch), pt2 (torch.export + AOTInductor: model.pt2, platform torch_aoti), or both (the PT2 copy named NAME_pt2)",
-        "shard": "K/N: export only this shard's part of the built-in set (as `nox -s integration -- --shard K/N` serves it)",
-        "shard_costs": "a previous run's summary.json: balance the shards by its measured seconds per model (every shard the same file)",
-        "pt2_build": "the PT2 build that will serve the PT2 copies: stock (default: no dynamic_batching, which stock serves wrong) or patched (ours: dynamic_batching written as for TorchScript)",
-        "build_backend": "also build (or find cached) the backends the repository needs, side by side with the export (a first run overlaps the two)",
-        "from_file": "import a model file made elsewhere as it is (a TorchScript model.pt or an AOTInductor model.pt2) into --name's folder: config from what it takes and returns, reference data from it in-process",
-        "samples": "with --from-file: a .npz of its inputs, one array per input named as the input (INPUT__i, forward()'s argument or the package's call spec name), a first axis of samples",
-        "debug": "show tracebacks",
-    },
-)
+def _help(option: Option) -> str:
+    """The option's help, with its default where it has one worth saying."""
+    value = option.default
+    shown = bool(value) and not isinstance(value, bool) and not (isinstance(value, int | float) and value < 0)
+    return (
+        f"{option.help} (default {option.default})" if shown and "default" not in option.help else option.help
+    )
+
+
+def door(body: Body) -> Any:
+    """An invoke task from ``body``, whose keyword parameters name its options (each one of OPTIONS): their
+    defaults, help, repeatability and place come from there; a value outside an option's choices is refused in
+    one paragraph before ``body`` runs. invoke makes up no short flags: ``-h`` is help in every task."""
+    declared = [OPTIONS[name] for name in inspect.signature(body).parameters]
+
+    @functools.wraps(body)
+    def run(c: Context, **given: object) -> None:
+        from tritonpt.console import guard  # noqa: PLC0415 - rich loads when a task runs, not for --list
+
+        values = {o.name: list(given[o.name] or []) if o.repeatable else given[o.name] for o in declared}  # type: ignore[call-overload]
+        with guard(debug=bool(values.get("debug"))):
+            for option in declared:
+                if not option.repeatable:
+                    option.check(values[option.name])
+        body(**values)
+
+    kind = inspect.Parameter.POSITIONAL_OR_KEYWORD
+    run.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
+        [inspect.Parameter("c", kind)]
+        + [inspect.Parameter(o.name, kind, default=None if o.repeatable else o.default) for o in declared]
+    )
+    return invoke_tasks.task(
+        run,
+        auto_shortflags=False,
+        iterable=[o.name for o in declared if o.repeatable],
+        help={o.name: _help(o) for o in declared},
+        positional=[o.name for o in declared if o.positional],
+    )
+
+
+@door
 def export(
-    c: Context,
-    model: str = "",
-    name: str = "",
-    repository: str = str(DEFAULT_REPOSITORY),
-    only: list[str] | None = None,
-    script: bool = False,
-    max_batch_size: int = -1,
-    dynamic_axis: list[str] | None = None,
-    instance_kind: str = "",
-    parameter: list[str] | None = None,
-    seed: int = 0,
-    force: bool = False,
-    format: str = "torchscript",
-    shard: str = "",
-    shard_costs: str = "",
-    pt2_build: str = "stock",
-    build_backend: bool = False,
-    from_file: str = "",
-    samples: str = "",
-    debug: bool = False,
+    *,
+    model: str,
+    name: str,
+    repository: str,
+    only: list[str],
+    script: bool,
+    max_batch_size: int,
+    dynamic_axis: list[str],
+    instance_kind: str,
+    parameter: list[str],
+    seed: int,
+    force: bool,
+    format: str,
+    shard: str,
+    shard_costs: str,
+    pt2_build: str,
+    build_backend: bool,
+    from_file: str,
+    samples: str,
+    debug: bool,
 ) -> None:
-    """Export models to a Triton model repository with eager-PyTorch reference outputs, then validate it."""
+    """Export models to a model repository with eager-PyTorch reference outputs, then validate it.
+
+    The built-in set, your model (--model MODULE:ATTR --name NAME: a zero-argument callable returning the module
+    and its example inputs, or a tritonpt.spec.ModelSpec), or a model file made elsewhere as it is (--from-file
+    FILE --name NAME --samples INPUTS.npz: its config from what it takes and returns, reference data from it
+    in-process). Each model gets NAME/1/model.pt (or model.pt2), config.pbtxt, a warmup sample and reference data,
+    staged and validated before it is moved in. A model whose stamp (.export-stamp.json: the code that exports
+    it, the versions, the seed, a sha256 of each file) still matches is kept; one exported before with the same
+    inputs on this machine comes from the export cache (~/.cache/tritonpt/exports/); --force exports it again.
+    """
     from tritonpt import cli  # noqa: PLC0415 - keeps `invoke --list` fast (no torch import)
 
     cli.export(
         model=model,
         name=name,
         repository=Path(repository),
-        only=only or [],
+        only=only,
         script=script,
         max_batch_size=None if max_batch_size < 0 else max_batch_size,
-        dynamic_axes=dynamic_axis or [],
+        dynamic_axes=dynamic_axis,
         instance_kind=instance_kind or None,
-        parameters=parameter or [],
+        parameters=parameter,
         seed=seed,
         force=force,
         model_format=format,
@@ -112,38 +119,29 @@ def export(
     )
 
 
-@task(
-    iterable=["build_arg"],
-    help={
-        "recipe": "recipe: ngc (recommended; NGC Triton 25.10 with its PyTorch 2.9 backend) or pytorch (pytorch/pytorch 2.9.1 base)",
-        "tag": "image tag (default tritonpt:ngc-<release> or tritonpt:pytorch-<torch>)",
-        "no_cache": "build without the engine's layer cache",
-        "build_arg": "override one build argument for this build, KEY=VALUE (repeatable); defaults come from versions.toml",
-        "ngc": "another Triton release of versions.toml for the ngc recipe, e.g. 25.09, or 26.03 to 26.08 (they serve torch_aoti)",
-        "sources": "pytorch recipe: folder of the pytorch backend's source tarballs (default $TRITONPT_SOURCES; else GitHub)",
-        "pt2_build": "pytorch recipe: the PT2 backend built beside the TorchScript one, stock (default) or patched (ours, r26.05+tritonpt.1)",
-        "debug": "show tracebacks",
-    },
-)
+@door
 def build_image(
-    c: Context,
-    recipe: str = "ngc",
-    tag: str = "",
-    no_cache: bool = False,
-    build_arg: list[str] | None = None,
-    ngc: str = "",
-    sources: str = "",
-    pt2_build: str = "stock",
-    debug: bool = False,
+    *,
+    recipe: str,
+    tag: str,
+    no_cache: bool,
+    build_arg: list[str],
+    ngc: str,
+    sources: str,
+    pt2_build: str,
+    debug: bool,
 ) -> None:
-    """Build the Triton + PyTorch 2.9 image from a recipe in docker/, with every version from versions.toml."""
+    """Build the Triton + PyTorch 2.9 image from a recipe in docker/, with every version from versions.toml.
+
+    The pytorch recipe builds the PT2 backend beside the TorchScript one (--pt2-build names which).
+    """
     from tritonpt import cli  # noqa: PLC0415
 
     cli.build_image(
         recipe=recipe,
         tag=tag or None,
         no_cache=no_cache,
-        build_args=build_arg or [],
+        build_args=build_arg,
         ngc=ngc or None,
         sources=sources or None,
         pt2_build=pt2_build,
@@ -151,81 +149,64 @@ def build_image(
     )
 
 
-@task(
-    help={
-        "sources": "folder of the pinned source tarballs (default $TRITONPT_SOURCES; else downloaded from GitHub)",
-        "variant": "cpu (default), gpu (needs a CUDA toolkit and a CUDA torch), or auto",
-        "force": "build even when the cache holds a build of the same inputs",
-        "pt2": "build the PT2 (torch_aoti) backend too; done anyway when the repository holds torch_aoti models",
-        "pt2_patches": "build the PT2 backend with our fixes (versions.toml [pt2] patch_set, a build of its own name) instead of stock",
-        "sanitize": "address or undefined: instrument every build with ASan or UBSan (own cache keys; for hunting memory errors)",
-        "repository": f"model repository folder whose models decide whether the PT2 build is needed (default {DEFAULT_REPOSITORY})",
-        "debug": "show tracebacks",
-    }
-)
+@door
 def build_backend(
-    c: Context,
-    sources: str = "",
-    variant: str = "cpu",
-    force: bool = False,
-    pt2: bool = False,
-    pt2_patches: bool = False,
-    sanitize: str = "",
-    repository: str = str(DEFAULT_REPOSITORY),
-    debug: bool = False,
+    *,
+    sources: str,
+    variant: str,
+    force: bool,
+    pt2: bool,
+    pt2_build: str,
+    sanitize: str,
+    repository: str,
+    debug: bool,
 ) -> None:
-    """Build the official Triton pytorch backend (libtriton_pytorch.so, and its PT2 build for torch_aoti models) against this environment's torch, or reuse the cached builds."""
+    """Build the official pytorch backend against this environment's torch, or reuse the cached build.
+
+    libtriton_pytorch.so, and its PT2 build for torch_aoti models (--pt2, --pt2-build stock or patched).
+    """
     from tritonpt import cli  # noqa: PLC0415
 
     cli.build_backend(
         sources=sources or None,
         variant=variant,
         force=force,
-        pt2=pt2,
-        pt2_patches=pt2_patches,
+        pt2=pt2 or pt2_build == "patched",
+        pt2_patches=pt2_build == "patched",
         sanitize=sanitize or None,
         repository=Path(repository),
         debug=debug,
     )
 
 
-@task(
-    iterable=["mount"],
-    help={
-        **_SERVER_HELP,
-        "target": "auto (default: url with --url, container with --image, else local), local, container or url",
-        "url": "HTTP URL of a running server (target url), e.g. http://127.0.0.1:8000",
-        "grpc_url": "gRPC host:port of that server (default: port 8001 on its host)",
-        "metrics_url": "metrics URL of that server (default: port 8002 on its host)",
-        "reports": "where junit.xml, summary.md and .json and the server log go (default reports)",
-        "shard": "K/N: check only this shard's models (the split `invoke export --shard K/N` made)",
-        "pt2_build": "which PT2 build serves torch_aoti models: stock (default; NVIDIA's) or patched (ours, r26.05+tritonpt.1)",
-        "upload": "with --url: send the repository's models through the server's load API (it must run with "
-        "--model-control-mode=explicit) and unload them after; a restricted API's key from $TRITONPT_ADMIN_KEY",
-        "replace_loaded": "with --upload: replace a model of the same name the server already serves",
-        "pytest": 'more pytest arguments, as one string, e.g. "-k parity -x"',
-    },
-)
+@door
 def check(
-    c: Context,
-    repository: str = str(DEFAULT_REPOSITORY),
-    target: str = "auto",
-    url: str = "",
-    grpc_url: str = "",
-    metrics_url: str = "",
-    image: str = "",
-    gpus: str = "auto",
-    mount: list[str] | None = None,
-    tritonserver: str = "",
-    reports: str = "reports",
-    shard: str = "",
-    shard_costs: str = "",
-    pt2_build: str = "stock",
-    upload: bool = False,
-    replace_loaded: bool = False,
-    pytest: str = "",
+    *,
+    repository: str,
+    target: str,
+    url: str,
+    grpc_url: str,
+    metrics_url: str,
+    image: str,
+    gpus: str,
+    mount: list[str],
+    tritonserver: str,
+    reports: str,
+    shard: str,
+    shard_costs: str,
+    pt2_build: str,
+    upload: bool,
+    replace_loaded: bool,
+    pytest: str,
 ) -> None:
-    """Run the integration matrix on a repository (the backend built or reused first); exit 0 only when it passes."""
+    """Run the integration matrix on a repository (the backend built or reused first); exit 0 only when it passes.
+
+    Backend load, the platform, the three ports, parity with the reference data over HTTP and gRPC, batching,
+    bad requests, model control; junit.xml, summary.md and .json and the server's log in --reports. A model
+    without reference data is held to its own file run in-process. With --url URL --upload, each model goes to
+    that server through its load API and is unloaded after, also on a failure or a stop; a restricted server's
+    key comes from $TRITONPT_ADMIN_KEY (header $TRITONPT_ADMIN_HEADER, default admin-key), never printed.
+    """
     from tritonpt import cli  # noqa: PLC0415
 
     cli.check(
@@ -236,7 +217,7 @@ def check(
         metrics_url=metrics_url,
         image=image,
         gpus=gpus,
-        mounts=mount or [],
+        mounts=mount,
         tritonserver=tritonserver,
         reports=reports,
         shard=shard,
@@ -248,38 +229,36 @@ def check(
     )
 
 
-@task(
-    iterable=["mount"],
-    help={
-        **_SERVER_HELP,
-        "target": "local (default: a tritonserver process) or container (needs --image)",
-        "shard": "K/N: serve only this shard's models (the split `nox -s integration -- --shard K/N` uses)",
-        "pt2_build": "which PT2 build will serve torch_aoti models: stock (default; NVIDIA's, as in NGC images) or patched (ours, r26.05+tritonpt.1: invoke build-backend --pt2-patches)",
-        "debug": "show tracebacks",
-    },
-)
+@door
 def serve(
-    c: Context,
-    repository: str = str(DEFAULT_REPOSITORY),
-    target: str = "local",
-    image: str = "",
-    gpus: str = "auto",
-    mount: list[str] | None = None,
-    tritonserver: str = "",
-    shard: str = "",
-    shard_costs: str = "",
-    pt2_build: str = "stock",
-    debug: bool = False,
+    *,
+    repository: str,
+    target: str,
+    image: str,
+    gpus: str,
+    mount: list[str],
+    tritonserver: str,
+    shard: str,
+    shard_costs: str,
+    pt2_build: str,
+    http_port: int,
+    grpc_port: int,
+    metrics_port: int,
+    debug: bool,
 ) -> None:
-    """Validate a repository and serve it with Triton until Ctrl-C; prints the three endpoints."""
+    """Validate a repository and serve it with Triton until Ctrl-C, on ports 8000, 8001 and 8002.
+
+    Triton's own ports, where its clients look, unless told otherwise; prints the three endpoints.
+    """
     from tritonpt import cli  # noqa: PLC0415
 
     cli.serve(
+        ports=Ports(http_port, grpc_port, metrics_port),
         repository=Path(repository),
         target=target,
         image=image or None,
         gpus=gpus,
-        mounts=mount or [],
+        mounts=mount,
         tritonserver=tritonserver or None,
         debug=debug,
         shard=shard,
@@ -288,87 +267,56 @@ def serve(
     )
 
 
-@task(
-    iterable=["mount"],
-    help={
-        "image": "image tag to check (glibc, pytorch backend libraries, GPU inside it); default: host and model checks only",
-        "repository": f"model repository folder (default {DEFAULT_REPOSITORY})",
-        "mount": "a bind mount the image needs at run time, HOST_PATH:/CONTAINER/PATH[:ro|rw] (repeatable)",
-        "debug": "show tracebacks",
-    },
-)
-def doctor(
-    c: Context,
-    image: str = "",
-    repository: str = str(DEFAULT_REPOSITORY),
-    mount: list[str] | None = None,
-    debug: bool = False,
-) -> None:
-    """Diagnose this host, an image and a model repository: Docker, GPU, driver, glibc, libraries, TorchScript versions."""
+@door
+def doctor(*, image: str, repository: str, mount: list[str], debug: bool) -> None:
+    """Diagnose this host, an image and a model repository; exit 1 on any FAIL.
+
+    Docker, GPU, driver, glibc, libraries, which torch made the models and what the release serves.
+    """
     from tritonpt import cli  # noqa: PLC0415
 
-    cli.doctor(image=image or None, repository=Path(repository), mounts=mount or [], debug=debug)
+    cli.doctor(image=image or None, repository=Path(repository), mounts=mount, debug=debug)
 
 
-@task(
-    help={
-        "repository": f"model repository folder (default {DEFAULT_REPOSITORY})",
-        "pt2_build": "which PT2 build will serve torch_aoti models: stock (default; NVIDIA's, as in NGC images) or patched (ours, r26.05+tritonpt.1: invoke build-backend --pt2-patches)",
-        "debug": "show tracebacks",
-    }
-)
-def validate(
-    c: Context, repository: str = str(DEFAULT_REPOSITORY), pt2_build: str = "stock", debug: bool = False
-) -> None:
+@door
+def validate(*, repository: str, pt2_build: str, debug: bool) -> None:
     """Validate every config.pbtxt, model.pt and model.pt2 in a repository; exit 1 on any error."""
     from tritonpt import cli  # noqa: PLC0415
 
     cli.validate(repository=Path(repository), pt2_build=pt2_build, debug=debug)
 
 
-@task(
-    help={
-        "model": "the model of the repository to tune (required)",
-        "repository": f"model repository folder (default {DEFAULT_REPOSITORY})",
-        "latency_budget_ms": "the winner's p99 latency must fit this many milliseconds (default: no budget)",
-        "apply": "write the winning config.pbtxt into the repository (staged and validated, as export writes)",
-        "reports": "where the table, Pareto front and plot go (default reports/tune/<model>/)",
-        "pt2_build": "which PT2 build serves a torch_aoti model: stock (default; NVIDIA's) or patched (ours, r26.05+tritonpt.1, which batches)",
-        "debug": "show tracebacks",
-    }
-)
+@door
 def tune(
-    c: Context,
-    model: str = "",
-    repository: str = str(DEFAULT_REPOSITORY),
-    latency_budget_ms: float = 0.0,
-    apply: bool = False,
-    reports: str = "reports/tune",
-    pt2_build: str = "stock",
-    debug: bool = False,
+    *,
+    name: str,
+    repository: str,
+    latency_budget_ms: float,
+    apply: bool,
+    reports: str,
+    pt2_build: str,
+    debug: bool,
 ) -> None:
-    """Search instance count, batching, queue delay and backend threads for the fastest config that keeps parity."""
+    """Search one model's config space (--name) for the fastest config that keeps parity.
+
+    Instance count, batching, queue delay and backend threads; the table, Pareto front and plot go to
+    <reports>/tune/<name>/, and --apply writes the winner.
+    """
     from tritonpt import cli  # noqa: PLC0415
 
     cli.tune(
-        model=model,
+        model=name,
         repository=Path(repository),
         latency_budget_ms=latency_budget_ms or None,
         apply=apply,
-        reports=Path(reports),
+        reports=Path(reports) / "tune",
         debug=debug,
         pt2_build=pt2_build,
     )
 
 
-@task(
-    positional=["shards"],
-    help={
-        "shards": "the shards' report folders: a glob or a comma-separated list (default reports/shard-*-of-*)",
-        "into": "where the merged summary.md, summary.json and junit.xml go (default reports/merged)",
-    },
-)
-def merge_reports(c: Context, shards: str = "reports/shard-*-of-*", into: str = "reports/merged") -> None:
+@door
+def merge_reports(*, shards: str, into: str) -> None:
     """Merge the reports of `--shard K/N` runs into one; a missing or failed shard is named and exits 1."""
     from tritonpt import cli  # noqa: PLC0415
 

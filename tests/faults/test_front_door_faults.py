@@ -23,6 +23,9 @@ from .injector import FaultRun, Outcome
 
 pytestmark = pytest.mark.slow
 
+FREE = ("--http-port", "0", "--grpc-port", "0", "--metrics-port", "0")
+"""`invoke serve` on free ports: Triton's own (its default) may be another test's or this machine's."""
+
 EXPORT_BOUND_S = 10.0
 """Ctrl-C of an export: the step in progress stops, its staging folder goes."""
 BUILD_BOUND_S = 15.0
@@ -102,7 +105,7 @@ def _serve(run: FaultRun, *, sigint_ignored: bool = False) -> Path:
     """`invoke serve` from the fault's folder (its reports/ go there), on the fault's repository."""
     assert run.repository is not None
     run.start(
-        invoke_command("serve", "--repository", str(run.repository)),
+        invoke_command("serve", "--repository", str(run.repository), *FREE),
         cwd=run.folder,
         sigint_ignored=sigint_ignored,
     )

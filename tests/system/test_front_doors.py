@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import subprocess
 import sys
+import urllib.request
 from collections.abc import Callable
 from pathlib import Path
 
@@ -175,3 +177,63 @@ def test_dash_h_is_help_in_every_task_and_no_task_makes_up_short_flags(tmp_path:
         assert options, done.stdout
         made_up = [line for line in options if not line.startswith("--") or line.startswith("--=")]
         assert not made_up, f"{name}: {made_up}"
+
+
+def _taken(port: int) -> bool:
+    with socket.socket() as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind(("127.0.0.1", port))
+        except OSError:
+            return True
+    return False
+
+
+def test_serve_listens_where_tritons_clients_look(exported_small: Path, tmp_path: Path) -> None:
+    """`tritonpt serve` takes Triton's own ports, 8000, 8001 and 8002 (a client copied from Triton's quick start
+    finds it), and says the three endpoints."""
+    busy = [port for port in (8000, 8001, 8002) if _taken(port)]
+    if busy:
+        pytest.skip(f"port(s) {busy} on 127.0.0.1 are in use on this machine; free them to run this check")
+    serving = subprocess.Popen(
+        invoke_command("serve", "--repository", str(exported_small)),
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        assert serving.stdout is not None
+        said = []
+        for (
+            line
+        ) in serving.stdout:  # the endpoints, then "serving ...; Ctrl-C stops" once every model is ready
+            said.append(line)
+            if "Ctrl-C stops" in line:
+                break
+        text = "".join(said)
+        assert "HTTP    http://127.0.0.1:8000" in text, text
+        assert "gRPC    127.0.0.1:8001" in text, text
+        assert "metrics http://127.0.0.1:8002/metrics" in text, text
+        with urllib.request.urlopen("http://localhost:8000/v2/health/ready", timeout=10) as ready:
+            assert ready.status == 200
+    finally:
+        os.killpg(serving.pid, signal.SIGINT)
+        serving.communicate(timeout=60)
+
+
+def test_serve_names_a_port_another_process_holds(exported_small: Path, tmp_path: Path) -> None:
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", 0))
+        holder.listen()
+        port = holder.getsockname()[1]
+        done = _invoke(
+            "serve", "--repository", str(exported_small), "--http-port", "0", "--grpc-port", str(port),
+            "--metrics-port", "0", cwd=tmp_path,
+        )  # fmt: skip
+    said = done.stdout + done.stderr
+    assert done.returncode == 1, said
+    assert f"Cannot serve on 127.0.0.1 port {port} (gRPC), as another process listens there" in said
+    assert "--grpc-port PORT (0 picks a free port)" in said
+    assert "Traceback" not in said

@@ -53,6 +53,7 @@ LAYERS = (
     "console",
     "cli",
     "tasks",
+    "taskpage",
     "__main__",
 )
 

@@ -17,8 +17,9 @@ from tritonpt.backend import toolchain
 from tritonpt.errors import ServerError, ServerStartError
 from tritonpt.server import LocalServer, TritonFlags, TritonInstall, UrlServer
 from tritonpt.server.base import Endpoints, ModelState
-from tritonpt.server.local import free_ports, pytorch_backend_for, server_library_folder
+from tritonpt.server.local import pytorch_backend_for, server_library_folder
 from tritonpt.server.logtext import briefly, hint_for, worth_reading
+from tritonpt.server.ports import free_ports
 from tritonpt.server.url import parse_endpoints
 from tritonpt.versions import VERSIONS
 

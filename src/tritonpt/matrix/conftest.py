@@ -34,11 +34,11 @@ import pytest
 import torch
 from tritonclient.utils import InferenceServerException
 
-from tritonpt import backend, client, in_process, reference, repository, server, shards, stopping
+from tritonpt import client, in_process, reference, repository, server, shards, stopping
 from tritonpt.backend import PT2_NAME
 from tritonpt.errors import InProcessError, ReferenceDataError, TritonPtError, first_line
 from tritonpt.export.stamp import export_seconds
-from tritonpt.options import PT2_BUILDS, Pt2Build, parse_mounts
+from tritonpt.options import Pt2Build, add_arguments, parse_mounts
 from tritonpt.report import Report
 from tritonpt.server.base import Server
 from tritonpt.server.logtext import load_seconds
@@ -62,21 +62,16 @@ OWN_FILES = pytest.StashKey[
 WATCHDOG = pytest.StashKey[Watchdog]()
 
 
+SHARED = (
+    "target", "url", "grpc_url", "metrics_url", "repository", "upload", "replace_loaded", "image", "gpus", "mount",
+    "tritonserver", "reports", "shard", "shard_costs", "pt2_build", "sanitize",
+)  # fmt: skip
+"""The options the matrix shares with the tasks, as tritonpt.options.OPTIONS declares them."""
+
+
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("tritonpt", "Triton integration matrix")
-    group.addoption(
-        "--target", choices=server.TARGETS, default="auto", help="what runs the server (default auto)"
-    )
-    group.addoption("--url", default=None, help="HTTP URL of a running server (target url)")
-    group.addoption(
-        "--grpc-url", default=None, help="gRPC host:port of that server (default: port 8001 on its host)"
-    )
-    group.addoption(
-        "--metrics-url", default=None, help="metrics URL of that server (default: port 8002 on its host)"
-    )
-    group.addoption(
-        "--repository", default=str(repository.DEFAULT_REPOSITORY), help="model repository folder"
-    )
+    add_arguments(group.addoption, SHARED)
     group.addoption(
         "--strict-backend",
         action="store_true",
@@ -90,37 +85,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="record, but do not require, the backend library a server at --url reports",
     )
     group.addoption(
-        "--upload",
-        action="store_true",
-        help="target url: send each model of --repository to the server through its load API (config and "
-        "files in the request; the server in --model-control-mode=explicit), and unload it after, also when the "
-        "run fails or is stopped. A restricted API's key: $TRITONPT_ADMIN_KEY (header $TRITONPT_ADMIN_HEADER, "
-        "default admin-key)",
-    )
-    group.addoption(
-        "--replace-loaded",
-        action="store_true",
-        help="with --upload: replace a model of the same name the server already serves (it is unloaded after, "
-        "not restored)",
-    )
-    group.addoption("--image", default=None, help="image for target container")
-    group.addoption(
-        "--gpus",
-        choices=server.GPUS,
-        default="auto",
-        help="GPUs for target container: auto (when the engine can give them), all (or fail), none",
-    )
-    group.addoption(
-        "--mount",
-        action="append",
-        default=[],
-        help="target container: one more bind mount HOST_PATH:/CONTAINER/PATH[:ro|rw] (repeatable)",
-    )
-    group.addoption(
         "--memory", default=None, help="target container: a memory limit, as docker run --memory (e.g. 2g)"
     )
-    group.addoption("--tritonserver", default=None, help="tritonserver binary for target local")
-    group.addoption("--reports", default="reports", help="folder for reports and the server log")
     group.addoption(
         "--skip-validation",
         action="store_true",
@@ -128,25 +94,6 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
     group.addoption(
         "--start-timeout", type=float, default=240.0, help="seconds to wait for the server and models"
-    )
-    group.addoption("--shard", default="", help="K/N: run the matrix for this shard's models only")
-    group.addoption(
-        "--pt2-build",
-        choices=PT2_BUILDS,
-        default="stock",
-        help="the PT2 build serving torch_aoti models: stock (default) or patched (r26.05+tritonpt.1)",
-    )
-    group.addoption(
-        "--sanitize",
-        choices=backend.SANITIZERS,
-        default=None,
-        help="target local: serve the builds instrumented with ASan (address) or UBSan (undefined), the "
-        "sanitizer's runtime preloaded into tritonserver (`invoke build-backend --sanitize` makes them)",
-    )
-    group.addoption(
-        "--shard-costs",
-        default="",
-        help="a previous summary.json to balance the shards by (every shard the same)",
     )
 
 
@@ -334,7 +281,7 @@ def triton(pytestconfig: pytest.Config, report: Report) -> Iterator[Server]:
         upload=option.upload,
         replace=option.replace_loaded,
         pt2_build=option.pt2_build,
-        sanitizer=option.sanitize,
+        sanitizer=option.sanitize or None,
     )
     started = time.perf_counter()
     try:

@@ -18,8 +18,8 @@ from pathlib import Path
 from tritonpt import backend
 from tritonpt.backend import Step
 from tritonpt.errors import TritonPtError
-from tritonpt.options import PT2_BUILDS
-from tritonpt.repository import DEFAULT_REPOSITORY, pt2_models
+from tritonpt.options import add_arguments
+from tritonpt.repository import pt2_models
 
 PACKAGE = Path(__file__).resolve().parent
 SETTINGS = PACKAGE / "pytest.ini"
@@ -49,14 +49,11 @@ def pytest_args(args: Sequence[str]) -> list[str]:
 
 
 def _known(args: Sequence[str]) -> argparse.Namespace:
+    """The options that decide the builds, read as the matrix's conftest declares them (tritonpt.options)."""
     parser = argparse.ArgumentParser(add_help=False)
-    parser.add_argument("--repository", default=str(DEFAULT_REPOSITORY))
-    parser.add_argument("--target", default="auto")
-    parser.add_argument("--url")
-    parser.add_argument("--image")
-    parser.add_argument("--pt2-build", choices=PT2_BUILDS, default="stock")
-    parser.add_argument("--sanitize", choices=backend.SANITIZERS, default=None)
-    parser.add_argument("--reports", default="reports")
+    add_arguments(
+        parser.add_argument, ("repository", "target", "url", "image", "pt2_build", "sanitize", "reports")
+    )
     parser.add_argument("--junitxml")
     known, _ = parser.parse_known_args(list(args))
     return known
@@ -88,7 +85,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     asks_help = any(arg in ("-h", "--help") for arg in args)
     if builds_needed(args) and not asks_help:
         try:
-            ensure_builds(Path(known.repository), pt2_build=known.pt2_build, sanitizer=known.sanitize)
+            ensure_builds(Path(known.repository), pt2_build=known.pt2_build, sanitizer=known.sanitize or None)
         except TritonPtError as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 1

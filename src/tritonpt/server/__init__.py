@@ -16,7 +16,7 @@ from pathlib import Path
 
 from tritonpt.backend import BuiltBackend, Sanitizer
 from tritonpt.errors import HINT, ServerError
-from tritonpt.options import GPUS, TARGETS, Gpus, Mount, Pt2Build, Target
+from tritonpt.options import FREE_PORTS, GPUS, TARGETS, Gpus, Mount, Ports, Pt2Build, Target
 from tritonpt.server import upload as upload_module
 from tritonpt.server.base import Endpoints, ModelRuntime, ModelState, Server, ServerKind
 from tritonpt.server.local import LocalServer, TritonFlags, TritonInstall
@@ -62,6 +62,7 @@ def create(
     replace: bool = False,
     pt2_build: Pt2Build = "stock",
     sanitizer: Sanitizer | None = None,
+    ports: Ports = FREE_PORTS,
 ) -> Server:
     """The server a target names, not started yet.
 
@@ -74,7 +75,8 @@ def create(
     instrumented with it, its runtime preloaded) for ``local``. ``models``: the models a started
     server loads (a shard's; default every model of the repository); a server at a URL loads what it loads, or,
     with ``upload``, the repository's models (those of ``models``) sent through its load API and unloaded after
-    (``replace``: also where it serves a model of the same name).
+    (``replace``: also where it serves a model of the same name). ``ports``: the host ports a started server
+    listens on (default: free ones picked at start).
     """
     load = tuple(models) or ("*",)
     if target == "auto":
@@ -90,7 +92,13 @@ def create(
         return UrlServer(url, grpc=grpc_url, metrics_url=metrics_url, uploads=uploads, replace=replace)
     if target == "local":
         return LocalServer(
-            TritonFlags(model_repository=repository, load_model=load),
+            TritonFlags(
+                model_repository=repository,
+                load_model=load,
+                http_port=ports.http,
+                grpc_port=ports.grpc,
+                metrics_port=ports.metrics,
+            ),
             tritonserver=tritonserver,
             log_path=log_path,
             pytorch_backend=pytorch_backend,
@@ -116,6 +124,7 @@ def create(
         mounts=mounts,
         memory=memory,
         flags=TritonFlags(model_repository=repository, load_model=load),
+        host_ports=ports,
     )
     if not isinstance(server, Server):
         msg = f"{CONTAINER_MODULE}.ContainerServer must build a tritonpt.server.base.Server, not {server!r}."

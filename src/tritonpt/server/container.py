@@ -1,25 +1,13 @@
-"""Triton in a container: an image run by Docker through testcontainers, published on random 127.0.0.1 ports.
+"""Triton in a container: an image run by Docker through testcontainers, its ports published on 127.0.0.1.
 
-    ContainerServer(repository=, image=, gpus=)    a Server like the others; start() returns once it is ready
-      the image, from the engine only (never pulled) -> the repository readable by the image's user
-        -> mounts: /models read-only, plus the extra mounts the caller names
-        -> command: tritonserver + TritonFlags for /models, 0.0.0.0 and ports 8000-8002 inside the container
-        -> DockerContainer: ports bound to 127.0.0.1, our labels, GPUs (auto | all | none)
-        -> Triton's three "Started ..." log lines -> Server.wait_ready (health or live-and-settled)
-    running   `docker logs --follow` copied into log_path as it comes (readable when the engine is gone)
-    verdicts  docker inspect: exited with code N | killed by signal S (128 + S) | OOMKilled | removed;
-              an engine that refuses connections: the container went away with its engine
-    stop()    SIGTERM (Triton unloads its models) -> the whole container log to log_path -> container removed;
-              without an engine, reap_later() leaves a process that removes it once the engine answers again
+    ContainerServer(repository=, image=, gpus=)    a Server like the others; start() returns once it is ready:
+      the image (from the engine, never pulled), /models mounted read-only, tritonserver on 0.0.0.0:8000-8002
+      inside, published on random host ports (or those asked for), our labels, GPUs (auto | all | none)
+    verdicts  docker inspect: exited with code N | killed by signal S | OOMKilled | removed | the engine gone
+    stop()    SIGTERM, the whole container log to log_path, the container removed (reap_later() without an engine)
 
-The engine side (GPU requests, labels, leftovers, the exit hook, the reaper, the log follower) is
-:mod:`tritonpt.server.engine`. Cleanup does not depend on testcontainers' reaper (Ryuk): every container carries ``io.tritonpt.harness`` and a
-per-process ``io.tritonpt.session`` label. ``stop()`` removes its own container, ``start()`` first removes exited
-containers of earlier sessions, and an ``atexit`` hook stops what this process left running. Where Ryuk's
-image is not in the engine (no registry here, so it cannot be pulled) and ``TESTCONTAINERS_RYUK_DISABLED`` is
-unset, Ryuk is turned off for our ``start()`` calls only, and :mod:`tritonpt.tether` removes the
-containers of a process that was killed (a cancelled CI job's tree kill); elsewhere (a GPU runner whose engine
-has the image, or with ``TESTCONTAINERS_RYUK_DISABLED=false`` to have it pulled) Ryuk runs as usual and does that.
+Every container carries our labels, so that what a killed process left is found and removed without
+testcontainers' Ryuk (:mod:`tritonpt.server.engine`, :mod:`tritonpt.tether`; docs/guide/ci-and-gpu.md says why).
 """
 
 from __future__ import annotations
@@ -32,7 +20,7 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
+from dataclasses import astuple, replace
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -47,12 +35,13 @@ from tritonpt.backend import PT2_NAME, Origin
 from tritonpt.client import GRPC_PORT, HTTP_PORT, METRICS_PORT, Endpoints
 from tritonpt.errors import HINT, ServerError, ServerStartError
 from tritonpt.image import DockerClient
-from tritonpt.options import GPUS, Gpus, Mount
+from tritonpt.options import FREE_PORTS, GPUS, Gpus, Mount, Ports
 from tritonpt.repository import pt2_models, write_served_copy
 from tritonpt.server import engine
 from tritonpt.server.base import Server, ServerKind, State
 from tritonpt.server.local import TritonFlags
 from tritonpt.server.logtext import STARTED_LINES, holding_all
+from tritonpt.server.ports import require_free
 from tritonpt.versions import VERSIONS
 
 CONTAINER_MODELS = image.MODELS_MOUNT
@@ -209,6 +198,7 @@ class ContainerServer(Server):
       --print-mount``).
     - ``memory``: a memory limit (``docker run --memory``, e.g. ``"2g"``), swap included; None: the host's.
       A server that outgrows it is killed by the kernel, and the verdict says OOM.
+    - ``host_ports``: the host ports 8000, 8001 and 8002 are published on (0: a random one, the default).
     - ``program``: ``tritonserver``, or the images' ``tritonpt-serve`` (admin APIs behind ``$TRITONPT_ADMIN_KEY``,
       which ``environment`` sets in the container, visible to ``docker inspect``).
     """
@@ -231,8 +221,10 @@ class ContainerServer(Server):
         stop_timeout: int = 45,
         program: str = "tritonserver",
         environment: Mapping[str, str] | None = None,
+        host_ports: Ports = FREE_PORTS,
     ) -> None:
         super().__init__(start_timeout=start_timeout)
+        self.host_ports = host_ports
         self.program, self.environment = program, dict(environment or {})
         if not image:
             msg = (
@@ -407,7 +399,13 @@ class ContainerServer(Server):
 
         engine.remove_leftovers(client)
         container = BoundContainer(self.image, bind_address=self.bind_address)
+        require_free(self.host_ports, self.bind_address)
         container.with_exposed_ports(HTTP_PORT, GRPC_PORT, METRICS_PORT).with_command(self.command)
+        for inside, outside in zip(
+            (HTTP_PORT, GRPC_PORT, METRICS_PORT), astuple(self.host_ports), strict=True
+        ):
+            if outside:
+                container.with_bind_ports(inside, outside)
         for mount in self._effective_mounts:
             container.with_volume_mapping(mount.source, mount.target, "ro" if mount.read_only else "rw")
         container.with_envs(**self.environment)

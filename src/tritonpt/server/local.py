@@ -23,7 +23,6 @@ import hashlib
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import tempfile
 import threading
@@ -37,10 +36,11 @@ from tritonpt import backend, scratch, stopping
 from tritonpt.backend import BuiltBackend, Sanitizer
 from tritonpt.client import Endpoints
 from tritonpt.errors import HINT, BackendError, ServerStartError
-from tritonpt.options import Pt2Build
+from tritonpt.options import Ports, Pt2Build
 from tritonpt.repository import pt2_models, write_served_copy
 from tritonpt.server import waiting
 from tritonpt.server.base import Server, ServerKind, State
+from tritonpt.server.ports import free_ports, require_free
 from tritonpt.versions import VERSIONS
 
 TRITONSERVER_ENV = "TRITONSERVER"
@@ -182,7 +182,7 @@ def pt2_backend_for(
         source = pins.pytorch_backend
         name = f"{source.ref}+{pins.patch_set}" if build == "patched" else source.ref
         how = (
-            "`invoke build-backend --pt2-patches` builds it"
+            "`invoke build-backend --pt2-build patched` builds it"
             if build == "patched"
             else "`invoke build-backend` builds it when the repository holds torch_aoti models (--pt2 builds it anyway)"
         )
@@ -237,20 +237,6 @@ def server_library_folder(install: TritonInstall) -> Path | None:
 
 PORT_TRIES = 3
 """Starts of a local server whose picked port was taken before it bound it (LocalServer.start)."""
-
-
-def free_ports(count: int, host: str = "127.0.0.1") -> list[int]:
-    """``count`` distinct ports that nothing listens on right now (held together while picked)."""
-    sockets: list[socket.socket] = []
-    try:
-        for _ in range(count):
-            sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
-            sockets.append(sock)
-            sock.bind((host, 0))
-        return [int(sock.getsockname()[1]) for sock in sockets]
-    finally:
-        for sock in sockets:
-            sock.close()
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -433,6 +419,7 @@ class LocalServer(Server):
         if pt2_models(repository) and not VERSIONS.pt2.native(self.install.version):
             flags = self._serve_pt2_through_a_second_name(flags)
         wanted = (flags.http_port, flags.grpc_port, flags.metrics_port)
+        require_free(Ports(*wanted), flags.address)
         picked = iter(free_ports(wanted.count(0), flags.address))
         http, grpc, metrics = (port or next(picked) for port in wanted)
         self.flags = replace(flags, http_port=http, grpc_port=grpc, metrics_port=metrics)

@@ -35,7 +35,8 @@ from tritonpt.backend import BuiltBackend, Step
 from tritonpt.backend.serving import PT2_NAME, backend_directory
 from tritonpt.backend.sources import fetch_source, sources_folder, unpack_source
 from tritonpt.errors import HINT, QaError
-from tritonpt.server.local import TritonInstall, free_ports, library_folders
+from tritonpt.server.local import TritonInstall, library_folders
+from tritonpt.server.ports import free_ports
 from tritonpt.testing.qa import adapt, generate, ledger
 from tritonpt.testing.qa.plan import CHECKOUT, Control, Plan, UpstreamTest, lay_overlay
 from tritonpt.versions import VERSIONS

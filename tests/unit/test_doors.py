@@ -1,0 +1,76 @@
+"""The front doors' options: each declared once (tritonpt.options.OPTIONS), read the same in every task and in
+the matrix's pytest options, and a value outside an option's choices refused in one paragraph."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+from tritonpt import taskpage
+from tritonpt.matrix import conftest as matrix_options
+from tritonpt.options import OPTIONS
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_an_option_reads_the_same_in_every_task_that_offers_it() -> None:
+    helps: dict[str, set[str]] = defaultdict(set)
+    for task in taskpage.TASKS:
+        for argument in task.get_arguments():
+            assert argument.name in OPTIONS, f"{task.name}: --{argument.name} is not declared in OPTIONS"
+            helps[argument.name].add(str(argument.help))
+    differing = {name: sorted(said) for name, said in helps.items() if len(said) > 1}
+    assert not differing, differing
+    offered = defaultdict(int)
+    for task in taskpage.TASKS:
+        for argument in task.get_arguments():
+            offered[argument.name] += 1
+    assert all(offered[n] > 1 for n in ("repository", "pt2_build", "shard", "image", "mount", "debug")), (
+        offered
+    )
+
+
+def test_no_task_has_a_short_flag_and_each_flag_is_the_options_own() -> None:
+    for task in taskpage.TASKS:
+        for argument in task.get_arguments():
+            flag = OPTIONS[argument.name].flag.removeprefix("--")
+            assert argument.names == (flag,), f"{task.name}: {argument.names}"  # no made-up letters
+
+
+def test_the_matrix_declares_its_shared_options_as_the_tasks_do() -> None:
+    declared: dict[str, object] = {}
+
+    class Options:  # pytest's parser as the conftest uses it: one group, addoption
+        def getgroup(self, *_: object) -> Options:
+            return self
+
+        def addoption(self, *flags: str, **kwargs: object) -> None:
+            declared[flags[0]] = kwargs.get("help")
+
+    matrix_options.pytest_addoption(Options())  # type: ignore[arg-type]
+    for name in matrix_options.SHARED:
+        assert declared[OPTIONS[name].flag] == OPTIONS[name].help
+
+
+def test_the_tasks_page_is_what_the_declarations_make() -> None:
+    assert taskpage.PAGE.read_text(encoding="utf-8") == taskpage.render(), (
+        f"{taskpage.PAGE} is stale: run `python -m tritonpt.taskpage`"
+    )
+
+
+def test_a_value_outside_an_options_choices_is_one_paragraph_and_exit_1(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "tritonpt", "export", "--format", "onnx"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+    )
+    said = done.stdout + done.stderr
+    assert done.returncode == 1, said
+    assert "--format 'onnx': expected one of torchscript, pt2, both." in said
+    assert "Traceback" not in said
+    assert not (tmp_path / "model_repository").exists()  # nothing half-written
