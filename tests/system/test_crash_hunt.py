@@ -1,6 +1,7 @@
 """nox -s crash-hunt's program (tritonpt.testing.crash_hunt) on real servers: a run that passes leaves a row and no
 folder; a run that Triton crashes on its own is counted, kept with its log and the crashing thread's backtrace,
-and named as the known crash it is.
+and named as the known crash it is. And the matrix's own policy on such a crash: one rerun, or none with
+--no-rerun.
 
 The crash is a real one, known and reproduced (docs/upstream/pt2-output-dtype-crash.md): the stock PT2 build
 (r26.05) dies of SIGSEGV answering a request for an output declared FP16 of an FP32 package, which the validator
@@ -91,3 +92,48 @@ def test_a_run_triton_crashes_is_counted_kept_and_named(
     assert "Signal (11) received." in backtrace
     assert "libtriton_pt2.so" in backtrace
     assert "pt2-output-dtype-crash" in (tmp_path / "hunt" / "crash-hunt.md").read_text(encoding="utf-8")
+
+
+def _matrix(repository: Path, reports: Path, *extra: str) -> tuple[int, str]:
+    done = subprocess.run(
+        [sys.executable, "-m", "tritonpt.matrix", "-q", "--repository", str(repository), "--reports", str(reports),
+         "--skip-validation", *extra],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        check=False,
+    )  # fmt: skip
+    return done.returncode, done.stdout + done.stderr
+
+
+def test_the_matrix_runs_a_known_crash_once_more_and_a_second_crash_fails_it(
+    exported_pt2: Path, tmp_path: Path, pytorch_backend: BuiltBackend, pt2_backend: BuiltBackend
+) -> None:
+    """The rerun policy is the matrix's own, so `tritonpt check`, `nox -s integration` and `nox -s gpu` all have
+    it: the known crash (with its reproduction) runs the matrix once more; crashing again fails the run."""
+    reports = tmp_path / "reports"
+    code, said = _matrix(_repository(exported_pt2, tmp_path, fp16=True), reports)
+    assert code == 1, said
+    assert "Running the matrix once more (a known crash with an upstream reproduction)" in said, said[-3000:]
+    assert "It crashed again on its second run: this fails the run." in said, said[-3000:]
+    runs = json.loads((reports / "reliability" / "parts" / "matrix-runs.json").read_text(encoding="utf-8"))[
+        "runs"
+    ]
+    assert [(r["crash"], r["reproduction"], r["rerun"]) for r in runs] == [
+        ("pt2-output-dtype-crash", "docs/upstream/pt2-output-dtype-crash.md", "failed")
+    ]
+    assert (reports / "crashed-run" / "tritonserver.log").is_file()
+
+
+def test_no_rerun_ends_the_matrix_at_the_first_crash(
+    exported_pt2: Path, tmp_path: Path, pytorch_backend: BuiltBackend, pt2_backend: BuiltBackend
+) -> None:
+    reports = tmp_path / "reports"
+    code, said = _matrix(_repository(exported_pt2, tmp_path, fp16=True), reports, "--no-rerun")
+    assert code == 1, said
+    assert "the known crash 'pt2-output-dtype-crash'" in said
+    assert "once more" not in said
+    runs = json.loads((reports / "reliability" / "parts" / "matrix-runs.json").read_text(encoding="utf-8"))[
+        "runs"
+    ]
+    assert [r["rerun"] for r in runs] == [""]

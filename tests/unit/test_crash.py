@@ -1,4 +1,4 @@
-"""tritonpt.testing.crash: which ended runs CI may run once more (the server crashed on its own), and no other."""
+"""tritonpt.matrix.crash: which ended runs CI may run once more (the server crashed on its own), and no other."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tritonpt.testing.crash import (
+from tritonpt.matrix.crash import (
     KEPT,
     KNOWN,
     Run,

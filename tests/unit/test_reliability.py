@@ -8,8 +8,9 @@ from typing import Any
 
 import pytest
 
+from tritonpt.matrix import crash
 from tritonpt.parts import folder_in
-from tritonpt.testing import crash, reliability
+from tritonpt.testing import reliability
 
 CLEAN = dict.fromkeys(reliability.LEFTOVER_KINDS, 0)
 

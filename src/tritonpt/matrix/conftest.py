@@ -46,6 +46,7 @@ from tritonpt.server.watchdog import Ending, Watchdog, end_now, left_behind
 from tritonpt.validate import validate_repository
 from tritonpt.versions import VERSIONS
 
+from . import crash, run
 from .models import PROBES, Model, OwnFile, held_to
 
 FAILURE_GRACE_S = 8.0
@@ -94,6 +95,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
     group.addoption(
         "--start-timeout", type=float, default=240.0, help="seconds to wait for the server and models"
+    )
+    group.addoption(
+        "--no-rerun",
+        action="store_false",
+        dest="rerun",
+        default=True,
+        help="a run the server's known crash (one with an upstream reproduction) aborted is not run once more "
+        "(nox -s crash-hunt counts every crash)",
     )
 
 
@@ -374,7 +383,14 @@ def _abort(config: pytest.Config, instance: Server, report: Report, reports: Pat
         report.write(reports)
         return str(reports)
 
-    end_now(instance, ending, what="run", write_reports=write)
+    def say(text: str) -> None:
+        sys.stderr.write(f"{text}\n")
+        sys.stderr.flush()
+
+    def policy() -> None:  # the one rerun after a known crash, for every way of running the matrix
+        crash.after_abort(reports, run.RERUN_COMMAND if config.option.rerun else None, say=say)
+
+    end_now(instance, ending, what="run", write_reports=write, then=policy)
 
 
 def pytest_runtest_call(item: pytest.Item) -> None:

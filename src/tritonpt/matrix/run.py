@@ -18,6 +18,7 @@ from pathlib import Path
 from tritonpt import backend
 from tritonpt.backend import Step
 from tritonpt.errors import TritonPtError
+from tritonpt.matrix import crash
 from tritonpt.options import add_arguments
 from tritonpt.repository import pt2_models
 
@@ -76,11 +77,19 @@ def ensure_builds(
     )
 
 
+RERUN_COMMAND: list[str] | None = None
+"""This run's own command line, ``python -m tritonpt.matrix ARGS``, set by :func:`main`: what the conftest's rerun
+policy (tritonpt.matrix.crash.after_abort) replaces the process with after a known crash of the server."""
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Build or reuse the backends, then run the matrix; pytest's exit code."""
+    """Build or reuse the backends, then run the matrix; pytest's exit code, the run recorded
+    (tritonpt.matrix.crash.after_run)."""
     import pytest  # noqa: PLC0415 - the command alone needs it
 
+    global RERUN_COMMAND  # noqa: PLW0603 - one command per process, read by the conftest it loads
     args = list(sys.argv[1:] if argv is None else argv)
+    RERUN_COMMAND = [sys.executable, "-m", "tritonpt.matrix", *args]
     known = _known(args)
     asks_help = any(arg in ("-h", "--help") for arg in args)
     if builds_needed(args) and not asks_help:
@@ -91,4 +100,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 1
     if known.junitxml is None:
         args.append(f"--junitxml={Path(known.reports) / 'junit.xml'}")
-    return int(pytest.main(pytest_args(args)))
+    code = int(pytest.main(pytest_args(args)))
+    if not asks_help:
+        crash.after_run(Path(known.reports), code)
+    return code

@@ -58,9 +58,17 @@ class Ending:
         return "stopped answering" if self.hung else self.ended_as
 
 
-def end_now(server: Server, ending: Ending, *, what: str, write_reports: Callable[[], str]) -> NoReturn:
+def end_now(
+    server: Server,
+    ending: Ending,
+    *,
+    what: str,
+    write_reports: Callable[[], str],
+    then: Callable[[], None] | None = None,
+) -> NoReturn:
     """End a run whose server died or hung: reports first (``write_reports`` returns where they went), the
-    paragraph once on stderr, then the server stopped within :data:`STOP_WAIT_S` and the process gone (exit 1).
+    paragraph once on stderr, then the server stopped within :data:`STOP_WAIT_S`, ``then`` (the matrix's rerun
+    policy, which may replace the process) and the process gone (exit 1).
 
     A hung server is SIGKILLed at once (:meth:`Server.kill`: its process group, or ``docker kill`` and the
     container removed): a graceful stop would wait on a process that cannot answer, and it must not outlive the
@@ -82,6 +90,9 @@ def end_now(server: Server, ending: Ending, *, what: str, write_reports: Callabl
         server.reap_later()
     sys.stderr.write(left_behind(server))
     sys.stderr.flush()
+    if then is not None:
+        with contextlib.suppress(Exception):  # a policy that fails must not keep the run from ending
+            then()
     os._exit(1)
 
 

@@ -4,15 +4,15 @@
 
 Each run is ``python -m tritonpt.matrix`` (what ``nox -s integration`` and ``tritonpt check`` run, model control
 included) with its reports in ``<reports>/run-NNN/``. A run that passed leaves one row in the report and its folder
-is removed; a run that crashed (tritonpt.testing.crash: the summary says aborted and the server's log ends in a
+is removed; a run that crashed (tritonpt.matrix.crash: the summary says aborted and the server's log ends in a
 signal it raised against itself) or failed otherwise keeps its folder, and a crash its backtrace in
 ``backtrace.txt``. The report, ``<reports>/crash-hunt.md`` and ``.json``, gives crashes per 100 runs, each crash's
-known name (tritonpt.testing.crash.KNOWN) or "new", and every run's exit and seconds.
+known name (tritonpt.matrix.crash.KNOWN) or "new", and every run's exit and seconds.
 
 With ``--sanitize address`` (or ``undefined``) the runs serve the builds instrumented with ASan (UBSan), their
 runtime preloaded (``invoke build-backend --sanitize address`` makes them): an invalid access aborts the server
 with ASan's report above the signal line, which the crash's description carries, and a run whose server log holds
-sanitizer findings (tritonpt.testing.crash.findings) is kept with them in ``findings.txt``.
+sanitizer findings (tritonpt.matrix.crash.findings) is kept with them in ``findings.txt``.
 
 Exit 0 only when every run passed with no finding: a crash is a bug, a known one too.
 """
@@ -29,7 +29,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from tritonpt.testing.crash import crash_in, findings
+from tritonpt.matrix.crash import crash_in, findings
 
 DEFAULT_RUNS = 50
 DEFAULT_REPORTS = Path("reports/crash-hunt")
@@ -51,7 +51,16 @@ class Run:
 
 def _one(index: int, folder: Path, matrix_args: Sequence[str]) -> Run:
     shutil.rmtree(folder, ignore_errors=True)
-    command = [sys.executable, "-m", "tritonpt.matrix", "--reports", str(folder), "-q", *matrix_args]
+    command = [
+        sys.executable,
+        "-m",
+        "tritonpt.matrix",
+        "--reports",
+        str(folder),
+        "-q",
+        "--no-rerun",
+        *matrix_args,
+    ]
     started = time.perf_counter()
     log = folder.parent / f"{folder.name}.out"
     folder.parent.mkdir(parents=True, exist_ok=True)

@@ -25,7 +25,7 @@ what the tier captured, in every one):
                      held}] (negative controls: a test with one check made to fail must fail one short)
     matrix-runs      runs: [{reports, first, crash, reproduction, kept, rerun}] (each matrix session's run:
                      "passed" or "crashed", the known crash it matched, and the rerun CI gave it;
-                     tritonpt.testing.crash.record_run)
+                     tritonpt.matrix.crash.record_run)
 
 Standard library only, so that ``nox -s reliability`` needs nothing installed. A part that does not parse or
 lacks a field is named in the report and makes the command exit 1; a part that is missing is "not run".

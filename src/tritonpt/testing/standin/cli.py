@@ -22,7 +22,7 @@ from tritonpt.testing.standin.running import host_mounts, run_settings_example
 from tritonpt.versions import VERSIONS
 
 WHY_NOT = "cannot build the stand-ins: "
-"""How ``--why-not`` starts its line, where other output (a library's warning) may surround it."""
+"""How ``--why-not``'s reason begins."""
 
 
 def why_not_base(client: DockerClient, mirror: str | None = None) -> str:
@@ -90,20 +90,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument(
         "--why-not",
-        action="store_true",
-        help=f"print why the stand-ins cannot be built here (no engine, no debootstrap, not root) with the fix, "
-        f"on a line that starts '{WHY_NOT}', or nothing when they can, and build nothing",
+        type=Path,
+        metavar="FILE",
+        help="write why the stand-ins cannot be built here (no engine, no debootstrap, not root), with the fix, "
+        "into FILE (left empty when they can be built), and build nothing",
     )
     options = parser.parse_args(argv)
     if options.print_mount:
         print(" ".join(m.volume() for m in host_mounts()))
         return 0
-    if options.why_not:
+    if options.why_not is not None:
         try:
             reason = why_not_base(image.docker_client(), options.mirror)
         except TritonPtError as exc:
             reason = str(exc)
-        print(f"{WHY_NOT}{reason}" if reason else "")
+        options.why_not.write_text(f"{WHY_NOT}{reason}" if reason else "", encoding="utf-8")
         return 0
 
     def echo(line: str) -> None:

@@ -1,4 +1,4 @@
-"""Whether a matrix run ended because Triton crashed on its own, what it matched, and CI's one rerun of such a run.
+"""Whether a matrix run ended because Triton crashed on its own, what it matched, and the one rerun of such a run.
 
     crash_of(reports)      the log lines that show it ("malloc_consolidate(): ...", "Signal (6) received."), or None
     crash_in(reports)      the same as a Crash: those lines, the crashing thread's native backtrace, the log before,
@@ -6,9 +6,13 @@
     findings(log)          the sanitizer findings a server log holds (ASan SUMMARY lines, UBSan runtime errors)
     Crash.known            the known crash (KNOWN) it matches, or None: a new crash
     describe(crash, kept)  one paragraph: what it matched, its lines, its backtrace, where the run is kept
-    reruns(crash)          whether CI runs the matrix once more: only for a known crash with a reproduction
+    reruns(crash)          whether the matrix runs once more: only for a known crash with a reproduction
     keep_crashed(reports)  copy that run's summary, junit.xml and server log into <reports>/crashed-run/
-    record_run(run)        the reliability part "matrix-runs" in <reports>: the matrix session's run, crash, rerun
+    record_run(run)        the reliability part "matrix-runs" in <reports>: the matrix's run, crash, rerun
+    after_abort(reports, command)   the policy, for every way of running the matrix: an aborted run that the
+                           server's known crash ended is said, kept, and run once more (``command`` replaces the
+                           process: same pid, same terminal); a new crash, or a second one, ends it
+    after_run(reports, code)        the run that ended by itself, recorded (the rerun's outcome, where it was one)
 
 Triton's own handler of a fatal signal prints the crashing thread's backtrace after its "Signal (N) received."
 line ("0# 0x... in /path/libtriton_pt2.so", with names where the library exports them), so the log holds it.
@@ -19,23 +23,21 @@ failed, a server killed from outside (SIGKILL prints nothing; SIGTERM and SIGINT
 that errs are never that. Server 2.51.0 was seen once here to abort with glibc's "malloc_consolidate():
 unaligned fastbin chunk detected" while the matrix unloaded a model; NVIDIA's trackers hold the same message
 without a cause (https://github.com/triton-inference-server/server/issues/7517).
-
-Read by noxfile.py before any install, so this module uses the standard library only.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
-from dataclasses import asdict, dataclass
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 from tritonpt.parts import folder_in, write_part
 
-RERUN_ENV = "TRITONPT_RERUN_ON_CRASH"
-"""Set to 1 (.ci/run does) for the matrix sessions to run once more after a known crash of the server on its own
-(``reruns``); any other crash fails the session."""
 CRASH_SIGNAL = re.compile(r"^Signal \((?:4|6|7|8|11)\) received\.?$")
 """Triton's own line on a fatal signal: SIGILL, SIGABRT, SIGBUS, SIGFPE or SIGSEGV."""
 KEPT = "crashed-run"
@@ -177,7 +179,7 @@ def describe(crash: Crash, kept: Path) -> str:
     """One paragraph on a crash: what it matched (or that it is new), its lines, the backtrace, where it is kept."""
     known = crash.known
     if known is None:
-        what = "a crash that matches no known one (tritonpt.testing.crash.KNOWN): a new bug to find"
+        what = "a crash that matches no known one (tritonpt.matrix.crash.KNOWN): a new bug to find"
     elif known.reproduction is None:
         what = f"the known crash {known.name!r}, whose cause is not found yet"
     else:
@@ -252,3 +254,46 @@ def record_run(run: Run, folder: Path | None = None) -> Path:
         held = []
     runs = [r for r in held if isinstance(r, dict) and r.get("reports") != run.reports]
     return write_part(RUNS_PART, {"runs": [*runs, asdict(run)], "tracebacks": 0}, folder)
+
+
+RERUN_MARK = "TRITONPT_MATRIX_RERUN"
+"""Set in the rerun's environment: the first run's crash (a Run, as JSON), so that a second crash ends it."""
+
+
+def after_abort(reports: Path, command: Sequence[str] | None, *, say: Callable[[str], None]) -> None:
+    """The matrix's policy on a run the watchdog aborted, once its reports are written and its server stopped.
+
+    A crash of the server on its own is kept and said. A known crash with an upstream reproduction (``reruns``)
+    runs the matrix once more: ``command`` (the matrix's own command line) replaces this process, with the crash
+    in its environment; anything else (no crash, a new one, a second one, or no ``command``: reruns off, or the
+    matrix not started by its command) returns, and the run ends with exit 1."""
+    crashed = crash_in(reports)
+    if crashed is None:
+        return
+    kept = keep_crashed(reports)
+    said = describe(crashed, kept)
+    first = os.environ.get(RERUN_MARK)
+    if first:
+        record_run(replace(Run(**json.loads(first)), rerun="failed"))
+        say(f"{said}\nIt crashed again on its second run: this fails the run.")
+        return
+    run = Run.crashed(reports, crashed, kept)
+    if command is None or not reruns(crashed):
+        record_run(run)
+        say(said)
+        return
+    say(
+        f"{said}\nRunning the matrix once more (a known crash with an upstream reproduction); a second crash fails."
+    )
+    sys.stdout.flush()
+    os.execve(command[0], list(command), {**os.environ, RERUN_MARK: json.dumps(asdict(run))})  # noqa: S606
+
+
+def after_run(reports: Path, code: int) -> None:
+    """Record a run that ended by itself: the rerun after a known crash, passed or failed; a first run, where it
+    passed."""
+    first = os.environ.get(RERUN_MARK)
+    if first:
+        record_run(replace(Run(**json.loads(first)), rerun="passed" if code == 0 else "failed"))
+    elif code == 0:
+        record_run(Run(reports=str(reports), first="passed"))
