@@ -26,13 +26,14 @@ from tritonpt import shards
 from tritonpt.console import Progress, err, guard, out, print_problems
 from tritonpt.errors import BackendError, ImageError, ServerError, ShardError, SpecError, ValidationError
 from tritonpt.options import (
-    FORMAT_CHOICES,
     GPUS,
     INSTANCE_KINDS,
-    PT2_BUILDS,
+    OPTIONS,
+    FormatChoice,
     Ports,
     Pt2Build,
     Target,
+    command_line,
     formats_of,
     one_of,
     parse_assignments,
@@ -53,43 +54,53 @@ def export(
     only: Sequence[str],
     script: bool,
     max_batch_size: int | None,
-    dynamic_axes: Sequence[str],
+    dynamic_axis: Sequence[str],
     instance_kind: str | None,
-    parameters: Sequence[str],
+    parameter: Sequence[str],
     seed: int,
     force: bool,
-    model_format: str,
+    format: FormatChoice,
+    shard: str,
+    shard_costs: str,
+    pt2_build: Pt2Build,
+    build_backend: bool,
+    from_file: Path | None,
+    samples: Path | None,
     debug: bool,
-    shard: str = "",
-    shard_costs: str = "",
-    pt2_build: str = "stock",
-    build_backend: bool = False,
-    from_file: str = "",
-    samples: str = "",
 ) -> None:
+    """Export models to a model repository with eager-PyTorch reference outputs, then validate it.
+
+    The built-in set, your model (--model MODULE:ATTR --name NAME: a zero-argument callable returning the module
+    and its example inputs, or a tritonpt.spec.ModelSpec), or a model file made elsewhere as it is (--from-file
+    FILE --name NAME --samples INPUTS.npz: its config from what it takes and returns, reference data from it
+    in-process). Each model gets NAME/1/model.pt (or model.pt2), config.pbtxt, a warmup sample and reference data,
+    staged and validated before it is moved in. A model whose stamp (.export-stamp.json: the code that exports
+    it, the versions, the seed, a sha256 of each file) still matches is kept; one exported before with the same
+    inputs on this machine comes from the export cache (~/.cache/tritonpt/exports/); --force exports it again.
+    """
     from tritonpt import export as exporting  # noqa: PLC0415 - torch loads only when a task needs it
     from tritonpt.repository import Split, clear_split, write_split  # noqa: PLC0415
 
     progress = Progress()
     with guard(debug=debug):
-        formats = formats_of(one_of(model_format, FORMAT_CHOICES, option="--format", error=SpecError))
-        build = _pt2_build(pt2_build)
+        formats = formats_of(format)
+        build = pt2_build
         kind = (
             one_of(instance_kind, INSTANCE_KINDS, option="--instance-kind", error=SpecError)
             if instance_kind
             else None
         )
-        axes = parse_dynamic_axes(dynamic_axes, error=SpecError) if dynamic_axes else None
+        axes = parse_dynamic_axes(dynamic_axis, error=SpecError) if dynamic_axis else None
         example = "INTRA_OP_THREAD_COUNT=4"
         settings = (
-            parse_assignments(parameters, option="--parameter", example=example, error=SpecError)
-            if parameters
+            parse_assignments(parameter, option="--parameter", example=example, error=SpecError)
+            if parameter
             else None
         )
         if from_file or samples:
             _import_file(
-                Path(from_file),
-                samples=Path(samples) if samples else None,
+                from_file or Path(),
+                samples=samples,
                 name=name,
                 repository=repository,
                 elsewhere=bool(
@@ -136,14 +147,7 @@ def export(
                     for each in formats
                 ]
             else:
-                if (
-                    name
-                    or script
-                    or dynamic_axes
-                    or max_batch_size is not None
-                    or instance_kind
-                    or parameters
-                ):
+                if name or script or dynamic_axis or max_batch_size is not None or instance_kind or parameter:
                     msg = (
                         "--name, --script, --max-batch-size, --dynamic-axis, --instance-kind and --parameter apply to "
                         "--model MODULE:ATTR; the built-in set carries its own settings."
@@ -277,10 +281,6 @@ def _stop_group(child: subprocess.Popen[str]) -> None:
         child.wait()
 
 
-def _pt2_build(value: str) -> Pt2Build:
-    return one_of(value, PT2_BUILDS, option="--pt2-build", error=SpecError)
-
-
 def _shard_of(shard: str, costs: str) -> tuple[shards.Shard | None, shards.Costs | None]:
     """``--shard K/N`` and ``--shard-costs FILE`` as values (None, None without a shard)."""
     if not shard:
@@ -296,17 +296,21 @@ def build_image(
     recipe: str,
     tag: str | None,
     no_cache: bool,
-    build_args: Sequence[str],
+    build_arg: Sequence[str],
     ngc: str | None,
-    sources: str | None,
+    sources: Path | None,
+    pt2_build: Pt2Build,
     debug: bool,
-    pt2_build: str = "stock",
 ) -> None:
+    """Build the Triton + PyTorch 2.9 image from a recipe in docker/, with every version from versions.toml.
+
+    The pytorch recipe builds the PT2 backend beside the TorchScript one (--pt2-build names which).
+    """
     from tritonpt import image  # noqa: PLC0415 - docker-py loads only when asked
 
     progress = Progress()
     with guard(debug=debug):
-        build = one_of(pt2_build, PT2_BUILDS, option="--pt2-build", error=ImageError)
+        build = pt2_build
         if build != "stock" and recipe != "pytorch":
             msg = (
                 f"Cannot build the {recipe} recipe with --pt2-build {build}: only the pytorch recipe builds the PT2 "
@@ -320,10 +324,10 @@ def build_image(
             no_cache=no_cache,
             build_args=(image.pt2_flavor_arg(build) if recipe == "pytorch" else {})
             | parse_assignments(
-                build_args, option="--build-arg", example="TRITON_NGC=25.09", error=ImageError
+                build_arg, option="--build-arg", example="TRITON_NGC=25.09", error=ImageError
             ),
             ngc=ngc,
-            sources=Path(sources) if sources else None,
+            sources=sources,
             on_line=lambda line: err.print(f"  {escape(line)}"),
         )
     progress(f"built {built.tag} in {built.seconds:.1f} s")
@@ -338,11 +342,16 @@ def build_backend(
     variant: str,
     force: bool,
     pt2: bool,
+    pt2_build: Pt2Build,
+    sanitize: str | None,
     repository: Path,
     debug: bool,
-    pt2_patches: bool = False,
-    sanitize: str | None = None,
 ) -> None:
+    """Build the official pytorch backend against this environment's torch, or reuse the cached build.
+
+    libtriton_pytorch.so, and its PT2 build for torch_aoti models (--pt2, or --pt2-build patched for ours; built
+    anyway when the repository holds torch_aoti models).
+    """
     from tritonpt import backend  # noqa: PLC0415
     from tritonpt.repository import pt2_models  # noqa: PLC0415
 
@@ -352,6 +361,7 @@ def build_backend(
         sanitizer = (
             one_of(sanitize, backend.SANITIZERS, option="--sanitize", error=SpecError) if sanitize else None
         )
+        pt2_patches = pt2_build == "patched"
         held = pt2_models(repository)
         if held and not (pt2 or pt2_patches):
             progress(
@@ -375,63 +385,65 @@ def build_backend(
 
 def check(
     *,
-    repository: Path,
+    repository: str,
     target: str,
     url: str,
     grpc_url: str,
     metrics_url: str,
     image: str,
     gpus: str,
-    mounts: Sequence[str],
+    mount: Sequence[str],
     tritonserver: str,
     reports: str,
     shard: str,
     shard_costs: str,
     pt2_build: str,
-    pytest_args: str,
-    upload: bool = False,
-    replace_loaded: bool = False,
+    upload: bool,
+    replace_loaded: bool,
+    pytest: str,
 ) -> None:
-    """The matrix (tritonpt.matrix) with these options; its exit code is the command's."""
+    """Run the integration matrix on a repository (the backend built or reused first); exit 0 only when it passes.
+
+    Backend load, the platform, the three ports, parity with the reference data over HTTP and gRPC, batching,
+    bad requests, model control; junit.xml, summary.md and .json and the server's log in --reports. A model
+    without reference data is held to its own file run in-process. With --url URL --upload, each model goes to
+    that server through its load API and is unloaded after, also on a failure or a stop; a restricted server's
+    key comes from $TRITONPT_ADMIN_KEY (header $TRITONPT_ADMIN_HEADER, default admin-key), never printed.
+    """
     import shlex  # noqa: PLC0415
 
     from invoke.exceptions import Exit  # noqa: PLC0415
 
     from tritonpt.matrix import run  # noqa: PLC0415 - loads torch and pytest: only this task needs them
 
-    args = ["--repository", str(repository), "--target", target, "--reports", reports, "--gpus", gpus]
-    named = {
-        "--url": url,
-        "--grpc-url": grpc_url,
-        "--metrics-url": metrics_url,
-        "--image": image,
-        "--tritonserver": tritonserver,
-        "--shard": shard,
-        "--shard-costs": shard_costs,
-    }
-    args += [arg for name, value in named.items() if value for arg in (name, value)]
-    args += [arg for mount in mounts for arg in ("--mount", mount)]
-    args += ["--upload"] * upload + ["--replace-loaded"] * replace_loaded
-    args += ["--pt2-build", pt2_build, *shlex.split(pytest_args)]
-    code = run.main(args)
+    given = dict(locals())  # the options as given: the matrix's command line, as OPTIONS spells them
+    options = {name: value for name, value in given.items() if name in OPTIONS and name != "pytest"}
+    code = run.main([*command_line(options), *shlex.split(pytest)])
     if code:
         raise Exit(code=code)
 
 
 def serve(
     *,
-    ports: Ports,
     repository: Path,
     target: str,
     image: str | None,
     gpus: str,
-    mounts: Sequence[str],
+    mount: Sequence[str],
     tritonserver: str | None,
+    shard: str,
+    shard_costs: str,
+    pt2_build: Pt2Build,
+    http_port: int,
+    grpc_port: int,
+    metrics_port: int,
     debug: bool,
-    shard: str = "",
-    shard_costs: str = "",
-    pt2_build: str = "stock",
 ) -> None:
+    """Validate a repository and serve it with Triton until Ctrl-C, on ports 8000, 8001 and 8002.
+
+    Triton's own ports, where its clients look, unless told otherwise; prints the three endpoints.
+    """
+    ports = Ports(http_port, grpc_port, metrics_port)
     from tritonpt import backend, server  # noqa: PLC0415
     from tritonpt.repository import models, pt2_models  # noqa: PLC0415
     from tritonpt.versions import VERSIONS  # noqa: PLC0415
@@ -439,7 +451,7 @@ def serve(
     progress = Progress()
     with guard(debug=debug):
         part, costs = _shard_of(shard, shard_costs)
-        build = _pt2_build(pt2_build)
+        build = pt2_build
         served = [m.name for m in models(repository)]
         if part is not None:
             served, total = shards.mine(repository, served, part, costs)
@@ -466,7 +478,7 @@ def serve(
                 )
                 progress(f"PT2 backend (as {backend.PT2_NAME}): {pt2.describe()}")
         gpu_choice = one_of(gpus, GPUS, option="--gpus", error=SpecError)
-        extra = parse_mounts(mounts, option="--mount", error=SpecError)
+        extra = parse_mounts(mount, option="--mount", error=SpecError)
         instance = server.create(
             where,
             repository=repository,
@@ -501,11 +513,15 @@ def serve(
             )
 
 
-def doctor(*, image: str | None, repository: Path, mounts: Sequence[str], debug: bool) -> None:
+def doctor(*, image: str | None, repository: Path, mount: Sequence[str], debug: bool) -> None:
+    """Diagnose this host, an image and a model repository; exit 1 on any FAIL.
+
+    Docker, GPU, driver, glibc, libraries, which torch made the models and what the release serves.
+    """
     from tritonpt import doctor as doctoring  # noqa: PLC0415 - docker-py and pyelftools load only when asked
 
     with guard(debug=debug):
-        extra = parse_mounts(mounts, option="--mount", error=SpecError)
+        extra = parse_mounts(mount, option="--mount", error=SpecError)
         report = doctoring.run(image=image, repository=repository, mounts=extra)
     doctoring.render(report)
     sys.exit(report.exit_code)
@@ -513,39 +529,45 @@ def doctor(*, image: str | None, repository: Path, mounts: Sequence[str], debug:
 
 def tune(
     *,
-    model: str,
+    name: str,
     repository: Path,
     latency_budget_ms: float | None,
     apply: bool,
     reports: Path,
+    pt2_build: Pt2Build,
     debug: bool,
-    pt2_build: str = "stock",
 ) -> None:
+    """Search one model's config space (--name) for the fastest config that keeps parity.
+
+    Instance count, batching, queue delay and backend threads; the table, Pareto front and plot go to
+    <reports>/tune/<name>/, and --apply writes the winner.
+    """
     from tritonpt import tune as tuning  # noqa: PLC0415
 
     progress = Progress()
     with guard(debug=debug):
-        if not model:
-            msg = "invoke tune needs --name NAME: the model of the repository to tune."
+        if not name:
+            msg = "tune needs --name NAME: the model of the repository to tune."
             raise SpecError(msg)
         report = tuning.run(
             repository,
-            model,
+            name,
             budget_ms=latency_budget_ms,
             apply_winner=apply,
             step=progress,
-            pt2_build=_pt2_build(pt2_build),
+            pt2_build=pt2_build,
         )
-        written = report.write(reports / model)
+        written = report.write(reports / "tune" / name)
     out.print(report.to_markdown())
     progress("written: " + ", ".join(str(p) for p in written))
     if report.winner is None:
         sys.exit(1)
 
 
-def validate(*, repository: Path, pt2_build: str = "stock", debug: bool) -> None:
+def validate(*, repository: Path, pt2_build: Pt2Build, debug: bool) -> None:
+    """Validate every config.pbtxt, model.pt and model.pt2 in a repository; exit 1 on any error."""
     with guard(debug=debug):
-        _validate(repository, pt2_build=_pt2_build(pt2_build))
+        _validate(repository, pt2_build=pt2_build)
 
 
 def _validate(repository: Path, *, only: Sequence[str] | None = None, pt2_build: Pt2Build = "stock") -> None:
@@ -562,6 +584,7 @@ def _validate(repository: Path, *, only: Sequence[str] | None = None, pt2_build:
 
 
 def merge_reports(*, shards: str, into: Path) -> None:
+    """Merge the reports of `--shard K/N` runs into one; a missing or failed shard is named and exits 1."""
     from tritonpt import merge  # noqa: PLC0415
 
     found = (p for part in shards.split(",") for p in glob.glob(part.strip()))  # noqa: PTH207 - absolute ones too

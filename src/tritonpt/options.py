@@ -171,7 +171,6 @@ class Option:
     default: Value = ""
     choices: tuple[str, ...] = ()
     repeatable: bool = False  # --mount A --mount B: a list
-    positional: bool = False  # given without its flag (merge-reports' shards)
 
     @property
     def flag(self) -> str:
@@ -351,8 +350,8 @@ OPTIONS = _options(
     Option(name="metrics_port", help="the metrics port (0 picks a free one)", default=TRITON_PORTS.metrics),
     Option(
         name="latency_budget_ms",
-        help="the winner's p99 latency must fit this many milliseconds (0: no budget)",
-        default=0.0,
+        help="the winner's p99 latency must fit this many milliseconds (default: no budget)",
+        default=-1.0,
     ),
     Option(
         name="apply",
@@ -363,7 +362,6 @@ OPTIONS = _options(
         name="shards",
         help="the shards' report folders: a glob or a comma-separated list",
         default="reports/shard-*-of-*",
-        positional=True,
     ),
     Option(
         name="into",
@@ -392,3 +390,18 @@ def add_arguments(add: Callable[..., object], names: Iterable[str]) -> None:
                 choices=option.choices or None,
                 help=option.help,
             )
+
+
+def command_line(values: Mapping[str, object]) -> list[str]:
+    """Options with their values as a command line (the matrix's, which pytest reads), spelled as OPTIONS says: a
+    flag where it is on, a repeatable option once per value, any other where it has a value."""
+    line: list[str] = []
+    for name, value in values.items():
+        option = OPTIONS[name]
+        if isinstance(option.default, bool):
+            line += [option.flag] if value else []
+        elif option.repeatable:
+            line += [part for each in value or () for part in (option.flag, str(each))]  # type: ignore[attr-defined]
+        elif value not in ("", None):
+            line += [option.flag, str(value)]
+    return line

@@ -103,8 +103,7 @@ def render(noxfile: Path = NOXFILE) -> str:
         ]
         for argument in task.get_arguments():
             option = OPTIONS[argument.name]
-            flag = option.name if option.positional else option.flag
-            lines.append(f"| `{flag}` | {_default(option)} | {_cell(option.help)} |")
+            lines.append(f"| `{option.flag}` | {_default(option)} | {_cell(option.help)} |")
     if noxfile.is_file():
         lines += [
             "",

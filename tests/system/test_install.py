@@ -1,7 +1,8 @@
 """The package as a user installs it: a wheel built from this checkout, installed into a fresh venv outside it.
 
-The venv gets the wheel and invoke only (``--no-deps``): the front door, the tasks and the recipes must need
-nothing more to answer ``--help`` and to find the recipes as package data.
+The venv gets the wheel, invoke and rich only (``--no-deps``): the front door, the tasks (tritonpt.cli, which
+prints through rich) and the recipes must need nothing heavier (torch, docker-py, tritonclient) to answer
+``--help`` and to find the recipes as package data.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 @pytest.fixture(scope="module")
 def venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return installed_venv(tmp_path_factory.mktemp("install"), "invoke", deps=False)
+    return installed_venv(tmp_path_factory.mktemp("install"), "invoke", "rich", deps=False)
 
 
 def _run(venv: Path, *command: str) -> subprocess.CompletedProcess[str]:
