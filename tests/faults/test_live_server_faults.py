@@ -86,7 +86,7 @@ def _upload_fault(fault: Callable[..., FaultRun], staging: Staging, ours: Path, 
         "check --upload (url)",
         UPLOAD_BOUND_S,
         repository=ours,
-        cache=ours.parent / "cache",  # its own: a check of a server at a URL writes nothing there (others may)
+        cache=ours.parent / "cache",  # its own: a check at a URL writes nothing there; other workers may
         env={client.ADMIN_KEY_ENV: STAGING_KEY},
         uploads=staging.uploads(),
     )
