@@ -1,35 +1,12 @@
-"""Stage "image": build a Triton + PyTorch 2.9 image from a recipe in the repository's ``docker/`` folder.
+"""Stage "image": build a Triton + PyTorch 2.9 image from a recipe in ``docker/`` (``ngc`` or ``pytorch``).
 
-    check Docker answers -> build args (versions.toml, then the user's overrides)
-      -> docker build (output streamed line by line) -> read the image back (id, size, io.tritonpt.* labels)
+    check Docker answers -> build args (versions.toml, then --build-arg overrides)
+      -> docker build through docker-py (output streamed line by line) -> the image read back (id, size, labels)
 
-Recipes (``docker/<name>.Dockerfile``): in a checkout they are read from ``docker/`` at the top of the repository;
-the wheel carries the same files as ``tritonpt/recipes/`` (pyproject.toml maps the folder in), so an installed
-package builds images as a checkout does. There is one copy, :func:`recipes_folder` finds it.
-
-- ``ngc`` (recommended): NVIDIA's ``tritonserver:<release>-pyt-python-py3``, whose pytorch backend bundles the
-  PyTorch 2.9 build of that release; adds a non-root user, a health check and version labels.
-- ``pytorch``: the official ``pytorch/pytorch`` runtime image extended with Triton 2.51.0 and the official pytorch
-  backend compiled against the image's own libtorch by :mod:`tritonpt.backend`, the code behind
-  ``invoke build-backend`` (see the recipe's header for what is verified).
-
-Every ``ARG`` of a recipe gets its value from :data:`tritonpt.versions.VERSIONS` (``build_args()``, plus the
-few values derived from it in :func:`recipe_build_args`); ``--build-arg K=V`` overrides one for this build only.
-
-The build goes through the Docker Engine API (docker-py), which uses the classic builder: it works on Docker
-20.10 without buildx and on engines with BuildKit, and the recipes use nothing BuildKit-only (no
-``RUN --mount``, no heredocs). The build context is the recipe alone (``ngc``), or for ``pytorch`` what its
-backend stage builds from (:func:`stage_context`): the stdlib-only modules of this package that build the
-backend, the installed CMake wheel's files and the six verified source tarballs. Never the repository (no
-venvs, no model files).
-
-Private base images and credentials: log in on the host first (``docker login nvcr.io``, user ``$oauthtoken``,
-password your NGC API key). docker-py sends the stored credentials with the build request so the engine can
-pull ``FROM``; they never reach a layer. Never pass a secret as ``--build-arg`` (``docker history`` shows
-build arguments). A recipe step that itself needs a secret (a private package index) needs BuildKit:
-``docker buildx build --secret id=pipconf,src=$HOME/.config/pip/pip.conf ...`` with
-``RUN --mount=type=secret,id=pipconf,target=/etc/pip.conf pip install ...`` in a recipe of your own;
-``invoke build-image`` does not log in and does not handle secrets.
+Every ``ARG`` of a recipe comes from :data:`tritonpt.versions.VERSIONS` (:func:`recipe_build_args`). The recipes
+are ``docker/`` in a checkout and ``tritonpt/recipes/`` in the wheel (:func:`recipes_folder`); the build context is
+the recipe alone, or the pytorch recipe's backend sources (:func:`stage_context`), never the repository. What the
+recipes are, credentials and secrets: docs/guide/ci-and-gpu.md.
 """
 
 from __future__ import annotations

@@ -31,6 +31,28 @@ TASKS = (
 )
 """In the pipeline's order."""
 
+PROGRAMS = (
+    ("tritonpt", "you (`tritonpt` is its console script)", "the tasks above"),
+    ("tritonpt.matrix", "nox sessions, crash-hunt, compat, tests (`tritonpt check` runs the same in its process)",
+     "pytest runs the checks in it; a dead server ends it at once (`os._exit`), and a known crash replaces it "
+     "with itself once"),
+    ("tritonpt.backend", "docker/pytorch.Dockerfile's build stage",
+     "builds the backend with the standard library only: the stage has no invoke, no rich"),
+    ("tritonpt.tether", "ContainerServer, beside each run that starts a container",
+     "outlives a killed run to remove its container (no Ryuk here)"),
+    ("tritonpt.bench", "`nox -s bench`, `bench-smoke`", "starts perf_analyzer and the server, pinned to cores"),
+    ("tritonpt.bench.eager", "tritonpt.bench", "the eager side, in a process pinned to its own core"),
+    ("tritonpt.merge", "`nox -s merge-reports`, CI's merge jobs", "merges shards' reports before any install "
+     "(standard library only); `tritonpt merge-reports` is the same code"),
+    ("tritonpt.validate.reference, tritonpt.doctor.compat, tritonpt.taskpage", "`nox -s lint` (`--check`)",
+     "the generated pages: written, or held to what is committed"),
+    ("tritonpt.versions", "a person", "prints the pinned versions as a table"),
+    ("tritonpt.testing.*", "nox sessions only (not in the wheel)",
+     "this repository's CI programs: qa, soak, zoo, standin, workflows, compat, cycles, crash_hunt, reliability, "
+     "timings, scaling, overhead; qa.ledger is the shim NVIDIA's tests run through"),
+)  # fmt: skip
+"""Every ``python -m`` program: who starts it, and why it is a process of its own rather than a task."""
+
 
 @dataclass(frozen=True)
 class Session:
@@ -104,6 +126,17 @@ def render(noxfile: Path = NOXFILE) -> str:
         for argument in task.get_arguments():
             option = OPTIONS[argument.name]
             lines.append(f"| `{option.flag}` | {_default(option)} | {_cell(option.help)} |")
+    lines += [
+        "",
+        "## Programs",
+        "",
+        "`python -m PROGRAM`: what another process starts, or what must run where the tasks cannot (no invoke, no",
+        "install yet). People use the tasks.",
+        "",
+        "| program | started by | why a process of its own |",
+        "|---|---|---|",
+    ]
+    lines += [f"| `{module}` | {_cell(by)} | {_cell(why)} |" for module, by, why in PROGRAMS]
     if noxfile.is_file():
         lines += [
             "",

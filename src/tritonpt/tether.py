@@ -1,27 +1,13 @@
-"""The tether: a process's containers go when it goes, however it goes, where testcontainers' Ryuk is off.
+"""The tether: a process's containers go when it goes, however it goes (SIGKILL too), where Ryuk is off.
 
-    tether(session)               once per process, before its first container starts: a small process outside
-                                  this one's process tree holds the read end of a pipe only this process holds
-    release()                     at a normal exit, once this process removed its containers itself: the tether
-                                  is told so and ends without asking the engine anything
-    remove_session(session)       force-remove every container labelled ``io.tritonpt.session=SESSION``
-    python -m tritonpt.tether SESSION
-                                  the tether: it reads until end of file, which comes when its owner has ended
-                                  (the kernel closes the write end, on SIGKILL too); unless it was released, it
-                                  then removes the owner's containers, and exits
+    tether(session)          before the first container: a process outside this one's tree holds a pipe's read end
+    release()                at a normal exit, once this process removed its containers: the tether just ends
+    remove_session(session)  force-remove every container labelled ``io.tritonpt.session=SESSION``
+    python -m tritonpt.tether SESSION   reads until end of file (its owner ended), then removes the containers
 
-Why it is needed: ``stop()`` and the exit hook (:mod:`tritonpt.server.engine`) run only in a process that is let
-finish. GitHub's runner cancels a step with SIGINT, SIGTERM 7.5 s later and kills the step's process tree 2.5 s
-after that (docs.github.com, "Canceling a workflow"); a run whose teardown needs longer (two containers to stop
-on a busy 2-core runner) was killed in the middle of it, and its containers kept running (seen under act,
-tests/workflows/test_cancel.py). Ryuk does the same job from a container whose image this machine cannot pull.
-
-How it stays out of the way: it is started through a launcher that exits at once, so it belongs to no process
-tree a runner kills (its parent is init), in a session of its own (no Ctrl-C of a terminal reaches it), and
-without ``RUNNER_TRACKING_ID``, the variable by which GitHub's runner kills a job's leftover processes at the
-job's end (actions/runner, JobExtension.cs, "Cleaning up orphan processes"), which would otherwise kill it
-before it did its work. It imports nothing but the standard library and this module until it has to act
-(``tritonpt.server`` imports torch: seconds), so it is ready, and gone after a release, at once.
+It is started through a launcher that exits at once (its parent is init, its session its own) and without
+``RUNNER_TRACKING_ID``, so no runner's cancel or orphan clean-up kills it before it acts; it imports only the
+standard library until then. Why: a cancelled CI job kills a run mid-teardown (docs/guide/ci-and-gpu.md).
 """
 
 from __future__ import annotations

@@ -161,16 +161,16 @@ TASKS = (
 def test_dash_h_is_help_in_every_task_and_no_task_makes_up_short_flags(tmp_path: Path) -> None:
     """`tritonpt export -h` once failed ("Flag <Argument: shard (h)> needed value"): invoke made up a short flag per
     option and task, `-h` among them. Every task now answers `-h` with its help, and lists only long options."""
-    for name in TASKS:
+    for name, asked in ((name, asked) for name in TASKS for asked in ("-h", "--help")):
         done = subprocess.run(
-            [sys.executable, "-m", "tritonpt", name, "-h"],
+            [sys.executable, "-m", "tritonpt", name, asked],
             cwd=tmp_path,
             capture_output=True,
             text=True,
             check=False,
             timeout=120,
         )
-        assert done.returncode == 0, f"{name} -h: {done.stdout}{done.stderr}"
+        assert done.returncode == 0, f"{name} {asked}: {done.stdout}{done.stderr}"
         assert f"Usage: tritonpt [--core-opts] {name} [--options]" in done.stdout
         lines = done.stdout.splitlines()
         options = [line.strip() for line in lines if line.startswith("  -")]  # the options' own column

@@ -1,28 +1,12 @@
-"""Whether a matrix run ended because Triton crashed on its own, what it matched, and the one rerun of such a run.
+"""Whether a matrix run ended because Triton crashed on its own, and the one rerun of such a run.
 
-    crash_of(reports)      the log lines that show it ("malloc_consolidate(): ...", "Signal (6) received."), or None
-    crash_in(reports)      the same as a Crash: those lines, the crashing thread's native backtrace, the log before,
-                           and a sanitizer's report (ASan's, where the build was instrumented)
-    findings(log)          the sanitizer findings a server log holds (ASan SUMMARY lines, UBSan runtime errors)
-    Crash.known            the known crash (KNOWN) it matches, or None: a new crash
-    describe(crash, kept)  one paragraph: what it matched, its lines, its backtrace, where the run is kept
-    reruns(crash)          whether the matrix runs once more: only for a known crash with a reproduction
-    keep_crashed(reports)  copy that run's summary, junit.xml and server log into <reports>/crashed-run/
-    record_run(run)        the reliability part "matrix-runs" in <reports>: the matrix's run, crash, rerun
-    after_abort(reports, command)   the policy, for every way of running the matrix: an aborted run that the
-                           server's known crash ended is said, kept, and run once more (``command`` replaces the
-                           process: same pid, same terminal); a new crash, or a second one, ends it
-    after_run(reports, code)        the run that ended by itself, recorded (the rerun's outcome, where it was one)
+    crash_in(reports)      the Crash that ended it (aborted, its log ending in SIGABRT, SIGSEGV, SIGBUS, SIGFPE or
+                           SIGILL, with the backtrace Triton prints after it), else None; findings(log): ASan/UBSan's
+    Crash.known            the KNOWN crash it matches, with its reproduction in docs/upstream/, or None: a new one
+    describe / keep_crashed / record_run   its paragraph, its copy in <reports>/crashed-run/, the "matrix-runs" part
+    after_abort / after_run                the policy: a known crash with a reproduction runs the matrix once more
 
-Triton's own handler of a fatal signal prints the crashing thread's backtrace after its "Signal (N) received."
-line ("0# 0x... in /path/libtriton_pt2.so", with names where the library exports them), so the log holds it.
-
-A crash on its own: the run was aborted (summary.json's ``aborted``) and the server's log ends in a signal that
-a process raises against itself (SIGABRT from a failed check, SIGSEGV, SIGBUS, SIGFPE, SIGILL). A check that
-failed, a server killed from outside (SIGKILL prints nothing; SIGTERM and SIGINT are asked for) and a matrix
-that errs are never that. Server 2.51.0 was seen once here to abort with glibc's "malloc_consolidate():
-unaligned fastbin chunk detected" while the matrix unloaded a model; NVIDIA's trackers hold the same message
-without a cause (https://github.com/triton-inference-server/server/issues/7517).
+A failed check, or a server killed from outside, is never a crash (docs/guide/matrix.md: crashes and the hunt).
 """
 
 from __future__ import annotations
