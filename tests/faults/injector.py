@@ -408,7 +408,8 @@ COMPLETE: dict[str, Callable[[Path], bool]] = {
     "served": lambda entry: (
         (entry / "pytorch" / LIBRARY).exists() and (entry / PT2_NAME / PT2_LIBRARY).exists()
     ),
-    "server-libs": lambda entry: (entry / "libtritonserver.so").exists(),
+    # The link, dangling or not: an entry made for an install since removed (a test's own venv) is whole.
+    "server-libs": lambda entry: os.path.lexists(entry / "libtritonserver.so"),
 }
 """What makes an entry of each cache folder whole (its last rename put it there); an entry without it is partial."""
 
