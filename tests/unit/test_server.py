@@ -302,3 +302,11 @@ def test_a_torch_error_is_said_without_its_cpp_backtrace() -> None:
     assert short.endswith("not a ZIP archive (torch's C++ backtrace left out)")
     assert "\n" not in short
     assert briefly("a plain\nanswer") == "a plain answer"
+
+
+def test_a_load_thread_count_is_rendered_only_when_set(tmp_path: Path) -> None:
+    assert not any(
+        a.startswith("--model-load-thread-count") for a in TritonFlags(model_repository=tmp_path).render()
+    )
+    one = TritonFlags(model_repository=tmp_path, model_load_thread_count=1).render()
+    assert "--model-load-thread-count=1" in one

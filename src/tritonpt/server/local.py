@@ -267,6 +267,9 @@ class TritonFlags:
     disable_auto_complete_config: bool = True
     log_verbose: int = 0
     exit_timeout_secs: int = 10  # on SIGTERM: first for open HTTP connections, then for model unloads
+    model_load_thread_count: int = (
+        0  # 0: Triton's own (4); LocalServer sets 1 for two or more torch_aoti models
+    )
     extra: tuple[str, ...] = field(default=())  # more flags, rendered as given
 
     def render(self) -> list[str]:
@@ -297,6 +300,8 @@ class TritonFlags:
         ]
         if self.disable_auto_complete_config:
             args.append("--disable-auto-complete-config")
+        if self.model_load_thread_count:
+            args.append(f"--model-load-thread-count={self.model_load_thread_count}")
         args += list(self.extra)
         return args
 
@@ -418,6 +423,9 @@ class LocalServer(Server):
                 flags = replace(flags, backend_directory=self.pytorch_backend.directory)
         if pt2_models(repository) and not VERSIONS.pt2.native(self.install.version):
             flags = self._serve_pt2_through_a_second_name(flags)
+        if len(pt2_models(repository)) > 1 and not flags.model_load_thread_count:
+            # torch's package loader races when two are built at once (docs/upstream/torch-aoti-load-race.md)
+            flags = replace(flags, model_load_thread_count=1)
         wanted = (flags.http_port, flags.grpc_port, flags.metrics_port)
         require_free(Ports(*wanted), flags.address)
         picked = iter(free_ports(wanted.count(0), flags.address))
