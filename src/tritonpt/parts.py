@@ -5,7 +5,7 @@
     write_part("soak", {...})     reports/reliability/parts/soak.json, written atomically (temp file + rename)
     count_tracebacks(*texts)      how often "Traceback (most recent call last)" appears in what a tier captured
 
-Every part holds at least ``{"part": name, "tracebacks": int}``; ``python -m tritonpt.testing.reliability``
+Every part holds at least ``{"part": name, "tracebacks": int}``; ``python -m tritonpt_ci.reliability``
 merges the parts that exist into reports/reliability.md and .json.
 """
 

@@ -200,14 +200,14 @@ class Bench:
 
 @dataclass(frozen=True, kw_only=True)
 class Zoo:
-    """The libraries of the zoo's architectures (tritonpt.testing.zoo)."""
+    """The libraries of the zoo's architectures (tritonpt_ci.zoo)."""
 
     transformers: str
 
 
 @dataclass(frozen=True, kw_only=True)
 class QaSuite:
-    """Triton's own QA tests of the pytorch backend at one server commit (tritonpt.testing.qa runs them)."""
+    """Triton's own QA tests of the pytorch backend at one server commit (tritonpt_ci.qa runs them)."""
 
     source: Source  # a path subset of the server repository: LICENSE, qa/common and the tests
     repo_version: str  # what each test.sh takes as its argument ("25.10"): it only names the data folder
@@ -231,7 +231,7 @@ class Action:
 
 @dataclass(frozen=True, kw_only=True)
 class Workflows:
-    """What runs .github/workflows on this machine (tritonpt.testing.workflows): act, and the pinned actions."""
+    """What runs .github/workflows on this machine (tritonpt_ci.workflows): act, and the pinned actions."""
 
     act: str
     actions: tuple[Action, ...]

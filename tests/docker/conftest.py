@@ -19,7 +19,7 @@ import pytest
 from tritonpt import image
 from tritonpt.errors import DockerUnavailable
 from tritonpt.parts import count_tracebacks, write_part
-from tritonpt.testing import standin
+from tritonpt_ci import standin
 
 LOCKDOWN_MODULE = "test_lockdown.py"
 LOCKDOWN_CHECKS = pytest.StashKey[dict[str, dict[str, Any]]]()

@@ -35,8 +35,8 @@ from tritonpt.server.engine import (
     reaper_or_labels,
 )
 from tritonpt.server.local import TritonFlags
-from tritonpt.testing import procs, standin
 from tritonpt.versions import VERSIONS
+from tritonpt_ci import procs, standin
 
 from ..helpers import wait_for_text
 
@@ -210,7 +210,7 @@ def owner_script(repository: Path, image: str, log: Path, *, then: str = "") -> 
         from pathlib import Path
         from tritonpt.server.container import ContainerServer
         from tritonpt.server.engine import SESSION_ID
-        from tritonpt.testing import standin
+        from tritonpt_ci import standin
         server = ContainerServer(repository=Path({str(repository)!r}), image={image!r},
                                  log_path=Path({str(log)!r}), gpus="none", mounts=standin.host_mounts())
         server.start()
@@ -271,7 +271,7 @@ def test_the_containers_of_a_killed_process_are_removed(
 
 def tethers(session: str) -> list[str]:
     """The tethers (tritonpt.tether) of ``session`` that still run."""
-    return [p.command for p in procs.every() if b"tritonpt.tether" in p.cmdline and session in p.command]
+    return [p.command for p in procs.every() if p.names("tritonpt.tether") and p.names(session)]
 
 
 # --- failures that teach ------------------------------------------------------------------------------------------
@@ -323,7 +323,7 @@ def test_an_image_the_engine_does_not_have_says_how_to_build_it(model_repository
     ) as failure:
         ContainerServer(repository=model_repository, image="tritonpt-standin:absent").start()
     assert "invoke build-image --recipe ngc" in str(failure.value)
-    assert "python -m tritonpt.testing.standin" in str(failure.value)
+    assert "python -m tritonpt_ci.standin" in str(failure.value)
 
 
 def test_gpus_all_without_gpus_names_the_toolkit_and_the_doctor(

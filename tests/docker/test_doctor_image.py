@@ -1,6 +1,6 @@
 """The doctor's image checks against real images: the stand-in, an image laid out like NVIDIA's, broken ones.
 
-Needs a Docker engine (``.ci/docker-engine.sh``) and the Debian stand-in base (``python -m tritonpt.testing.standin``
+Needs a Docker engine (``.ci/docker-engine.sh``) and the Debian stand-in base (``python -m tritonpt_ci.standin``
 builds it; it needs root and debootstrap the first time). Images this module builds are tagged
 ``tritonpt-doctor-test:*`` and removed at the end. Run with ``pytest tests/docker/test_doctor_image.py``.
 
@@ -25,7 +25,7 @@ import pytest
 from tritonpt import doctor, image
 from tritonpt.doctor import Report, Status, compat
 from tritonpt.errors import ImageError
-from tritonpt.testing import standin
+from tritonpt_ci import standin
 
 pytestmark = pytest.mark.slow
 

@@ -27,7 +27,7 @@ from tritonpt import checks, client, export, reference
 from tritonpt.repository import ModelDir
 from tritonpt.server.container import CONTAINER_MODELS, ContainerServer
 from tritonpt.server.engine import HARNESS, HARNESS_LABEL, SESSION_ID, SESSION_LABEL
-from tritonpt.testing import standin
+from tritonpt_ci import standin
 
 pytestmark = pytest.mark.slow
 

@@ -19,8 +19,8 @@ import pytest
 
 from tritonpt import backend, checks, client, export, reference, repository
 from tritonpt.server import LocalServer, TritonFlags
-from tritonpt.testing import standin
 from tritonpt.versions import VERSIONS
+from tritonpt_ci import standin
 
 pytestmark = pytest.mark.slow
 

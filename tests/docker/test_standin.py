@@ -23,8 +23,8 @@ from tritonpt import image
 from tritonpt.backend import BuiltBackend
 from tritonpt.errors import ImageError
 from tritonpt.options import Mount
-from tritonpt.testing import standin
 from tritonpt.versions import VERSIONS
+from tritonpt_ci import standin
 
 pytestmark = pytest.mark.slow
 

@@ -24,8 +24,8 @@ import pytest
 from tritonpt import image
 from tritonpt.errors import DockerUnavailable, ImageError
 from tritonpt.parts import PARTS, write_part
-from tritonpt.testing import standin
-from tritonpt.testing.reliability import LEFTOVER_KINDS
+from tritonpt_ci import standin
+from tritonpt_ci.reliability import LEFTOVER_KINDS
 
 from .injector import FaultRun, Outcome
 

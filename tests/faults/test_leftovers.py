@@ -15,7 +15,7 @@ from tritonpt.backend.serving import PT2_LIBRARY, PT2_NAME
 from tritonpt.export.stamp import STAMP
 from tritonpt.image import LABEL_HARNESS
 from tritonpt.repository import SPLIT_FILE
-from tritonpt.testing.qa.generate import RECORD
+from tritonpt_ci.qa.generate import RECORD
 
 from .injector import FaultRun, marked_processes
 

@@ -1,4 +1,4 @@
-"""nox -s crash-hunt's program (tritonpt.testing.crash_hunt) on real servers: a run that passes leaves a row and no
+"""nox -s crash-hunt's program (tritonpt_ci.crash_hunt) on real servers: a run that passes leaves a row and no
 folder; a run that Triton crashes on its own is counted, kept with its log and the crashing thread's backtrace,
 and named as the known crash it is. And the matrix's own policy on such a crash: one rerun, or none with
 --no-rerun.
@@ -33,7 +33,7 @@ def _hunt(tmp_path: Path, repository: Path, *extra: str) -> tuple[int, dict, str
         [
             sys.executable,
             "-m",
-            "tritonpt.testing.crash_hunt",
+            "tritonpt_ci.crash_hunt",
             "--runs",
             "1",
             "--reports",

@@ -54,7 +54,7 @@ def test_the_recipes_are_package_data_and_the_ci_programs_are_not(venv: Path) ->
     script = (
         "import importlib.util; from tritonpt import image; "
         "print(image.recipe_path('ngc')); print(image.recipe_path('pytorch')); "
-        "assert importlib.util.find_spec('tritonpt.testing') is None, 'tritonpt.testing is in the wheel'"
+        "assert importlib.util.find_spec('tritonpt_ci') is None, 'tritonpt_ci is in the wheel'"
     )
     done = _run(venv, str(venv / "bin" / "python"), "-c", script)
     assert done.returncode == 0, done.stderr

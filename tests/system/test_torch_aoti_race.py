@@ -4,7 +4,7 @@ against this torch and run on a package of the built-in set whose metadata JSON 
 parse of milliseconds, not microseconds: the race is lost at once even on a busy machine, where two threads seldom
 run together). One thread at a time, every loader is whole; two at a time, one fails, or the heap is corrupted.
 The day a torch update fixes it, the second test fails: then the rerun of a QA test that lost this race
-(tritonpt.testing.qa.run.RACES) can go.
+(tritonpt_ci.qa.run.RACES) can go.
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ from tritonclient._request import Request
 
 from tritonpt import client, repository
 from tritonpt.server import upload
-from tritonpt.testing import cycles
+from tritonpt_ci import cycles
 
 
 def test_the_admin_key_goes_on_every_request_of_both_protocols_and_never_into_words(

@@ -124,7 +124,7 @@ def test_the_readmes_answer_is_the_tables() -> None:
 
 
 def test_a_leg_reads_a_refusal_in_the_servers_words_and_parity_from_the_rows() -> None:
-    from tritonpt.testing import compat as run  # noqa: PLC0415 - the CI program, only here
+    from tritonpt_ci import compat as run  # noqa: PLC0415 - the CI program, only here
 
     refused = run.model_result("m", (False, "Internal: failed to load:\n  Unknown builtin op"), [])
     assert (refused.loads, refused.error) == (False, "Internal: failed to load: Unknown builtin op")
@@ -142,7 +142,7 @@ def test_a_measurement_that_differs_from_the_shipped_table_fails_naming_the_pair
 ) -> None:
     from dataclasses import replace  # noqa: PLC0415
 
-    from tritonpt.testing import compat as run  # noqa: PLC0415
+    from tritonpt_ci import compat as run  # noqa: PLC0415
 
     shipped = compat.load()
     assert shipped is not None

@@ -12,9 +12,9 @@ import pytest
 
 from tritonpt import image, options
 from tritonpt.errors import DockerUnavailable, ImageError
-from tritonpt.testing import standin
-from tritonpt.testing.standin import debian
 from tritonpt.versions import VERSIONS
+from tritonpt_ci import standin
+from tritonpt_ci.standin import debian
 
 from .conftest import MakeBackend
 
@@ -269,7 +269,7 @@ def test_ngc_build_args_on_standin_are_declared_by_the_recipe(make_backend: Make
 
 def test_standin_has_help() -> None:
     result = subprocess.run(
-        [sys.executable, "-m", "tritonpt.testing.standin", "--help"],
+        [sys.executable, "-m", "tritonpt_ci.standin", "--help"],
         capture_output=True,
         text=True,
         check=False,

@@ -13,6 +13,8 @@ import tritonpt
 
 PACKAGE = Path(tritonpt.__file__).resolve().parent
 ROOT = PACKAGE.parents[1]
+TOOLS = ROOT / "tools" / "tritonpt_ci"
+"""This repository's own CI programs: beside the package, never in it."""
 
 # Bottom first: a stage may import only the stages before it (and, inside a subpackage, its own modules).
 LAYERS = (
@@ -49,7 +51,6 @@ LAYERS = (
     "bench",
     "tune",
     "doctor",
-    "testing",
     "console",
     "cli",
     "tasks",
@@ -78,7 +79,7 @@ def _imports(path: Path) -> set[str]:
     package = _module_of(path) if path.name == "__init__.py" else _module_of(path).rpartition(".")[0]
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
         if isinstance(node, ast.Import):
-            found |= {alias.name for alias in node.names if alias.name.startswith("tritonpt")}
+            found |= {alias.name for alias in node.names if _ours(alias.name)}
         elif isinstance(node, ast.ImportFrom):
             base = node.module or ""
             if node.level:
@@ -90,6 +91,11 @@ def _imports(path: Path) -> set[str]:
             elif base.startswith("tritonpt."):
                 found.add(base)
     return found
+
+
+def _ours(name: str) -> bool:
+    """``tritonpt`` and its modules (not ``tritonpt_ci``, the tools beside it)."""
+    return name == "tritonpt" or name.startswith("tritonpt.")
 
 
 def _graph() -> dict[str, set[str]]:
@@ -160,13 +166,15 @@ def test_errors_import_nothing_of_the_package() -> None:
     assert _imports(PACKAGE / "errors.py") == set()
 
 
-def test_nothing_users_run_imports_the_test_helpers() -> None:
+def test_nothing_users_run_imports_the_repositorys_tools() -> None:
+    """tools/tritonpt_ci (the stand-ins, the QA, soak and fault tiers' programs) may import the package; the
+    package, which is what users install, never imports them."""
     offenders = [
-        f"{module} imports {target}"
-        for module, imported in _graph().items()
-        if _stage(module) != "testing"
-        for target in imported
-        if _stage(target) == "testing"
+        f"{path.relative_to(ROOT)}:{node.lineno}"
+        for path in sorted(PACKAGE.rglob("*.py"))
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if (isinstance(node, ast.Import) and any(a.name.split(".")[0] == "tritonpt_ci" for a in node.names))
+        or (isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "tritonpt_ci")
     ]
     assert not offenders, "\n".join(offenders)
 
@@ -260,8 +268,8 @@ def _lines_of_checks(path: Path) -> int:
 
 def test_no_module_is_longer_than_its_rooms_allow() -> None:
     long = {
-        str(path.relative_to(PACKAGE)): _lines(path)
-        for path in PACKAGE.rglob("*.py")
+        str(path.relative_to(ROOT)): _lines(path)
+        for path in [*PACKAGE.rglob("*.py"), *TOOLS.rglob("*.py")]
         if _lines(path) > MODULE_LINES
     }
     assert not long, long

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tritonpt.testing import proofs
+from tritonpt_ci import proofs
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="the digest lists the files with git")
 

@@ -10,7 +10,7 @@ import pytest
 
 from tritonpt.matrix import crash
 from tritonpt.parts import folder_in
-from tritonpt.testing import reliability
+from tritonpt_ci import reliability
 
 CLEAN = dict.fromkeys(reliability.LEFTOVER_KINDS, 0)
 

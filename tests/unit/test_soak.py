@@ -13,7 +13,7 @@ import pytest
 
 from tritonpt import repository
 from tritonpt.parts import TRACEBACK, count_tracebacks, write_part
-from tritonpt.testing import soak
+from tritonpt_ci import soak
 
 
 @pytest.fixture(scope="module")

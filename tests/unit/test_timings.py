@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from tritonpt import caches
-from tritonpt.testing import timings
+from tritonpt_ci import timings
 
 
 @pytest.fixture

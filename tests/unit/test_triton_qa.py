@@ -1,4 +1,4 @@
-"""Triton's own QA tests (tritonpt.testing.qa): every upstream test is accounted for, every substitution still
+"""Triton's own QA tests (tritonpt_ci.qa): every upstream test is accounted for, every substitution still
 fits the pinned files exactly, and what the report and the reliability part claim follows from the results."""
 
 from __future__ import annotations
@@ -13,10 +13,10 @@ import pytest
 from tritonpt.backend.sources import unpack_source
 from tritonpt.errors import QaError
 from tritonpt.parts import folder_in, write_part
-from tritonpt.testing import reliability
-from tritonpt.testing.qa import adapt, generate, ledger, report, run
-from tritonpt.testing.qa.plan import LIBTORCH, PLANS, TORCH_AOTI, Plan, UpstreamTest, lay_overlay
-from tritonpt.testing.qa.run import QaResult
+from tritonpt_ci import reliability
+from tritonpt_ci.qa import adapt, generate, ledger, report, run
+from tritonpt_ci.qa.plan import LIBTORCH, PLANS, TORCH_AOTI, Plan, UpstreamTest, lay_overlay
+from tritonpt_ci.qa.run import QaResult
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -243,7 +243,7 @@ def test_a_stop_ends_the_test_a_leg_runs_in_its_thread_and_each_leg_has_ports_of
     """Legs run in worker threads, where no signal arrives: the runner's stop is an event the wait looks at."""
     import threading  # noqa: PLC0415
 
-    from tritonpt.testing.qa import run  # noqa: PLC0415
+    from tritonpt_ci.qa import run  # noqa: PLC0415
 
     monkeypatch.setattr(run, "STOP", threading.Event())
     process = subprocess.Popen(["sleep", "60"], start_new_session=True)

@@ -9,20 +9,29 @@ from pathlib import Path
 import pytest
 
 from tritonpt import caches
-from tritonpt.testing import venvs
+from tritonpt_ci import venvs
 
 
 @pytest.fixture
 def project(tmp_path: Path) -> Path:
     """A project with no dependencies: its environment is made in well under a second."""
     root = tmp_path / "project"
-    (root / "src" / "tritonpt").mkdir(parents=True)
-    (root / "pyproject.toml").write_text(
-        '[project]\nname = "p"\nversion = "0"\ndependencies = []\n\n[dependency-groups]\nempty = []\n',
-        encoding="utf-8",
-    )
-    (root / "src" / "tritonpt" / "versions.toml").write_text("[a]\nb = 1\n", encoding="utf-8")
+    root.mkdir()
+    (root / "pyproject.toml").write_text(DECLARED.format(dependencies=""), encoding="utf-8")
     return root
+
+
+DECLARED = """[project]
+name = "p"
+version = "0"
+dependencies = [{dependencies}]
+
+[dependency-groups]
+empty = []
+
+[tool.ruff]
+line-length = 110
+"""
 
 
 PYTHON = f"{sys.version_info.major}.{sys.version_info.minor}"
@@ -34,7 +43,11 @@ def test_the_key_follows_what_the_environment_is_made_from(project: Path) -> Non
     assert key != venvs.key_of(project, python="3.11", groups=["lint"], packages=["torch==2.9.1"])
     assert key != venvs.key_of(project, python="3.11", groups=["test"], packages=["torch==2.9.0"])
     assert key != venvs.key_of(project, python="3.12", groups=["test"], packages=["torch==2.9.1"])
-    (project / "src" / "tritonpt" / "versions.toml").write_text("[a]\nb = 2\n", encoding="utf-8")
+    # a lint setting installs nothing: the same environment
+    declared = project / "pyproject.toml"
+    declared.write_text(declared.read_text(encoding="utf-8").replace("110", "100"), encoding="utf-8")
+    assert key == venvs.key_of(project, python="3.11", groups=["test"], packages=["torch==2.9.1"])
+    declared.write_text(DECLARED.format(dependencies='"numpy"'), encoding="utf-8")
     assert key != venvs.key_of(project, python="3.11", groups=["test"], packages=["torch==2.9.1"])
 
 
@@ -53,5 +66,5 @@ def test_an_environment_is_made_once_and_a_half_made_one_again(
     venvs.shared(project, python=PYTHON, groups=["empty"], say=lambda _: None)
     assert [n.hit for n in caches.read(ledger)] == [False, True, False]
     variables = made.variables(project)
-    assert variables["PYTHONPATH"] == str(project / "src")
+    assert variables["PYTHONPATH"] == f"{project / 'src'}:{project / 'tools'}"
     assert variables["PATH"].startswith(str(made.location / "bin"))

@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tritonpt.testing.workflows import spec
 from tritonpt.versions import VERSIONS
+from tritonpt_ci.workflows import spec
 
 ROOT = Path(__file__).resolve().parents[2]
 WORKFLOWS = ROOT / ".github" / "workflows"

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from tritonpt.testing.workflows import actions, host, report
-from tritonpt.testing.workflows.spec import Pinned, WorkflowsError
 from tritonpt.versions import VERSIONS
+from tritonpt_ci.workflows import actions, host, report
+from tritonpt_ci.workflows.spec import Pinned, WorkflowsError
 
 CHECKOUT = next(a for a in VERSIONS.workflows.actions if a.name == "actions/checkout")
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from tritonpt.testing.zoo import GOAL, PAGE, TABLE_END, TABLE_START, Row, ZooReport, chosen, refusal_problems
-from tritonpt.testing.zoo.architectures import ARCHITECTURES, EXPECTED_REFUSALS
+from tritonpt_ci.zoo import GOAL, PAGE, TABLE_END, TABLE_START, Row, ZooReport, chosen, refusal_problems
+from tritonpt_ci.zoo.architectures import ARCHITECTURES, EXPECTED_REFUSALS
 
 ZOO_PAGE = Path(__file__).resolve().parents[2] / PAGE
 

@@ -1,5 +1,5 @@
 """The workflows run under act (``nox -s workflows``): each test runs a lane of .github/workflows on a snapshot of
-this checkout and reads the run's report (tritonpt.testing.workflows).
+this checkout and reads the run's report (tritonpt_ci.workflows).
 
 A snapshot is the working tree as git sees it (tracked files and untracked ones it does not ignore), committed once
 on a branch ``main`` in a fresh repository: a push of exactly what is here, whatever branch the checkout is on. A
@@ -21,8 +21,8 @@ from pathlib import Path
 
 import pytest
 
-from tritonpt.testing.workflows import actions
-from tritonpt.testing.workflows.runner import Lane, Result, Running, start
+from tritonpt_ci.workflows import actions
+from tritonpt_ci.workflows.runner import Lane, Result, Running, start
 
 from ..helpers import ROOT
 

@@ -2,7 +2,7 @@
 
 Cancelling is what GitHub does when a newer push supersedes a run (ci.yml's concurrency group) or a person presses
 the button: act is sent SIGINT, and each job's processes with it. Everything of a run carries its marker in its
-environment (tritonpt.testing.workflows.host); what still carries it afterwards, or a harness container that mounts
+environment (tritonpt_ci.workflows.host); what still carries it afterwards, or a harness container that mounts
 the run's folder, is a leftover.
 """
 
@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from tritonpt.testing.workflows import host
-from tritonpt.testing.workflows.runner import Lane, until
+from tritonpt_ci.workflows import host
+from tritonpt_ci.workflows.runner import Lane, until
 
 from .conftest import Started
 

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from tritonpt.shards import Costs, split
-from tritonpt.testing.workflows.runner import Lane, Result
+from tritonpt_ci.workflows.runner import Lane, Result
 
 from .conftest import MAIN, Started, Then, commit, snapshot
 
@@ -78,7 +78,7 @@ def _checks(junit: Path) -> set[str]:
 def test_a_session_job_runs_green(started: Started) -> None:
     """The job's glue: the runner, the cache step (saved in its post stage), the session's step. The session is
     the outer run's to prove; where that run passed it on this very tree, the job reuses its proof
-    (tritonpt.testing.proofs) instead of linting again."""
+    (tritonpt_ci.proofs) instead of linting again."""
     result = started.result(LINT, timeout=1800)
     (job,) = result.report.jobs_named("tests")
     assert job.result == "success", result.log("tests")

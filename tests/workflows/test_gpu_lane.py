@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tritonpt.testing.workflows.runner import Lane
+from tritonpt_ci.workflows.runner import Lane
 
 from .conftest import Started
 

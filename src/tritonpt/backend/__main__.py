@@ -59,7 +59,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             for build in (VERSIONS.backend, VERSIONS.pt2.build):
                 for name, tree in pins.write_manifests(options.pin_trees, build.sources).items():
                     print(f'{build.label} {name}: tree = "{tree}"')
-            for suite in VERSIONS.qa:  # Triton's own QA tests (tritonpt.testing.qa)
+            for suite in VERSIONS.qa:  # Triton's own QA tests (tritonpt_ci.qa)
                 for name, tree in pins.write_manifests(options.pin_trees, (suite.source,)).items():
                     print(f'qa {suite.source.ref} {name}: tree = "{tree}"')
         except BackendError as exc:

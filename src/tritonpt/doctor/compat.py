@@ -1,6 +1,6 @@
 """Which torch's exports each libtorch minor serves, as `nox -s compat` measured it: the table the doctor reads.
 
-    TABLE                     src/tritonpt/doctor/compat.json: written by tritonpt.testing.compat, nothing else
+    TABLE                     src/tritonpt/doctor/compat.json: written by tritonpt_ci.compat, nothing else
     load() -> Table           typed; Table.pair(exported, served_minor, fmt) -> the measured Pair or None
     render(table) -> str      docs/reference/compat.md (a unit test holds the committed page equal to it)
 

@@ -194,7 +194,7 @@ class ContainerServer(Server):
     - ``bind_address``: the host address the ports are published on; ``0.0.0.0`` for an engine on another
       machine (the endpoints then use the engine's host).
     - ``mounts``: more bind mounts (read-only unless said otherwise), for images that need host files at run
-      time; CI's offline stand-ins need the host's site-packages (``python -m tritonpt.testing.standin
+      time; CI's offline stand-ins need the host's site-packages (``python -m tritonpt_ci.standin
       --print-mount``).
     - ``memory``: a memory limit (``docker run --memory``, e.g. ``"2g"``), swap included; None: the host's.
       A server that outgrows it is killed by the kernel, and the verdict says OOM.
@@ -229,7 +229,7 @@ class ContainerServer(Server):
         if not image:
             msg = (
                 "Cannot run Triton in a container without an image: pass its tag (pytest --image TAG). Build one "
-                "with `invoke build-image --recipe ngc`, or offline `python -m tritonpt.testing.standin`."
+                "with `invoke build-image --recipe ngc`, or offline `python -m tritonpt_ci.standin`."
             )
             raise ServerError(msg)
         if gpus not in GPUS:
@@ -383,7 +383,7 @@ class ContainerServer(Server):
                 f"Cannot start Triton in a container, as the image {self.image} is not in the Docker engine at "
                 f"{image.docker_host()} (images are never pulled for this).\n"
                 f"{HINT} build it with `invoke build-image --recipe ngc` (or offline, from the stand-ins, "
-                "`python -m tritonpt.testing.standin`) and pass the tag it prints."
+                "`python -m tritonpt_ci.standin`) and pass the tag it prints."
             )
             raise ServerStartError(msg) from None
         config = info.get("Config") or {}

@@ -1,0 +1,316 @@
+"""`nox -s compat`: every libtorch minor an NGC release bundles, served the exports of another torch, measured.
+
+    python -m tritonpt_ci.compat [--write] [--reports reports/compat]    the whole run (what nox runs)
+    python -m tritonpt_ci.compat leg --repository DIR --out FILE         one pair, in the serving torch's env
+
+The run: the built-in set exported by this environment's torch (versions.toml pytorch.torch; the export cache's),
+then for each minor of versions.toml [compat] an environment with PyPI's torch of it (tritonpt_ci.venvs,
+shared and kept), where a leg builds the official backend of the minor's line against that torch (the backend
+cache's), serves the set on the embedded tritonserver, and runs the integration matrix against it; then the
+reverse: the set exported by the newest torch, served on this torch's build. Each leg writes its pairs
+(tritonpt.doctor.compat.Pair) from what the server and the matrix said: the server's repository index for what
+loaded and the reason where not, summary.json's parity rows for the rest.
+
+The table is held to the shipped one (src/tritonpt/doctor/compat.json): a verdict that changed fails the run,
+naming it; ``--write`` writes the measurement there and docs/reference/compat.md (the maintainer's step when a
+pin moves).
+"""
+
+from __future__ import annotations
+
+import argparse
+import concurrent.futures
+import datetime
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from tritonpt import backend, reference, scratch
+from tritonpt.doctor import compat
+from tritonpt.errors import TritonPtError
+from tritonpt.repository import models as models_of
+from tritonpt.repository import pt2_models
+from tritonpt.server.local import LocalServer, TritonFlags
+from tritonpt.versions import VERSIONS, CompatTorch, minor_of
+from tritonpt_ci import venvs
+
+ROOT = Path(__file__).resolve().parents[2]
+"""The checkout (compat runs from one: its environments are keyed by its pyproject.toml)."""
+SIDE_BY_SIDE = 3
+"""Legs at once: each is one server and one matrix, mostly starting (a torch of its own read from disk) or waiting
+on each other; three finish first on two cores (134 s for the run with two, warm; see docs/figures/ci.md)."""
+
+
+def _say(line: str) -> None:
+    print(f"compat: {line}", file=sys.stderr, flush=True)
+
+
+# --- One leg: in the environment of the serving torch ---------------------------------------------------------
+
+
+def leg(repository: Path, out: Path, reports: Path) -> int:
+    """Serve ``repository`` on this environment's torch with the official backend of its minor's line; write
+    the pairs (one per format served) to ``out``."""
+    torch = backend.Torch.locate()
+    entry = VERSIONS.compat_torch(minor_of(torch.version))
+    if entry is None:
+        _say(f"torch {torch.version} has no line in versions.toml [compat]")
+        return 2
+    pins = VERSIONS.line(entry.line)
+    serves_pt2 = pins is VERSIONS.pt2.build
+    built = backend.ensure(pins=pins, step=_say)
+    line = f"pytorch_backend {pins.pytorch_backend.ref} ({pins.pytorch_backend.commit[:7]})"
+    exported = _exported_by(repository)
+    pt2 = {m.name for m in pt2_models(repository)}
+    models = [m.name for m in models_of(repository)]
+    served = [m for m in models if serves_pt2 or m not in pt2]
+    failed = _export_failures(repository)
+    reports.mkdir(parents=True, exist_ok=True)
+    with scratch.folder("tritonpt-compat-") as view:
+        for name in served:
+            (view / name).symlink_to((repository / name).resolve(), target_is_directory=True)
+        states, rows = _serve(view, built if serves_pt2 else None, built, reports)
+    pairs = []
+    for fmt in ("torchscript", "pt2") if serves_pt2 else ("torchscript",):
+        results = [
+            model_result(name, states.get(name, (False, "")), rows.get(name, []))
+            for name in served
+            if (name in pt2) == (fmt == "pt2")
+        ]
+        results += [
+            compat.ModelResult(model=name, loads=False, error=f"not exported: {why}")
+            for name, why in failed.get(fmt, {}).items()
+        ]
+        if results:
+            pairs.append(
+                compat.Pair(
+                    exported_by=exported,
+                    served_by=torch.version,
+                    line=line,
+                    format=fmt,
+                    models=tuple(results),
+                )
+            )
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps([p.to_dict() for p in pairs], indent=2) + "\n", encoding="utf-8")
+    for p in pairs:
+        _say(p.describe())
+    return 0
+
+
+def _serve(
+    view: Path, pt2_build: backend.BuiltBackend | None, built: backend.BuiltBackend, reports: Path
+) -> tuple[dict[str, tuple[bool, str]], dict[str, list[dict[str, object]]]]:
+    """Each model's load state (ready, the server's reason) and its parity rows, from one server and one matrix."""
+    server = LocalServer(
+        TritonFlags(model_repository=view),
+        pytorch_backend=built,
+        pt2_backend=pt2_build,
+        log_path=reports / "tritonserver.log",
+    )
+    with server:
+        states = {m.name: (m.state == "READY", m.reason) for m in server.repository_index()}
+        command = [
+            sys.executable, "-m", "tritonpt.matrix", "--target", "url",
+            "--url", f"http://{server.endpoints.http}", "--grpc-url", server.endpoints.grpc,
+            "--metrics-url", server.endpoints.metrics_url, "--repository", str(view),
+            "--reports", str(reports), "--skip-validation", "-q", "-p", "no:randomly",
+        ]  # fmt: skip
+        with (reports / "matrix.log").open("wb") as log:
+            subprocess.run(command, stdout=log, stderr=subprocess.STDOUT, check=False)
+    summary = reports / "summary.json"
+    rows: dict[str, list[dict[str, object]]] = {}
+    if summary.is_file():
+        for row in json.loads(summary.read_text(encoding="utf-8")).get("parity", []):
+            rows.setdefault(str(row["model"]), []).append(row)
+    return states, rows
+
+
+def model_result(name: str, state: tuple[bool, str], rows: list[dict[str, object]]) -> compat.ModelResult:
+    loads, reason = state
+    if not loads:
+        return compat.ModelResult(model=name, loads=False, error=" ".join((reason or "not loaded").split()))
+    bad = [r for r in rows if not r["ok"]]
+    worst = max((float(r["max_abs_error"]) for r in rows), default=None)  # type: ignore[arg-type]
+    if not rows:
+        return compat.ModelResult(model=name, loads=True, error="loaded, but no parity check ran")
+    detail = "; ".join(f"{r['case']} b{r['batch_size']} {r['protocol']}: {r['detail']}" for r in bad[:2])
+    return compat.ModelResult(model=name, loads=True, parity=not bad, max_abs_error=worst, error=detail)
+
+
+def _exported_by(repository: Path) -> str:
+    versions = {
+        reference.load(model).provenance.torch_version
+        for model in models_of(repository)
+        if reference.exists(model)
+    }
+    if len(versions) != 1:
+        msg = f"{repository}: expected one exporting torch in its reference.json files, found {sorted(versions)}"
+        raise TritonPtError(msg)
+    return str(versions.pop())
+
+
+FAILED = "export-failures.json"
+"""Beside an exported set: the models the export could not make, by format, with why (the reverse leg's export
+by a newer torch may refuse some; they are listed, not hidden)."""
+
+
+def _export_failures(repository: Path) -> dict[str, dict[str, str]]:
+    path = repository / FAILED
+    return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+
+
+# --- The run: environments, exports, legs, the table ----------------------------------------------------------
+
+
+def _env(entry: CompatTorch) -> venvs.Env:
+    return venvs.shared(
+        ROOT,
+        python=f"{sys.version_info.major}.{sys.version_info.minor}",
+        groups=("test",),
+        packages=(f"cmake=={VERSIONS.backend.cmake}",),
+        overrides=entry.pins,
+        label=f"compat-torch{entry.torch}",
+        say=_say,
+    )
+
+
+def _run_in(env: venvs.Env | None, args: Sequence[str], log: Path) -> int:
+    python = env.python if env else sys.executable
+    variables = {**os.environ, **(env.variables(ROOT) if env else {})}
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with log.open("wb") as handle:
+        return subprocess.run(
+            [python, *args], stdout=handle, stderr=subprocess.STDOUT, env=variables, check=False
+        ).returncode
+
+
+def _export(env: venvs.Env | None, into: Path, reports: Path, label: str) -> None:
+    """The built-in set, both formats, exported by ``env``'s torch into ``into`` (the export cache's, where it
+    has them); a model it cannot export is written to :data:`FAILED` with the export's last words."""
+    log = reports / f"export-{label}.log"
+    _say(f"exporting the built-in set with torch {label} into {into}")
+    code = _run_in(env, ["-m", "tritonpt", "export", "--format", "both", "--repository", str(into)], log)
+    if code != 0:
+        tail = " ".join(log.read_text(encoding="utf-8", errors="replace").split()[-40:])
+        written = {m.name for m in models_of(into)}
+        missing: dict[str, dict[str, str]] = {}
+        for name in _builtin_names():
+            for fmt, folder in (("torchscript", name), ("pt2", f"{name}_pt2")):
+                if folder not in written:
+                    missing.setdefault(fmt, {})[folder] = f"torch {label}'s export exited {code}: {tail}"
+        into.mkdir(parents=True, exist_ok=True)
+        (into / FAILED).write_text(json.dumps(missing, indent=2) + "\n", encoding="utf-8")
+
+
+def _builtin_names() -> list[str]:
+    from tritonpt import builtin  # noqa: PLC0415 - only where an export failed
+
+    return sorted(builtin.BUILTIN)
+
+
+def run(reports: Path, *, write: bool) -> int:
+    reports.mkdir(parents=True, exist_ok=True)
+    here = VERSIONS.pytorch.torch
+    newest = max(VERSIONS.compat, key=lambda c: tuple(int(x) for x in c.torch.split(".")))
+    envs = {c.minor: (None if c.torch == here else _env(c)) for c in VERSIONS.compat}
+    ours, theirs = reports / f"exported-{here}", reports / f"exported-{newest.torch}"
+    with concurrent.futures.ThreadPoolExecutor(
+        2
+    ) as pool:  # each mostly the export cache's copy and validation
+        for done in [
+            pool.submit(_export, None, ours, reports, here),
+            pool.submit(_export, envs[newest.minor], theirs, reports, newest.torch),
+        ]:
+            done.result()
+    legs = [(c.minor, ours, here) for c in VERSIONS.compat]
+    legs.append((minor_of(here), theirs, newest.torch))
+
+    def one(minor: str, repository: Path, exported: str) -> tuple[str, int]:
+        name = f"{exported}-on-{minor}"
+        _say(f"serving torch {exported}'s exports on libtorch {minor}")
+        args = ["-m", "tritonpt_ci.compat", "leg", "--repository", str(repository)]
+        args += ["--out", str(reports / "legs" / f"{name}.json"), "--reports", str(reports / name)]
+        return name, _run_in(envs[minor], args, reports / name / "leg.log")
+
+    with concurrent.futures.ThreadPoolExecutor(SIDE_BY_SIDE) as pool:
+        ended = list(pool.map(lambda args: one(*args), legs))
+    broken = [f"{name} (exit {code}, {reports / name / 'leg.log'})" for name, code in ended if code != 0]
+    if broken:
+        _say("a leg did not measure: " + "; ".join(broken))
+        return 1
+    table = _table(reports / "legs")
+    (reports / "compat.json").write_text(table.to_json(), encoding="utf-8")
+    for pair in table.pairs:
+        _say(f"{pair.verdict}: {pair.describe()}")
+    if write:
+        compat.TABLE.write_text(table.to_json(), encoding="utf-8")
+        (ROOT / compat.PAGE).write_text(compat.render(table), encoding="utf-8")
+        _say(f"written: {compat.TABLE}, {compat.PAGE}")
+        return 0
+    return held(table)
+
+
+def _table(legs: Path) -> compat.Table:
+    pairs = []
+    for path in sorted(legs.glob("*.json")):
+        for raw in json.loads(path.read_text(encoding="utf-8")):
+            pairs.append(compat.Pair.from_dict(raw))
+    lines = {b.pytorch_backend.ref: b.pytorch_backend.commit for b in (VERSIONS.backend, VERSIONS.pt2.build)}
+    return compat.Table(
+        measured=datetime.date.today().isoformat(),
+        server=VERSIONS.embedded.server,
+        lines=lines,
+        pairs=tuple(pairs),
+    )
+
+
+def held(table: compat.Table) -> int:
+    """Exit 0 when every verdict equals the shipped table's; else name each that changed."""
+    shipped = compat.load()
+    if shipped is None:
+        _say(f"no shipped table at {compat.TABLE}: run `nox -s compat -- --write` and commit it")
+        return 1
+    now, then = table.verdicts(), shipped.verdicts()
+    changed = [
+        f"{key}: shipped {then.get(key, 'not measured')}, measured {now.get(key, 'not measured')}"
+        for key in sorted(set(now) | set(then))
+        if now.get(key) != then.get(key)
+    ]
+    if changed:
+        _say(
+            f"the measurement differs from {compat.TABLE} (measured {shipped.measured}):\n  "
+            + "\n  ".join(changed)
+            + "\nIf the change is expected (a pin moved), `nox -s compat -- --write` records it; commit both files."
+        )
+        return 1
+    _say(f"every verdict equals the shipped table's ({len(then)} verdicts, measured {shipped.measured})")
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m tritonpt_ci.compat", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command")
+    one = sub.add_parser("leg", help="serve one exported set on this environment's torch")
+    one.add_argument("--repository", type=Path, required=True)
+    one.add_argument("--out", type=Path, required=True)
+    one.add_argument("--reports", type=Path, required=True)
+    parser.add_argument("--reports", type=Path, default=Path("reports/compat"), dest="run_reports")
+    parser.add_argument(
+        "--write", action="store_true", help="write the table and its page instead of holding the run to them"
+    )
+    args = parser.parse_args(argv)
+    try:
+        if args.command == "leg":
+            return leg(args.repository, args.out, args.reports)
+        return run(args.run_reports, write=args.write)
+    except TritonPtError as exc:
+        _say(f"error: {exc}")
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,74 @@
+"""``python -m tritonpt_ci.soak``: the command line."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from tritonpt import repository, stopping
+from tritonpt.errors import TritonPtError
+from tritonpt.parts import PARTS
+from tritonpt_ci.soak import CONCURRENCY, REQUESTS, SMOKE_REQUESTS, soak
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m tritonpt_ci.soak``: exit 0 only when nothing was lost, wrong or leaked."""
+    parser = argparse.ArgumentParser(prog="python -m tritonpt_ci.soak", description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--requests",
+        type=int,
+        default=None,
+        help=f"requests to send (default {REQUESTS}; --smoke {SMOKE_REQUESTS})",
+    )
+    parser.add_argument(
+        "--concurrency", type=int, default=CONCURRENCY, help=f"threads sending (default {CONCURRENCY})"
+    )
+    parser.add_argument("--repository", type=Path, default=repository.DEFAULT_REPOSITORY)
+    parser.add_argument("--reports", type=Path, default=Path("reports/soak"))
+    parser.add_argument(
+        "--parts", type=Path, default=PARTS, help=f"where the reliability part goes (default {PARTS})"
+    )
+    parser.add_argument("--seed", type=int, default=0, help="seeds the batch sizes and rows drawn")
+    parser.add_argument(
+        "--smoke", action="store_true", help=f"a short soak ({SMOKE_REQUESTS} requests) for CI"
+    )
+    options = parser.parse_args(argv)
+    requests = (
+        options.requests if options.requests is not None else SMOKE_REQUESTS if options.smoke else REQUESTS
+    )
+    if requests < 1 or not 1 <= options.concurrency <= CONCURRENCY * 4:
+        parser.error(f"--requests must be at least 1 and --concurrency between 1 and {CONCURRENCY * 4}")
+
+    def say(line: str) -> None:
+        print(line, file=sys.stderr, flush=True)
+
+    try:
+        with stopping.stop_signals_interrupt():
+            report = soak(
+                options.repository,
+                requests=requests,
+                concurrency=options.concurrency,
+                smoke=options.smoke,
+                reports=options.reports,
+                parts=options.parts,
+                seed=options.seed,
+                say=say,
+            )
+        written = report.write(options.reports, options.parts)
+    except TritonPtError as exc:
+        say(f"error: {exc}")
+        return 1
+    except KeyboardInterrupt as interrupt:
+        say("soak: interrupted; the server was stopped and no report was written")
+        return stopping.exit_code(interrupt)
+    print(report.to_markdown())
+    say("written: " + ", ".join(str(p) for p in written))
+    for problem in report.problems():
+        say(f"soak failed: {problem}")
+    return 0 if report.passed else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
