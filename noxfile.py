@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import argparse
 import functools
-import shlex
+import os
 import shutil
 import subprocess
 import sys
@@ -43,8 +43,6 @@ import nox
 sys.path.insert(0, str(Path(__file__).parent / "tools"))  # this repository's own tools (tritonpt_ci)
 sys.path.insert(0, str(Path(__file__).parent / "src"))
 from tritonpt import stopping  # stdlib only, like versions
-from tritonpt.errors import ShardError
-from tritonpt.shards import Shard  # stdlib only
 from tritonpt.versions import VERSIONS  # stdlib-only module, read before any install
 from tritonpt_ci import proofs, timings, venvs  # stdlib only
 
@@ -144,70 +142,14 @@ def _pytest(session: nox.Session, *args: str) -> None:
     _run(session, "pytest", *DURATIONS, *args, interrupt_timeout=30.0, terminate_timeout=10.0)
 
 
-def _matrix(session: nox.Session, reports: str, *args: str) -> None:
-    """The integration matrix, its reports in ``reports`` (a known crash of the server is run once more by the
-    matrix itself: tritonpt.matrix.crash)."""
-    _run(
-        session,
-        "python",
-        "-m",
-        "tritonpt.matrix",
-        "--reports",
-        reports,
-        *args,
-        interrupt_timeout=30.0,
-        terminate_timeout=10.0,
-    )
+def _matrix(session: nox.Session, *args: str) -> None:
+    """The integration matrix, `python -m tritonpt.matrix` (what `tritonpt check` runs): its options and pytest's."""
+    _run(session, "python", "-m", "tritonpt.matrix", *args, interrupt_timeout=30.0, terminate_timeout=10.0)
 
 
-def _shard(session: nox.Session, text: str) -> Shard:
-    """``--shard K/N`` as a Shard (its ``slug`` names the shard's reports folder), or the session's error."""
-    try:
-        return Shard.parse(text)
-    except ShardError as exc:
-        session.error(str(exc))
-
-
-def _known(args: list[str]) -> tuple[argparse.Namespace, list[str]]:
-    """The options after `--` that this file acts on (the rest go on to the program a session runs), and the
-    arguments without ``--reports``, which each session passes on its own way. argparse, so ``--name value`` and
-    ``--name=value`` read alike."""
-    parser = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
-    parser.add_argument("--repository")
-    parser.add_argument("--shard")
-    parser.add_argument("--shard-costs")
-    parser.add_argument("--pt2-build")
-    parser.add_argument("--reports")
-    known, _ = parser.parse_known_args(args)
-    reports = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
-    reports.add_argument("--reports")
-    _, rest = reports.parse_known_args(args)
-    return known, rest
-
-
-def _prepare(
-    session: nox.Session,
-    *groups: str,
-    args: list[str] | None = None,
-    export: list[str] | None = None,
-    build: list[str] | None = None,
-) -> None:
-    """What a session needs before its program: the package with ``groups`` installed; with ``export``, the
-    built-in set exported (those `invoke export` arguments) unless ``args`` name a ``--repository`` of the user's,
-    which is taken as it is; with ``build``, the backends built or reused (those `invoke build-backend` arguments)."""
-    _install(session, *groups)
-    if export is not None and _known(args or [])[0].repository is None:
-        _run(session, "invoke", "export", *export)
-    if build is not None:
-        _run(session, "invoke", "build-backend", *build)
-
-
-def _served(args: list[str]) -> list[str]:
-    """`invoke export` arguments for the built-in set as a session serves it: its server loads the whole
-    repository, so both formats, the PT2 copies written for the PT2 build that serves them (``--pt2-build`` in
-    ``args``, else stock). A copy written for the other build is exported again (its stamp names the build);
-    otherwise it would stay, and fail validation for this build."""
-    return ["--format", "both", "--pt2-build", _known(args)[0].pt2_build or "stock"]
+_BARE = {"PYTHONPATH": os.pathsep.join(str(ROOT / folder) for folder in venvs.IMPORTABLE)}
+"""The environment of a session that installs nothing (its program is standard library only): the checkout's
+own folders importable."""
 
 
 def _docker_answers() -> bool:
@@ -233,7 +175,7 @@ def lint(session: nox.Session) -> None:
         session, "python", "-m", "tritonpt.taskpage", "--check"
     )  # from the tasks' and sessions' declarations
     _run(session, "mkdocs", "build", "--strict", "--site-dir", str(Path(session.create_tmp()) / "site"))
-    dockerfiles = [*Path("docker").glob("*.Dockerfile"), *Path("src/tritonpt").glob("*/*.Dockerfile")]
+    dockerfiles = [*Path("docker").glob("*.Dockerfile"), *Path("tools/tritonpt_ci").glob("*.Dockerfile")]
     _run(session, "hadolint", *sorted(str(p) for p in dockerfiles))
     # Fails on any finding of zizmor's regular persona (exit 13 for a medium one): stricter than the
     # medium-or-worse line that tests/docker/test_lockdown.py holds with --min-severity medium.
@@ -252,7 +194,8 @@ def unit(session: nox.Session) -> None:
 @session()
 def system(session: nox.Session) -> None:
     """System tests: real tritonservers, the front doors run as a person runs them, a real failing build."""
-    _prepare(session, "test", build=["--pt2"])
+    _install(session, "test")
+    _run(session, "invoke", "build-backend", "--pt2")
     _pytest(session, *SIDE_BY_SIDE, "tests/system", *session.posargs)
 
 
@@ -268,18 +211,8 @@ def integration(session: nox.Session) -> None:
     models (tritonpt.shards), its reports in reports/shard-K-of-N/; `nox -s merge-reports` merges them.
     `--pt2-build patched` exports the PT2 copies with dynamic_batching and serves them with our patched PT2 build.
     """
-    args = list(session.posargs)
-    known, rest = _known(args)
-    if known.shard_costs and not known.shard:
-        session.error("--shard-costs balances shards; give --shard K/N with it.")
-    shard = ["--shard", known.shard] if known.shard else []
-    shard += ["--shard-costs", known.shard_costs] if known.shard_costs else []
-    # TorchScript and PT2 (NAME_pt2) copies (--pt2-build patched: with dynamic_batching, for our patched PT2
-    # build), a shard's part only, with the backend builds side by side (a first run overlaps them); the matrix
-    # (python -m tritonpt.matrix, as `tritonpt check` runs it) then builds or reuses any backend it still needs
-    _prepare(session, "test", args=args, export=[*_served(args), *shard, "--build-backend"])
-    reports = known.reports or (f"reports/{_shard(session, known.shard).slug}" if known.shard else "reports")
-    _matrix(session, reports, *rest)
+    _install(session, "test")
+    _matrix(session, "--export-builtin", *session.posargs)
 
 
 @session()
@@ -288,7 +221,8 @@ def differential(session: nox.Session) -> None:
 
     Writes reports/differential.md: each mutation, what Triton did with it, what `invoke validate` said.
     """
-    _prepare(session, "test", build=["--pt2"])  # the PT2 mutations are served by the r26.05 build
+    _install(session, "test")
+    _run(session, "invoke", "build-backend", "--pt2")  # the PT2 mutations are served by the r26.05 build
     _pytest(session, "tests/differential", "--junitxml=reports/differential-junit.xml", *session.posargs)
 
 
@@ -315,9 +249,11 @@ def container(session: nox.Session) -> None:
     image = str(tag).strip().splitlines()[-1]
     # The stand-in runs the host's libtorch: its containers need this session's site-packages mounted.
     mount = str(_run(session, *standin, "--print-mount", silent=True)).strip().splitlines()[-1]
-    _run(session, "invoke", "export", *_served([]))
+    _run(session, "invoke", "export", "--format", "both")
     _run(session, "invoke", "doctor", "--image", image, "--mount", mount)
-    _matrix(session, "reports/container", "--target", "container", "--image", image, "--mount", mount)
+    _matrix(
+        session, "--reports", "reports/container", "--target", "container", "--image", image, "--mount", mount
+    )
 
 
 @session()
@@ -330,7 +266,8 @@ def faults(session: nox.Session) -> None:
     The container faults skip without a Docker engine and the stand-in images (`nox -s container` builds them);
     `-- -m "not stops_docker"` leaves out the fault that stops this machine's engine and starts it again.
     """
-    _prepare(session, "test", build=[])
+    _install(session, "test")
+    _run(session, "invoke", "build-backend")
     _pytest(session, "tests/faults", *session.posargs)
 
 
@@ -360,43 +297,14 @@ def gpu(session: nox.Session) -> None:
     tag = f"{VERSIONS.image_repository}:{options.recipe}-ci"
     shard = ["--shard", options.shard] if options.shard else []
     shard += ["--shard-costs", options.shard_costs] if options.shard_costs else []
-    reports = f"reports/{_shard(session, options.shard).slug}" if options.shard else "reports"
     _run(session, "invoke", "export", *shard)
     _run(session, "invoke", "build-image", "--recipe", options.recipe, "--tag", tag)
     _run(session, "invoke", "doctor", "--image", tag)
     _run(
         session,
         "python", "-m", "tritonpt.matrix", "--target", "container", "--image", tag, "--gpus", "all",
-        "--strict-backend", "--reports", reports, *shard, *pytest_args, interrupt_timeout=30.0, terminate_timeout=10.0,
+        "--strict-backend", *shard, *pytest_args, interrupt_timeout=30.0, terminate_timeout=10.0,
     )  # fmt: skip
-
-
-def _measured(session: nox.Session, args: list[str]) -> None:
-    """_prepare for the bench and the tune. --pt2-build patched: the PT2 copies exported with dynamic_batching,
-    and our patched PT2 build built to serve them."""
-    patched = _known(args)[0].pt2_build == "patched"
-    _prepare(
-        session,
-        "test",
-        "bench",
-        args=args,
-        export=_served(args),
-        build=["--pt2-build", "patched"] if patched else [],
-    )
-
-
-def _bench(session: nox.Session, args: list[str], *, harness: bool) -> None:
-    _measured(session, args)
-    _run(session, "python", "-m", "tritonpt.bench", *args)
-    if harness:  # the harness against a bare script, and the first command by stage (nox runs nox for it)
-        _run(
-            session,
-            "python",
-            "-m",
-            "tritonpt_ci.overhead",
-            "--nox",
-            shlex.join([sys.executable, "-m", "nox"]),
-        )
 
 
 @session(default=False)
@@ -404,42 +312,29 @@ def bench(session: nox.Session) -> None:
     """Served vs eager, side by side: perf_analyzer over HTTP and gRPC against the official backend, as ratios.
 
     Arguments after `--` go to `python -m tritonpt.bench` (--model NAME, --repository DIR, --reports DIR,
-    --pin SERVER:CLIENT). Writes reports/bench/bench.{json,md,png}; without arguments also the harness's cost
-    against a bare script and the first command by stage (reports/bench/harness.{json,md}).
+    --pin SERVER:CLIENT, --pt2-build patched); the built-in set is exported first unless --repository names
+    another. Writes reports/bench/bench.{json,md,png}.
     """
-    _bench(session, list(session.posargs), harness=not session.posargs)
+    _install(session, "test", "bench")
+    _run(session, "python", "-m", "tritonpt.bench", "--export-builtin", *session.posargs)
 
 
 @session(default=False)
 def tune(session: nox.Session) -> None:
     """`invoke tune` on the built-in set: -- --name NAME [--latency-budget-ms N] [--apply] [--pt2-build patched].
 
-    Exports the built-in set first unless --repository is given; writes reports/tune/NAME/.
+    Exports the built-in set first unless --repository names another; writes reports/tune/NAME/.
     """
-    _measured(session, list(session.posargs))
-    _run(session, "invoke", "tune", *(session.posargs or ["--name", "resnet18"]))
-
-
-@session(name="bench-scaling", default=False)
-def bench_scaling(session: nox.Session) -> None:
-    """How the main job's cost grows: the matrix on 1, 5, 20 and 50 models, unsharded and as 2 shards side by side;
-    reports/scaling/scaling.{json,md,png} (not a default session: about 3 minutes on 2 cores once installed).
-
-    Arguments after `--` go to `python -m tritonpt_ci.scaling` (--sizes 1,5,20,50, --reports DIR).
-    """
-    _prepare(session, "test", "bench", build=[])
-    _run(session, "python", "-m", "tritonpt_ci.scaling", *session.posargs, interrupt_timeout=30.0)
+    _install(session, "test", "bench")
+    _run(session, "invoke", "tune", "--export-builtin", *(session.posargs or ["--name", "resnet18"]))
 
 
 @session(name="bench-smoke")
 def bench_smoke(session: nox.Session) -> None:
     """A short run of the bench (one model, short windows) so that it cannot rot; no figure is judged."""
-    _bench(session, ["--smoke", "--model", "multi_io", "--reports", "reports/bench-smoke"], harness=False)
-
-
-def _soak(session: nox.Session, args: list[str]) -> None:
-    _prepare(session, "test", args=args, export=_served([]), build=[])
-    _run(session, "python", "-m", "tritonpt_ci.soak", *args)
+    _install(session, "test", "bench")
+    smoke = ("--smoke", "--model", "multi_io", "--reports", "reports/bench-smoke")
+    _run(session, "python", "-m", "tritonpt.bench", "--export-builtin", *smoke)
 
 
 @session(default=False)
@@ -449,18 +344,16 @@ def soak(session: nox.Session) -> None:
     Arguments after `--` go to `python -m tritonpt_ci.soak` (--requests N, --concurrency N,
     --repository DIR, --reports DIR). Writes reports/soak/soak.json and soak.md, and the reliability part.
     """
-    _soak(session, list(session.posargs))
+    _install(session, "test")
+    _run(session, "python", "-m", "tritonpt_ci.soak", "--export-builtin", *session.posargs)
 
 
 @session(name="soak-smoke")
 def soak_smoke(session: nox.Session) -> None:
     """A short soak (200 requests) with the same checks, so that it cannot rot."""
-    _soak(session, ["--smoke", "--reports", "reports/soak-smoke"])
-
-
-def _cycles(session: nox.Session, groups: tuple[str, ...], args: list[str]) -> None:
-    _prepare(session, *groups, args=args, export=_served([]), build=[])
-    _run(session, "python", "-m", "tritonpt_ci.cycles", *args)
+    _install(session, "test")
+    smoke = ("--smoke", "--reports", "reports/soak-smoke")
+    _run(session, "python", "-m", "tritonpt_ci.soak", "--export-builtin", *smoke)
 
 
 @session(default=False)
@@ -468,13 +361,16 @@ def cycles(session: nox.Session) -> None:
     """Load, infer with parity, unload resnet18 and its PT2 package 50 times on one server: its memory per cycle,
     the growth fitted after a warm-up, a plot; too much growth fails (server issue #5841). -- --cycles N, --models.
     """
-    _cycles(session, ("test", "bench"), list(session.posargs))
+    _install(session, "test", "bench")
+    _run(session, "python", "-m", "tritonpt_ci.cycles", "--export-builtin", *session.posargs)
 
 
 @session(name="cycles-smoke")
 def cycles_smoke(session: nox.Session) -> None:
     """A few load / infer / unload cycles, every parity and unload checked, so that `nox -s cycles` cannot rot."""
-    _cycles(session, ("test",), ["--smoke", "--reports", "reports/cycles-smoke"])
+    _install(session, "test")
+    smoke = ("--smoke", "--reports", "reports/cycles-smoke")
+    _run(session, "python", "-m", "tritonpt_ci.cycles", "--export-builtin", *smoke)
 
 
 def _zoo(session: nox.Session, args: list[str]) -> None:
@@ -503,23 +399,11 @@ def merge_reports(session: nox.Session) -> None:
     """Merge the shards' reports (`nox -s integration -- --shard K/N`) into reports/merged/: summary.md and .json,
     junit.xml; a missing or failed shard is named and fails the session (standard library only, no install).
 
-    Arguments after `--`: the shards' report folders (default: reports/shard-*), --into DIR, --expect N (the
-    split's shard count: a shard with no folder at all is named missing; CI passes its plan's count).
+    Arguments after `--` go to `python -m tritonpt.merge` (what `tritonpt merge-reports` runs): the shards' report
+    folders or globs (default: reports/shard-*-of-*), --into DIR, --expect N (the split's shard count: a shard with
+    no folder at all is named missing; CI passes its plan's count).
     """
-    parser = argparse.ArgumentParser(prog="nox -s merge-reports --")
-    parser.add_argument("folders", nargs="*")
-    parser.add_argument("--into")
-    parser.add_argument("--expect")
-    options = parser.parse_args(session.posargs)
-    folders = options.folders or sorted(str(p) for p in Path("reports").glob("shard-*-of-*") if p.is_dir())
-    if not folders and options.expect is None:
-        session.error(
-            "No shard reports: give their folders, or run `nox -s integration -- --shard K/N` first."
-        )
-    extra = ["--into", options.into] if options.into else []
-    extra += ["--expect", options.expect] if options.expect else []
-    module = ("-m", "tritonpt.merge")
-    session.run(sys.executable, *module, *folders, *extra, env={"PYTHONPATH": "src:tools"}, external=True)
+    session.run(sys.executable, "-m", "tritonpt.merge", *session.posargs, env=_BARE, external=True)
 
 
 @session(name="triton-qa")
@@ -567,9 +451,9 @@ def crash_hunt(session: nox.Session) -> None:
     `-- --runs N` (default 50); other arguments go to the matrix (e.g. `--repository DIR`: that repository as it
     is, nothing exported). No rerun: every crash counts.
     """
-    args = list(session.posargs)
-    _prepare(session, "test", args=args, export=[*_served([]), "--build-backend"])
-    _run(session, "python", "-m", "tritonpt_ci.crash_hunt", *args, interrupt_timeout=60.0)
+    _install(session, "test")
+    crash_hunt = ("python", "-m", "tritonpt_ci.crash_hunt", "--export-builtin")
+    _run(session, *crash_hunt, *session.posargs, interrupt_timeout=60.0)
 
 
 # Defined last, so that `nox` runs it after every tier that writes a part.
@@ -579,8 +463,7 @@ def reliability(session: nox.Session) -> None:
 
     Arguments after `--` go to `python -m tritonpt_ci.reliability` (--reports DIR).
     """
-    module = ("-m", "tritonpt_ci.reliability")
-    session.run(sys.executable, *module, *session.posargs, env={"PYTHONPATH": "src:tools"}, external=True)
+    session.run(sys.executable, "-m", "tritonpt_ci.reliability", *session.posargs, env=_BARE, external=True)
 
 
 # Last of all: what this run spent its time on.

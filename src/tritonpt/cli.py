@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import collections
 import contextlib
-import glob
 import os
 import signal
 import subprocess
@@ -400,6 +399,7 @@ def check(
     pt2_build: str,
     upload: bool,
     replace_loaded: bool,
+    export_builtin: bool,
     pytest: str,
 ) -> None:
     """Run the integration matrix on a repository (the backend built or reused first); exit 0 only when it passes.
@@ -417,7 +417,13 @@ def check(
     from tritonpt.matrix import run  # noqa: PLC0415 - loads torch and pytest: only this task needs them
 
     given = dict(locals())  # the options as given: the matrix's command line, as OPTIONS spells them
-    options = {name: value for name, value in given.items() if name in OPTIONS and name != "pytest"}
+    # those left at their default are left out: the matrix declares the same defaults, and decides some of its own
+    # (a shard's reports folder)
+    options = {
+        name: value
+        for name, value in given.items()
+        if name in OPTIONS and name != "pytest" and value != OPTIONS[name].default
+    }
     code = run.main([*command_line(options), *shlex.split(pytest)])
     if code:
         raise Exit(code=code)
@@ -535,6 +541,7 @@ def tune(
     apply: bool,
     reports: Path,
     pt2_build: Pt2Build,
+    export_builtin: bool,
     debug: bool,
 ) -> None:
     """Search one model's config space (--name) for the fastest config that keeps parity.
@@ -543,12 +550,15 @@ def tune(
     <reports>/tune/<name>/, and --apply writes the winner.
     """
     from tritonpt import tune as tuning  # noqa: PLC0415
+    from tritonpt.matrix.run import export_builtin as export_the_builtin_set  # noqa: PLC0415
 
     progress = Progress()
     with guard(debug=debug):
         if not name:
             msg = "tune needs --name NAME: the model of the repository to tune."
             raise SpecError(msg)
+        if export_builtin:
+            export_the_builtin_set(repository, pt2_build=pt2_build, step=progress)
         report = tuning.run(
             repository,
             name,
@@ -587,12 +597,4 @@ def merge_reports(*, shards: str, into: Path) -> None:
     """Merge the reports of `--shard K/N` runs into one; a missing or failed shard is named and exits 1."""
     from tritonpt import merge  # noqa: PLC0415
 
-    found = (p for part in shards.split(",") for p in glob.glob(part.strip()))  # noqa: PTH207 - absolute ones too
-    folders = sorted({p for p in found if Path(p).is_dir()})
-    if not folders:
-        err.print(
-            f"error: Cannot merge: no report folders match {shards!r}.\nHint: give the shards' report folders "
-            "(reports/shard-1-of-2,reports/shard-2-of-2) or a glob, after running `nox -s integration -- --shard K/N`."
-        )
-        sys.exit(1)
-    sys.exit(merge.run([Path(f) for f in folders], into))
+    sys.exit(merge.gather([part.strip() for part in shards.split(",")], into))

@@ -18,6 +18,7 @@ splits cannot be merged into anything true: that stops before anything is writte
 from __future__ import annotations
 
 import argparse
+import glob
 import json
 import sys
 import xml.etree.ElementTree as ET
@@ -452,9 +453,17 @@ def write(merged: Merged, into: Path, parts: dict[str, dict[str, object]] | None
     return written
 
 
+SHARD_FOLDERS = "reports/shard-*-of-*"
+"""Where `nox -s integration -- --shard K/N` writes each shard's reports: what a merge takes by default."""
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    """`python -m tritonpt.merge` (what `nox -s merge-reports` runs before any install): the same door as
+    `tritonpt merge-reports`, :func:`gather`."""
     parser = argparse.ArgumentParser(prog="python -m tritonpt.merge", description=__doc__.splitlines()[0])
-    parser.add_argument("folders", nargs="*", type=Path, help="the shards' report folders")
+    parser.add_argument(
+        "folders", nargs="*", help=f"the shards' report folders or globs (default: {SHARD_FOLDERS})"
+    )
     parser.add_argument("--into", type=Path, default=Path("reports/merged"), help="where the merge goes")
     parser.add_argument(
         "--expect",
@@ -463,11 +472,25 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="the split's shard count (a CI plan's): shards with no folder are named missing",
     )
     options = parser.parse_args(argv)
-    if not options.folders and options.expect is None:
-        parser.error("give the shards' report folders, or --expect N to name every shard missing")
     if options.expect is not None and options.expect < 1:
         parser.error(f"--expect {options.expect}: a split has at least 1 shard")
-    return run(options.folders, options.into, expect=options.expect)
+    return gather(options.folders or [SHARD_FOLDERS], options.into, expect=options.expect)
+
+
+def gather(patterns: Sequence[str], into: Path, *, expect: int | None = None) -> int:
+    """Merge the folders that ``patterns`` (folders or globs) match into ``into``; the exit status. No folder at
+    all is an error, unless ``expect`` names the split, whose every shard is then missing."""
+    found = (p for pattern in patterns for p in glob.glob(pattern))  # noqa: PTH207 - absolute patterns too
+    folders = sorted({Path(p) for p in found if Path(p).is_dir()})
+    if not folders and expect is None:
+        print(
+            f"error: Cannot merge: no report folders match {', '.join(patterns)}.\n{HINT} give the shards' report "
+            "folders (reports/shard-1-of-2 reports/shard-2-of-2) or a glob, after running "
+            "`nox -s integration -- --shard K/N`; a CI plan gives --expect N.",
+            file=sys.stderr,
+        )
+        return 1
+    return run(folders, into, expect=expect)
 
 
 def run(folders: Sequence[Path], into: Path, *, expect: int | None = None) -> int:

@@ -328,7 +328,18 @@ OPTIONS = _options(
         help="tritonserver binary for target local (default: $TRITONSERVER, PATH, /opt/tritonserver, the "
         "embedded one)",
     ),
-    Option(name="reports", help="folder for the reports (and the server's log)", default="reports"),
+    Option(
+        name="reports",
+        help="folder for the reports (and the server's log); with --shard K/N, default reports/shard-K-of-N",
+        default="reports",
+    ),
+    Option(
+        name="export_builtin",
+        help="where --repository is model_repository (the default): export the built-in set into it first, both "
+        "formats (the PT2 copies for --pt2-build, a shard's part with --shard), the backends built beside it; the "
+        "main job, as `nox -s integration` runs it",
+        default=False,
+    ),
     Option(
         name="upload",
         help="with --url: send the repository's models through the server's load API (it must run with "

@@ -74,3 +74,43 @@ def test_a_value_outside_an_options_choices_is_one_paragraph_and_exit_1(tmp_path
     assert "--format 'onnx': expected one of torchscript, pt2, both." in said
     assert "Traceback" not in said
     assert not (tmp_path / "model_repository").exists()  # nothing half-written
+
+
+def _run(*command: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, *command], capture_output=True, text=True, check=False, cwd=cwd, timeout=120
+    )
+
+
+def test_merge_has_one_door_and_says_no_folders_the_same_way_in_each(tmp_path: Path) -> None:
+    """`nox -s merge-reports` runs `python -m tritonpt.merge`; `tritonpt merge-reports` calls the same function:
+    with no shard folders, both exit 1 with the same paragraph, and nothing is written."""
+    module = _run("-m", "tritonpt.merge", cwd=tmp_path)
+    task = _run("-m", "tritonpt", "merge-reports", cwd=tmp_path)
+    for done in (module, task):
+        assert done.returncode == 1, done.stderr
+        assert "error: Cannot merge: no report folders match reports/shard-*-of-*." in done.stderr
+        assert "Traceback" not in done.stderr
+    assert module.stderr.strip() == task.stderr.strip()
+    assert not (tmp_path / "reports").exists()
+
+
+def test_a_shards_reports_go_to_its_own_folder_unless_reports_says_where() -> None:
+    from tritonpt.matrix import run  # noqa: PLC0415
+
+    assert run.reports_of(run.read_options(["--shard", "2/3"])) == Path("reports/shard-2-of-3")
+    assert run.reports_of(run.read_options(["--shard=2/3", "--reports", "x"])) == Path("x")
+    assert run.reports_of(run.read_options(["-k", "parity"])) == Path("reports")
+
+
+def test_export_builtin_leaves_a_users_repository_as_it_is(tmp_path: Path) -> None:
+    """The built-in set goes into model_repository/ only: a folder of the user's is checked as it is (here it is
+    empty, so the matrix stops at validation; what matters is that nothing was exported into it)."""
+    from tritonpt.matrix import run  # noqa: PLC0415
+
+    said: list[str] = []
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    run.export_builtin(mine, pt2_build="stock", step=said.append)
+    assert said == [f"--export-builtin: {mine} is not model_repository/, so it is checked as it is"]
+    assert list(mine.iterdir()) == []

@@ -29,7 +29,10 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from tritonpt.errors import TritonPtError
+from tritonpt.matrix import run as matrix_run
 from tritonpt.matrix.crash import crash_in, findings
+from tritonpt.options import add_arguments
 
 DEFAULT_RUNS = 50
 DEFAULT_REPORTS = Path("reports/crash-hunt")
@@ -172,6 +175,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--reports", type=Path, default=DEFAULT_REPORTS, help="where the report and kept runs go"
     )
+    add_arguments(parser.add_argument, ("export_builtin",))  # once, before the runs (each run gets the rest)
     return parser
 
 
@@ -182,6 +186,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error(f"--runs: expected a count of at least 1, got {options.runs}")
     reports: Path = options.reports.resolve()
     runs: list[Run] = []
+    if options.export_builtin:
+        known = matrix_run.read_options(matrix_args)
+        try:
+            matrix_run.export_builtin(Path(known.repository), pt2_build=known.pt2_build)
+        except TritonPtError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 1
     try:
         for index in range(1, options.runs + 1):
             run = _one(index, reports / f"run-{index:03d}", matrix_args)

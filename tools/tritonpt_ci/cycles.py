@@ -30,6 +30,8 @@ from pathlib import Path
 
 from tritonpt import checks, client, reference, repository, stopping
 from tritonpt.errors import TritonPtError
+from tritonpt.matrix.run import export_builtin
+from tritonpt.options import add_arguments
 from tritonpt.server.local import LocalServer, TritonFlags
 from tritonpt.server.memory import rss_mb
 
@@ -223,7 +225,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--models", default=",".join(MODELS), help=f"comma-separated (default {','.join(MODELS)})"
     )
-    parser.add_argument("--repository", type=Path, default=repository.DEFAULT_REPOSITORY)
+    add_arguments(parser.add_argument, ("repository", "export_builtin"))
     parser.add_argument("--reports", type=Path, default=Path("reports/cycles"))
     parser.add_argument(
         "--bound-mib",
@@ -241,8 +243,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     try:
         with stopping.stop_signals_interrupt():
+            if options.export_builtin:
+                export_builtin(Path(options.repository), pt2_build="stock", step=say)
             result = run(
-                options.repository,
+                Path(options.repository),
                 names=[n for n in options.models.split(",") if n],
                 cycles=cycles,
                 bound=options.bound_mib,

@@ -27,7 +27,8 @@ from tritonpt.bench import (
 from tritonpt.bench.report import BenchReport
 from tritonpt.client import PROTOCOLS
 from tritonpt.errors import TritonPtError
-from tritonpt.options import PT2_BUILDS, Pt2Build
+from tritonpt.matrix.run import export_builtin
+from tritonpt.options import Pt2Build, add_arguments
 from tritonpt.versions import VERSIONS
 
 
@@ -135,7 +136,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         prog="python -m tritonpt.bench",
         description="What serving costs against eager PyTorch, measured side by side with NVIDIA's perf_analyzer.",
     )
-    parser.add_argument("--repository", type=Path, default=repository.DEFAULT_REPOSITORY)
+    add_arguments(parser.add_argument, ("repository", "pt2_build", "export_builtin"))
     parser.add_argument("--model", action="append", default=[], help="benchmark only this model (repeatable)")
     parser.add_argument("--reports", type=Path, default=Path("reports/bench"))
     parser.add_argument(
@@ -145,12 +146,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--pin",
         metavar="SERVER:CLIENT",
         help="pin the server (and eager) and perf_analyzer to separate cores with taskset, e.g. 1:0",
-    )
-    parser.add_argument(
-        "--pt2-build",
-        choices=PT2_BUILDS,
-        default="stock",
-        help="the PT2 build serving torch_aoti models: stock (default) or patched (r26.05+tritonpt.1)",
     )
     parser.add_argument(
         "--install-perf-analyzer",
@@ -176,8 +171,10 @@ def _main(options: argparse.Namespace, say: Callable[[str], None]) -> int:
         if options.install_perf_analyzer:
             say(f"perf_analyzer installed at {perf_analyzer.install(options.install_perf_analyzer)}")
             return 0
+        if options.export_builtin:
+            export_builtin(Path(options.repository), pt2_build=options.pt2_build, step=say)
         report = run(
-            options.repository,
+            Path(options.repository),
             names=options.model,
             eager_seconds=0.5 if options.smoke else 3.0,
             requests=20 if options.smoke else 200,

@@ -65,7 +65,7 @@ WATCHDOG = pytest.StashKey[Watchdog]()
 
 SHARED = (
     "target", "url", "grpc_url", "metrics_url", "repository", "upload", "replace_loaded", "image", "gpus", "mount",
-    "tritonserver", "reports", "shard", "shard_costs", "pt2_build", "sanitize",
+    "tritonserver", "reports", "shard", "shard_costs", "pt2_build", "sanitize", "export_builtin",
 )  # fmt: skip
 """The options the matrix shares with the tasks, as tritonpt.options.OPTIONS declares them."""
 

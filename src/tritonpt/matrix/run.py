@@ -1,26 +1,27 @@
-"""The matrix as a command: the backend builds the repository needs, then pytest on this package.
+"""The matrix as a command (`python -m tritonpt.matrix`, what `tritonpt check` runs): with ``--export-builtin`` the
+built-in set exported first, the backend builds the repository needs, then pytest on this package.
 
-Options of the harness (conftest.py) and of pytest pass through as they are; the command only reads those that
-decide which builds to make: ``--repository`` (the PT2 build where it holds torch_aoti models), ``--target`` (a
-server of the cache's builds runs for ``local``, and for ``auto`` without ``--url`` or ``--image``) and
-``--pt2-build`` and ``--sanitize`` (the builds instrumented with ASan or UBSan). Reports go to ``--reports``
-(default ``reports``), junit.xml among them unless ``--junitxml`` says otherwise. The exit code is pytest's: 0
-only when every check passed or was skipped with its reason.
+Options of the harness (conftest.py) and of pytest pass through as they are. Reports go to ``--reports`` (default
+reports/, or reports/shard-K-of-N for a shard), junit.xml among them. The exit code is pytest's: 0 only when every
+check passed or was skipped with its reason.
 """
 
 from __future__ import annotations
 
 import argparse
+import shlex
+import subprocess
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
 from tritonpt import backend
 from tritonpt.backend import Step
-from tritonpt.errors import TritonPtError
+from tritonpt.errors import ExportError, ShardError, TritonPtError
 from tritonpt.matrix import crash
-from tritonpt.options import add_arguments
+from tritonpt.options import DEFAULT_REPOSITORY, OPTIONS, add_arguments
 from tritonpt.repository import pt2_models
+from tritonpt.shards import Shard
 
 PACKAGE = Path(__file__).resolve().parent
 SETTINGS = PACKAGE / "pytest.ini"
@@ -49,21 +50,55 @@ def pytest_args(args: Sequence[str]) -> list[str]:
     ]
 
 
-def _known(args: Sequence[str]) -> argparse.Namespace:
-    """The options that decide the builds, read as the matrix's conftest declares them (tritonpt.options)."""
+def read_options(args: Sequence[str]) -> argparse.Namespace:
+    """The options that decide the builds, the export and the reports, read as the matrix's conftest declares them
+    (tritonpt.options); ``reports`` is None where none was given."""
     parser = argparse.ArgumentParser(add_help=False)
     add_arguments(
-        parser.add_argument, ("repository", "target", "url", "image", "pt2_build", "sanitize", "reports")
+        parser.add_argument,
+        ("repository", "target", "url", "image", "pt2_build", "sanitize", "reports", "shard", "shard_costs"),
     )
+    add_arguments(parser.add_argument, ("export_builtin",))
+    parser.set_defaults(reports=None)
     parser.add_argument("--junitxml")
     known, _ = parser.parse_known_args(list(args))
     return known
 
 
+def reports_of(known: argparse.Namespace) -> Path:
+    """Where the run's reports go: ``--reports``, else a shard's own folder (reports/shard-K-of-N, where
+    `nox -s merge-reports` looks), else reports/."""
+    if known.reports is not None:
+        return Path(known.reports)
+    default = Path(str(OPTIONS["reports"].default))
+    return default / Shard.parse(known.shard).slug if known.shard else default
+
+
+def export_builtin(
+    repository: Path, *, pt2_build: str, shard: str = "", shard_costs: str = "", step: Step = _say
+) -> None:
+    """``--export-builtin``: the built-in set exported into ``repository`` where it is model_repository/ (any other
+    folder is the user's, checked as it is), by `tritonpt export` in a child process, as a person runs it: both
+    formats, the backends built beside it. ``ExportError`` when the export fails."""
+    if repository.resolve() != DEFAULT_REPOSITORY.resolve():
+        step(f"--export-builtin: {repository} is not {DEFAULT_REPOSITORY}/, so it is checked as it is")
+        return
+    if shard_costs and not shard:
+        msg = f"--shard-costs {shard_costs} balances shards; give --shard K/N with it."
+        raise ShardError(msg)
+    command = [sys.executable, "-m", "tritonpt", "export", "--format", "both", "--pt2-build", pt2_build]
+    command += ["--shard", shard] if shard else []
+    command += ["--shard-costs", shard_costs] if shard_costs else []
+    code = subprocess.run([*command, "--build-backend"], check=False).returncode
+    if code:
+        msg = f"The export of the built-in set failed (exit {code}, above): `{shlex.join(command[2:])}`."
+        raise ExportError(msg)
+
+
 def builds_needed(args: Sequence[str]) -> bool:
     """Whether the server the options name runs the cache's builds (a local tritonserver), not an image's or a
     remote server's."""
-    known = _known(args)
+    known = read_options(args)
     return known.target == "local" or (known.target == "auto" and not known.url and not known.image)
 
 
@@ -90,17 +125,27 @@ def main(argv: Sequence[str] | None = None) -> int:
     global RERUN_COMMAND  # noqa: PLW0603 - one command per process, read by the conftest it loads
     args = list(sys.argv[1:] if argv is None else argv)
     RERUN_COMMAND = [sys.executable, "-m", "tritonpt.matrix", *args]
-    known = _known(args)
+    known = read_options(args)
     asks_help = any(arg in ("-h", "--help") for arg in args)
-    if builds_needed(args) and not asks_help:
-        try:
+    try:
+        reports = reports_of(known)
+        if known.export_builtin and not asks_help:
+            export_builtin(
+                Path(known.repository),
+                pt2_build=known.pt2_build,
+                shard=known.shard,
+                shard_costs=known.shard_costs,
+            )
+        if builds_needed(args) and not asks_help:
             ensure_builds(Path(known.repository), pt2_build=known.pt2_build, sanitizer=known.sanitize or None)
-        except TritonPtError as exc:
-            print(f"error: {exc}", file=sys.stderr)
-            return 1
+    except TritonPtError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    if known.reports is None:
+        args.append(f"--reports={reports}")
     if known.junitxml is None:
-        args.append(f"--junitxml={Path(known.reports) / 'junit.xml'}")
+        args.append(f"--junitxml={reports / 'junit.xml'}")
     code = int(pytest.main(pytest_args(args)))
     if not asks_help:
-        crash.after_run(Path(known.reports), code)
+        crash.after_run(reports, code)
     return code

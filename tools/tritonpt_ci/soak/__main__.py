@@ -7,8 +7,10 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from tritonpt import repository, stopping
+from tritonpt import stopping
 from tritonpt.errors import TritonPtError
+from tritonpt.matrix.run import export_builtin
+from tritonpt.options import add_arguments
 from tritonpt.parts import PARTS
 from tritonpt_ci.soak import CONCURRENCY, REQUESTS, SMOKE_REQUESTS, soak
 
@@ -25,7 +27,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--concurrency", type=int, default=CONCURRENCY, help=f"threads sending (default {CONCURRENCY})"
     )
-    parser.add_argument("--repository", type=Path, default=repository.DEFAULT_REPOSITORY)
+    add_arguments(parser.add_argument, ("repository", "export_builtin"))
     parser.add_argument("--reports", type=Path, default=Path("reports/soak"))
     parser.add_argument(
         "--parts", type=Path, default=PARTS, help=f"where the reliability part goes (default {PARTS})"
@@ -46,8 +48,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     try:
         with stopping.stop_signals_interrupt():
+            if options.export_builtin:
+                export_builtin(Path(options.repository), pt2_build="stock", step=say)
             report = soak(
-                options.repository,
+                Path(options.repository),
                 requests=requests,
                 concurrency=options.concurrency,
                 smoke=options.smoke,
