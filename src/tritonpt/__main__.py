@@ -1,13 +1,12 @@
 """``tritonpt`` and ``python -m tritonpt``: the invoke tasks of :mod:`tritonpt.tasks` as a program of their own.
 
-tritonpt --list                      the tasks (export, validate, build-backend, build-image, doctor, serve)
+tritonpt --list                      the tasks (tritonpt.tasks.PIPELINE)
 tritonpt --help export               one task's options
 tritonpt export --model my_models:classifier --name classifier
 """
 
 from __future__ import annotations
 
-from invoke.collection import Collection
 from invoke.program import Program
 
 from tritonpt import __version__, tasks
@@ -16,7 +15,7 @@ program = Program(
     name="tritonpt",
     binary="tritonpt",
     version=__version__,
-    namespace=Collection.from_module(tasks),
+    namespace=tasks.namespace,
 )
 
 

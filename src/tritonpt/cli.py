@@ -22,13 +22,15 @@ from typing import Any
 from rich.markup import escape
 
 from tritonpt import shards
+from tritonpt.backend.flavor import Sanitizer
+from tritonpt.backend.layout import Choice as BackendChoice
 from tritonpt.console import Progress, err, guard, out, print_problems
 from tritonpt.errors import BackendError, ImageError, ServerError, ShardError, SpecError, ValidationError
 from tritonpt.options import (
-    GPUS,
-    INSTANCE_KINDS,
     OPTIONS,
     FormatChoice,
+    Gpus,
+    InstanceKind,
     Ports,
     Pt2Build,
     Target,
@@ -54,7 +56,7 @@ def export(
     script: bool,
     max_batch_size: int | None,
     dynamic_axis: Sequence[str],
-    instance_kind: str | None,
+    instance_kind: InstanceKind | None,
     parameter: Sequence[str],
     seed: int,
     force: bool,
@@ -84,11 +86,7 @@ def export(
     with guard(debug=debug):
         formats = formats_of(format)
         build = pt2_build
-        kind = (
-            one_of(instance_kind, INSTANCE_KINDS, option="--instance-kind", error=SpecError)
-            if instance_kind
-            else None
-        )
+        kind = instance_kind
         axes = parse_dynamic_axes(dynamic_axis, error=SpecError) if dynamic_axis else None
         example = "INTRA_OP_THREAD_COUNT=4"
         settings = (
@@ -338,11 +336,11 @@ def build_image(
 def build_backend(
     *,
     sources: str | None,
-    variant: str,
+    variant: BackendChoice,
     force: bool,
     pt2: bool,
     pt2_build: Pt2Build,
-    sanitize: str | None,
+    sanitize: Sanitizer | None,
     repository: Path,
     debug: bool,
 ) -> None:
@@ -356,10 +354,7 @@ def build_backend(
 
     progress = Progress()
     with guard(debug=debug):
-        choice = one_of(variant, backend.CHOICES, option="--variant", error=SpecError)
-        sanitizer = (
-            one_of(sanitize, backend.SANITIZERS, option="--sanitize", error=SpecError) if sanitize else None
-        )
+        choice, sanitizer = variant, sanitize
         pt2_patches = pt2_build == "patched"
         held = pt2_models(repository)
         if held and not (pt2 or pt2_patches):
@@ -434,7 +429,7 @@ def serve(
     repository: Path,
     target: str,
     image: str | None,
-    gpus: str,
+    gpus: Gpus,
     mount: Sequence[str],
     tritonserver: str | None,
     shard: str,
@@ -483,7 +478,7 @@ def serve(
                     step=progress, pins=pins, flavor=flavor
                 )
                 progress(f"PT2 backend (as {backend.PT2_NAME}): {pt2.describe()}")
-        gpu_choice = one_of(gpus, GPUS, option="--gpus", error=SpecError)
+        gpu_choice = gpus
         extra = parse_mounts(mount, option="--mount", error=SpecError)
         instance = server.create(
             where,

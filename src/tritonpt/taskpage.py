@@ -18,17 +18,7 @@ from tritonpt.options import OPTIONS, Option
 ROOT = Path(__file__).resolve().parents[2]
 PAGE = ROOT / "docs" / "reference" / "tasks-and-sessions.md"
 NOXFILE = ROOT / "noxfile.py"
-TASKS = (
-    tasks.export,
-    tasks.validate,
-    tasks.build_backend,
-    tasks.build_image,
-    tasks.doctor,
-    tasks.serve,
-    tasks.check,
-    tasks.tune,
-    tasks.merge_reports,
-)
+TASKS = tasks.TASKS
 """In the pipeline's order."""
 
 PROGRAMS = (

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from invoke import tasks as invoke_tasks
+from invoke.collection import Collection
 from invoke.context import Context
 
 from tritonpt import cli
@@ -35,7 +36,10 @@ def _help(option: Option) -> str:
 def _typed(hint: object, value: object) -> object:
     """``value`` as invoke parsed it, made what ``hint`` asks: a Path; None for an optional value left empty (a
     negative number, for an optional count); a list for a sequence."""
-    optional = isinstance(hint, types.UnionType) and type(None) in typing.get_args(hint)
+    union = (
+        isinstance(hint, types.UnionType) or typing.get_origin(hint) is typing.Union
+    )  # Literal[...] | None
+    optional = union and type(None) in typing.get_args(hint)
     kind = next((a for a in typing.get_args(hint) if a is not type(None)), hint) if optional else hint
     if optional and (value in ("", None) or (isinstance(value, int | float) and value < 0)):
         return None
@@ -78,12 +82,19 @@ def door(work: Callable[..., None]) -> Any:
     )
 
 
-export = door(cli.export)
-validate = door(cli.validate)
-build_backend = door(cli.build_backend)
-build_image = door(cli.build_image)
-doctor = door(cli.doctor)
-serve = door(cli.serve)
-check = door(cli.check)
-tune = door(cli.tune)
-merge_reports = door(cli.merge_reports)
+PIPELINE: tuple[Callable[..., None], ...] = (
+    cli.export,
+    cli.validate,
+    cli.build_backend,
+    cli.build_image,
+    cli.doctor,
+    cli.serve,
+    cli.check,
+    cli.tune,
+    cli.merge_reports,
+)
+"""Every task's work, in the pipeline's order: the one list of tasks (the root tasks.py, ``tritonpt`` and the
+tasks page take theirs from :data:`namespace`)."""
+TASKS: tuple[invoke_tasks.Task[Any], ...] = tuple(door(work) for work in PIPELINE)
+namespace = Collection(*TASKS)
+"""What `invoke` (a checkout's tasks.py) and `tritonpt` offer."""

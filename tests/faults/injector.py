@@ -4,7 +4,7 @@ Every process a fault starts carries ``TRITONPT_FAULT=<id>`` in its environment 
 the compiler inherit it), and its own temporary folder (``TMPDIR``); containers are told apart by the fault's
 repository, which they mount. So other work on the machine (other test runs, other servers) is never counted.
 
-What is looked at once the front door exited (:data:`~tritonpt_ci.reliability.LEFTOVER_KINDS`): those
+What is looked at once the front door exited (:data:`~tritonpt_ci.contracts.LEFTOVER_KINDS`): those
 processes and containers; ``tritonpt-*`` / ``tritonserver-*`` in the fault's temporary folder; ``.staging-*``
 folders in its repository; ``*.partial`` files in the repository and its model folders (a stamp, a split file);
 partial entries in every folder of the cache the front door wrote to (its private ``TRITONPT_CACHE``, else the
@@ -43,8 +43,8 @@ from tritonpt.client import Endpoints
 from tritonpt.image import LABEL_HARNESS
 from tritonpt.parts import count_tracebacks
 from tritonpt_ci import procs
+from tritonpt_ci.contracts import LEFTOVER_KINDS
 from tritonpt_ci.qa.generate import RECORD
-from tritonpt_ci.reliability import LEFTOVER_KINDS
 
 from ..helpers import ROOT, ready_models
 

@@ -114,3 +114,20 @@ def test_export_builtin_leaves_a_users_repository_as_it_is(tmp_path: Path) -> No
     run.export_builtin(mine, pt2_build="stock", step=said.append)
     assert said == [f"--export-builtin: {mine} is not model_repository/, so it is checked as it is"]
     assert list(mine.iterdir()) == []
+
+
+def test_a_tasks_literal_parameter_is_exactly_its_options_choices() -> None:
+    """The door refuses a value outside an option's choices before the task runs, so a task takes the value as
+    the Literal its parameter names, without checking it again: the two lists must be one."""
+    import typing  # noqa: PLC0415
+
+    from tritonpt import tasks  # noqa: PLC0415
+
+    for work in tasks.PIPELINE:
+        for name, hint in typing.get_type_hints(work).items():
+            literals = [
+                a for a in (typing.get_args(hint) or (hint,)) if typing.get_origin(a) is typing.Literal
+            ]
+            literals += [hint] if typing.get_origin(hint) is typing.Literal else []
+            for literal in literals:
+                assert OPTIONS[name].choices == typing.get_args(literal), f"{work.__name__}: --{name}"

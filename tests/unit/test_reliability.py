@@ -10,9 +10,9 @@ import pytest
 
 from tritonpt.matrix import crash
 from tritonpt.parts import folder_in
-from tritonpt_ci import reliability
+from tritonpt_ci import contracts, reliability
 
-CLEAN = dict.fromkeys(reliability.LEFTOVER_KINDS, 0)
+CLEAN = dict.fromkeys(contracts.LEFTOVER_KINDS, 0)
 
 
 def _part(reports: Path, name: str, data: dict[str, Any]) -> Path:

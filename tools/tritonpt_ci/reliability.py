@@ -1,34 +1,11 @@
-"""One reliability report from the parts the reliability tiers write.
+"""One reliability report from the parts the reliability tiers write (`nox -s reliability`, run last).
 
     python -m tritonpt_ci.reliability [--reports reports]
 
-    reports/reliability/parts/<part>.json   one per tier, written at its end (tritonpt.parts.write_part)
-      -> read and checked (each is an object with "part" and "tracebacks", plus its own fields)
-      -> reports/reliability.md and reports/reliability.json: faults injected and survived, time to exit of each,
-         leftovers found, soak requests sent and lost, fuzz cases tried, tracebacks seen, parts not run
-
-The parts and their fields (``part`` and ``tracebacks``, the "Traceback (most recent call last)" lines seen in
-what the tier captured, in every one):
-
-    faults           collected (every fault test pytest collected), pytest_exit (its exit status),
-                     faults: [{fault, stage, exit_s, exit, leftovers: {processes, containers, temp_dirs,
-                     staging_dirs, partial_files, partial_cache, loaded_models}, ran, passed}] (a row per
-                     collected fault; one that did not run says why in its exit)
-    soak             requests_sent, failures, mismatches, counts: {model: {sent, request_success, inference_count,
-                     expected_inference_count}}, rss_start_mb, rss_end_mb, rss_bound_mb, smoke
-    fuzz             cases: {config_text, reference_files, layouts}, crashes
-    export-contract  cases: [{case, exit, one_paragraph, repository_unchanged}]
-    bad-requests     cases: [{case, protocol, status, live_after, parity_after}]
-    lockdown         checks: [{check, passed}]
-    triton-qa        tests: [{test, suite, checks, checks_passed, status, seconds}] (Triton's own QA tests of
-                     the backend; checks_passed: the checks seen to run and hold), controls: [{test, suite,
-                     held}] (negative controls: a test with one check made to fail must fail one short)
-    matrix-runs      runs: [{reports, first, crash, reproduction, kept, rerun}] (each matrix session's run:
-                     "passed" or "crashed", the known crash it matched, and the rerun CI gave it;
-                     tritonpt.matrix.crash.record_run)
-
-Standard library only, so that ``nox -s reliability`` needs nothing installed. A part that does not parse or
-lacks a field is named in the report and makes the command exit 1; a part that is missing is "not run".
+reports/reliability/parts/<part>.json, one per tier (tritonpt.parts.write_part), each read against its contract
+(tritonpt_ci.contracts), merged into reports/reliability.md and .json: faults injected and survived with their
+times to exit and leftovers, soak requests sent and lost, fuzz cases, tracebacks seen, the goals met, the parts
+not run. A part that breaks its contract is named and makes the command exit 1. Standard library only.
 """
 
 from __future__ import annotations
@@ -37,164 +14,17 @@ import argparse
 import json
 import sys
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from tritonpt.parts import folder_in
+from tritonpt_ci.contracts import CONTRACTS, LEFTOVER_KINDS, PartError, read_part
 
-PARTS = ("faults", "soak", "fuzz", "export-contract", "bad-requests", "lockdown", "triton-qa", "matrix-runs")
+PARTS = tuple(CONTRACTS)
 """The parts the report knows, in the order it shows them."""
-LEFTOVER_KINDS = (
-    "processes",
-    "containers",
-    "temp_dirs",
-    "staging_dirs",
-    "partial_files",
-    "partial_cache",
-    "loaded_models",
-)
-FUZZ_KINDS = ("config_text", "reference_files", "layouts")
 DEFAULT_REPORTS = Path("reports")
-
-# What each part must hold beyond "part" and "tracebacks": field -> type (bool is not accepted for int).
-FIELDS: dict[str, dict[str, type | tuple[type, ...]]] = {
-    "faults": {"faults": list, "collected": int, "pytest_exit": int},
-    "soak": {
-        "requests_sent": int,
-        "failures": int,
-        "mismatches": int,
-        "counts": dict,
-        "rss_start_mb": (int, float),
-        "rss_end_mb": (int, float),
-        "rss_bound_mb": (int, float),
-        "smoke": bool,
-    },
-    "fuzz": {"cases": dict, "crashes": int},
-    "export-contract": {"cases": list},
-    "bad-requests": {"cases": list},
-    "lockdown": {"checks": list},
-    "triton-qa": {"tests": list, "controls": list},
-    "matrix-runs": {"runs": list},
-}
-ROW_FIELDS: dict[str, dict[str, type | tuple[type, ...]]] = {
-    "faults": {
-        "fault": str,
-        "stage": str,
-        "exit_s": (int, float),
-        "exit": str,
-        "leftovers": dict,
-        "ran": bool,
-        "passed": bool,
-    },
-    "export-contract": {"case": str, "exit": int, "one_paragraph": bool, "repository_unchanged": bool},
-    "bad-requests": {"case": str, "protocol": str, "status": str, "live_after": bool, "parity_after": bool},
-    "lockdown": {"check": str, "passed": bool},
-    "triton-qa": {
-        "test": str,
-        "suite": str,
-        "checks": int,
-        "checks_passed": int,
-        "status": str,
-        "seconds": (int, float),
-    },
-    "matrix-runs": dict.fromkeys(("reports", "first", "crash", "reproduction", "kept", "rerun"), str),
-}
-SOAK_COUNTS: dict[str, type | tuple[type, ...]] = dict.fromkeys(
-    ("sent", "request_success", "inference_count", "expected_inference_count"), int
-)
-LEFTOVER_FIELDS: dict[str, type | tuple[type, ...]] = dict.fromkeys(LEFTOVER_KINDS, int)
-FUZZ_FIELDS: dict[str, type | tuple[type, ...]] = dict.fromkeys(FUZZ_KINDS, int)
-ROWS_KEY = {
-    "faults": "faults",
-    "export-contract": "cases",
-    "bad-requests": "cases",
-    "lockdown": "checks",
-    "triton-qa": "tests",
-    "matrix-runs": "runs",
-}
-
-
-class PartError(ValueError):
-    """A part file that does not hold what its contract says."""
-
-
-# --- reading the parts ---------------------------------------------------------------------------------------
-
-
-def _is(value: object, kind: type | tuple[type, ...]) -> bool:
-    kinds = kind if isinstance(kind, tuple) else (kind,)
-    if isinstance(value, bool) and bool not in kinds:
-        return False  # JSON true is not a count
-    return isinstance(value, kinds)
-
-
-def _type_name(kind: type | tuple[type, ...]) -> str:
-    kinds = kind if isinstance(kind, tuple) else (kind,)
-    return " or ".join(
-        {
-            int: "an integer",
-            float: "a number",
-            str: "a string",
-            bool: "true/false",
-            list: "a list",
-            dict: "an object",
-        }[k]
-        for k in kinds
-    )
-
-
-def _check(where: str, data: Mapping[str, Any], fields: Mapping[str, type | tuple[type, ...]]) -> None:
-    for key, kind in fields.items():
-        if key not in data:
-            msg = f"{where} has no {key!r} field (expected {_type_name(kind)})"
-            raise PartError(msg)
-        if not _is(data[key], kind):
-            msg = f"{where}: {key!r} is {json.dumps(data[key])[:60]}, expected {_type_name(kind)}"
-            raise PartError(msg)
-
-
-def read_part(path: Path) -> dict[str, Any]:
-    """One part, checked against its contract; ``PartError`` says which field of which file is wrong."""
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError) as exc:
-        msg = f"cannot read {path}: {exc}"
-        raise PartError(msg) from exc
-    except json.JSONDecodeError as exc:
-        msg = f"{path} is not JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})"
-        raise PartError(msg) from exc
-    if not isinstance(data, dict):
-        msg = f"{path} holds {type(data).__name__}, expected a JSON object"
-        raise PartError(msg)
-    _check(str(path), data, {"part": str, "tracebacks": int})
-    if data["part"] != path.stem:
-        msg = (
-            f"{path} says it is part {data['part']!r}; a part's file is named after it ({data['part']}.json)"
-        )
-        raise PartError(msg)
-    name = data["part"]
-    _check(str(path), data, FIELDS.get(name, {}))
-    rows_key = ROWS_KEY.get(name)
-    if rows_key is not None:
-        for index, row in enumerate(data[rows_key]):
-            where = f"{path}: {rows_key}[{index}]"
-            if not isinstance(row, dict):
-                msg = f"{where} is {type(row).__name__}, expected an object"
-                raise PartError(msg)
-            _check(where, row, ROW_FIELDS[name])
-            if name == "faults":
-                _check(f"{where}.leftovers", row["leftovers"], LEFTOVER_FIELDS)
-    if name == "fuzz":
-        _check(f"{path}: cases", data["cases"], FUZZ_FIELDS)
-    if name == "soak":
-        for model, counts in data["counts"].items():
-            if not isinstance(counts, dict):
-                msg = f"{path}: counts[{model!r}] is {type(counts).__name__}, expected an object"
-                raise PartError(msg)
-            _check(f"{path}: counts[{model!r}]", counts, SOAK_COUNTS)
-    return data
 
 
 # --- the merge -----------------------------------------------------------------------------------------------
