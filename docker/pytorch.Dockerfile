@@ -46,12 +46,10 @@ COPY python/ /build/python/
 COPY third_party/ /build/third_party/
 # And the PT2 build (pytorch_backend [pt2], r26.05) beside it, as backends/pt2/libtriton_pt2.so: server 2.51.0's core
 # takes torch_aoti only under a backend name it does not know. Stock unless PT2_FLAVOR names our patch set
-# (`invoke build-image --recipe pytorch --pt2-build patched` passes "+tritonpt.1").
+# (`invoke build-image --recipe pytorch --pt2-build patched` passes "+tritonpt.1"). The options are build-backend's.
 ARG PT2_FLAVOR
 RUN PYTHONPATH=/build/python python3 -m tritonpt.backend --sources /build/third_party \
-        --variant "${BACKEND_VARIANT}" --cache /build/cache --copy-to /opt/tritonserver/backends \
-    && PYTHONPATH=/build/python python3 -m tritonpt.backend --sources /build/third_party \
-        --pt2 ${PT2_FLAVOR:+--pt2-patches} \
+        --pt2 ${PT2_FLAVOR:+--pt2-build patched} \
         --variant "${BACKEND_VARIANT}" --cache /build/cache --copy-to /opt/tritonserver/backends \
     && rm -rf /build/cache
 

@@ -289,6 +289,7 @@ BACKEND_MODULES = (
     "caches.py",
     "errors.py",
     "fetch.py",
+    "options.py",
     "scratch.py",
     "stopping.py",
     "versions.py",

@@ -27,7 +27,7 @@ PROGRAMS = (
      "pytest runs the checks in it; a dead server ends it at once (`os._exit`), and a known crash replaces it "
      "with itself once"),
     ("tritonpt.backend", "docker/pytorch.Dockerfile's build stage",
-     "builds the backend with the standard library only: the stage has no invoke, no rich"),
+     "build-backend's options and builds on the standard library only: the stage has no invoke, no rich"),
     ("tritonpt.tether", "ContainerServer, beside each run that starts a container",
      "outlives a killed run to remove its container (no Ryuk here)"),
     ("tritonpt.bench", "`nox -s bench`, `bench-smoke`", "starts perf_analyzer and the server, pinned to cores"),

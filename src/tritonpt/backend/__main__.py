@@ -10,43 +10,30 @@ from pathlib import Path
 
 from tritonpt.backend import pins
 from tritonpt.backend.build import ensure
-from tritonpt.backend.flavor import SANITIZERS, STOCK, patched
-from tritonpt.backend.layout import CACHE_ENV, CHOICES, LIBRARY, MANIFEST, SOURCES_ENV, quiet
+from tritonpt.backend.flavor import STOCK, patched
+from tritonpt.backend.layout import CACHE_ENV, LIBRARY, MANIFEST, quiet
 from tritonpt.backend.serving import PT2_LIBRARY, PT2_NAME
 from tritonpt.errors import BackendError
+from tritonpt.options import add_arguments
 from tritonpt.versions import VERSIONS
-
-# --- Command line (also run inside docker/pytorch.Dockerfile) -----------------------------------------------
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python3 -m tritonpt.backend``: build (or find in the cache) the backend; print its folder."""
+    """``python3 -m tritonpt.backend``: build (or find in the cache) the backends `invoke build-backend` builds, with
+    its options (tritonpt.options); print each build's folder."""
     parser = argparse.ArgumentParser(
         prog="python3 -m tritonpt.backend",
         description="Build the official Triton pytorch backend (libtriton_pytorch.so) from the sources pinned in "
         "versions.toml, against this environment's torch; reuse the cached build when nothing changed.",
     )
-    parser.add_argument(
-        "--sources", type=Path, help=f"folder of the source tarballs (default ${SOURCES_ENV}, else download)"
-    )
-    parser.add_argument("--variant", choices=CHOICES, default="cpu", help="cpu (default), gpu, or auto")
+    add_arguments(parser.add_argument, ("sources", "variant", "force", "pt2", "pt2_build", "sanitize"))
     parser.add_argument(
         "--cache", type=Path, help=f"cache folder (default ${CACHE_ENV} or ~/.cache/tritonpt)"
     )
-    parser.add_argument("--force", action="store_true", help="build even when the cache has this build")
     parser.add_argument(
-        "--pt2", action="store_true", help="build the PT2 (torch_aoti) build, pytorch_backend [pt2], instead"
+        "--copy-to", type=Path, help="then copy each build into this backends folder (the PT2 build as pt2/)"
     )
-    parser.add_argument(
-        "--pt2-patches",
-        action="store_true",
-        help="the PT2 build with our patches (versions.toml [pt2] patch_set), a build of its own name",
-    )
-    parser.add_argument("--sanitize", choices=SANITIZERS, help="instrument the build with ASan or UBSan")
-    parser.add_argument(
-        "--copy-to", type=Path, help="then copy the pytorch/ folder into this backends folder"
-    )
-    parser.add_argument("--quiet", action="store_true", help="print only the build folder")
+    parser.add_argument("--quiet", action="store_true", help="print only the build folders")
     parser.add_argument(
         "--pin-trees",
         type=Path,
@@ -55,47 +42,61 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     options = parser.parse_args(argv)
     if options.pin_trees is not None:
-        try:
-            for build in (VERSIONS.backend, VERSIONS.pt2.build):
-                for name, tree in pins.write_manifests(options.pin_trees, build.sources).items():
-                    print(f'{build.label} {name}: tree = "{tree}"')
-            for suite in VERSIONS.qa:  # Triton's own QA tests (tritonpt_ci.qa)
-                for name, tree in pins.write_manifests(options.pin_trees, (suite.source,)).items():
-                    print(f'qa {suite.source.ref} {name}: tree = "{tree}"')
-        except BackendError as exc:
-            print(f"error: {exc}", file=sys.stderr)
-            return 1
-        return 0
+        return _pin_trees(options.pin_trees)
 
     def echo(line: str) -> None:
         print(line, file=sys.stderr, flush=True)
 
-    build = VERSIONS.pt2.build if options.pt2 or options.pt2_patches else VERSIONS.backend
+    sanitizer = options.sanitize or None
+    builds = [(VERSIONS.backend, STOCK.with_sanitizer(sanitizer))]
+    if options.pt2 or options.pt2_build == "patched":
+        pt2 = VERSIONS.pt2.build
+        builds.append(
+            (
+                pt2,
+                patched(pt2, sanitizer=sanitizer)
+                if options.pt2_build == "patched"
+                else STOCK.with_sanitizer(sanitizer),
+            )
+        )
+    for build, flavor in builds:
+        try:
+            built = ensure(
+                sources=Path(options.sources) if options.sources else None,
+                variant=options.variant,
+                cache=options.cache,
+                force=options.force,
+                step=quiet if options.quiet else echo,
+                pins=build,
+                flavor=flavor,
+            )
+        except BackendError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 1
+        if (
+            options.copy_to is not None
+        ):  # the PT2 build goes in under its second name, as serving.py installs it
+            name, library = (PT2_NAME, PT2_LIBRARY) if build is VERSIONS.pt2.build else ("pytorch", LIBRARY)
+            target = options.copy_to / name
+            target.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(built.library, target / library)
+            shutil.copy2(built.directory / MANIFEST, target / MANIFEST)
+        print(built.directory)
+    return 0
+
+
+def _pin_trees(folder: Path) -> int:
+    """``--pin-trees DIR``: the pinned tarballs' manifests written in ``folder``, their tree digests printed."""
     try:
-        flavor = (
-            patched(build, sanitizer=options.sanitize)
-            if options.pt2_patches
-            else STOCK.with_sanitizer(options.sanitize)
-        )
-        built = ensure(
-            sources=options.sources,
-            variant=options.variant,
-            cache=options.cache,
-            force=options.force,
-            step=quiet if options.quiet else echo,
-            pins=build,
-            flavor=flavor,
-        )
+        for build in (VERSIONS.backend, VERSIONS.pt2.build):
+            for name, tree in pins.write_manifests(folder, build.sources).items():
+                print(f'{build.label} {name}: tree = "{tree}"')
+        for suite in VERSIONS.qa:  # Triton's own QA tests (tritonpt_ci.qa)
+            for name, tree in pins.write_manifests(folder, (suite.source,)).items():
+                print(f'qa {suite.source.ref} {name}: tree = "{tree}"')
     except BackendError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
-    if options.copy_to is not None:  # the PT2 build goes in under its second name, as serving.py installs it
-        name, library = (PT2_NAME, PT2_LIBRARY) if build is VERSIONS.pt2.build else ("pytorch", LIBRARY)
-        target = options.copy_to / name
-        target.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(built.library, target / library)
-        shutil.copy2(built.directory / MANIFEST, target / MANIFEST)
-    print(built.directory)
     return 0
 
 
