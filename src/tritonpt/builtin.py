@@ -1,14 +1,8 @@
 """The built-in model set: small models that together cover what the pytorch backend must handle.
 
-| model            | covers                                                                |
-|------------------|-----------------------------------------------------------------------|
-| resnet18         | a real torchvision network (weights=None, no downloads), dynamic batch |
-| multi_io         | two inputs and two outputs, forward() argument names as input names   |
-| token_encoder    | an int64 input with a variable-length axis (dims -1), variable output  |
-| scripted_gate    | torch.jit.script with data-dependent control flow; bool and int outputs |
-| fixed_shape      | max_batch_size 0 (no batch axis): dims are the full shape              |
-
-Each factory builds its module after :func:`build` has seeded torch, so weights are reproducible.
+:data:`BUILTIN` maps each name (resnet18, multi_io, token_encoder, scripted_gate, fixed_shape) to its factory;
+docs/guide/your-model.md tabulates what each covers, and :data:`NOT_PT2` names those without a PT2 copy, and
+why. Each factory builds its module after :func:`build` has seeded torch, so weights are reproducible.
 """
 
 from __future__ import annotations

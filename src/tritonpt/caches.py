@@ -1,14 +1,11 @@
 """The caches a run draws on, and a ledger of what it found there.
 
-    root()                        $TRITONPT_CACHE, else $XDG_CACHE_HOME/tritonpt (~/.cache/tritonpt): exports,
-                                  backend builds, QA models, tools, each in a folder of its own
-    note(kind, what, hit=...)     one line for a lookup: printed as ``cache: export resnet18_pt2 hit``, and, where
-                                  $TRITONPT_CACHE_LEDGER names a file, appended to it as JSON
-    read(ledger) -> [Lookup]      what a run's lookups were, for its summary (hits and misses per kind)
+    root()                        $TRITONPT_CACHE, else $XDG_CACHE_HOME/tritonpt (~/.cache/tritonpt)
+    note(kind, what, hit=...)     one lookup: printed as ``cache: export resnet18_pt2 hit``, and appended to
+                                  the ledger, the file $TRITONPT_CACHE_LEDGER names, where it is set
+    read(ledger) -> [Lookup]      a run's lookups, for its summary (hits and misses per kind)
 
-A run (``nox``, ``.ci/run``) sets the ledger once; every process below it, act's jobs and nested noxes included,
-inherits the variable and appends to the same file, so its summary counts what the whole run reused. Standard
-library only: the backend build in docker/pytorch.Dockerfile imports it.
+Standard library only: the backend build in docker/pytorch.Dockerfile imports it.
 """
 
 from __future__ import annotations

@@ -1,19 +1,10 @@
 """One way to talk to a running Triton: tritonclient's HTTP and gRPC clients behind a few typed calls.
 
-The server runners (readiness, the repository index, a model's config) and the checks (inference,
-statistics, metrics) both come here, so there is one client library, one set of timeouts and one way a
-failure reads. Where the server answers: :class:`Endpoints`. What the repository index says: :class:`ModelState`.
-
-A server whose admin APIs sit behind a key (``--http-restricted-api`` / ``--grpc-restricted-protocol``, e.g.
-``model-repository:admin-key=VALUE``) gets it on every request of both protocols when ``$TRITONPT_ADMIN_KEY``
-holds it (:data:`ADMIN_KEY_ENV`; the header's name from ``$TRITONPT_ADMIN_HEADER``, default ``admin-key``): as
-that header over HTTP, and as ``triton-grpc-protocol-<name>`` metadata over gRPC, which is what server 2.51.0
-reads there ("This protocol is restricted, expecting header 'triton-grpc-protocol-admin-key'"). The key is
-read from the environment only, so that it is in no command line, and nothing prints it.
-
-Failures: a server that does not answer raises ``OSError`` (a connection refused, or ``TimeoutError``, which
-gevent's timeout becomes here); a server that answers with an error raises tritonclient's
-``InferenceServerException``, whose ``status()`` is the HTTP status or the gRPC code.
+The server runners and the checks both come here, so there is one client library, one set of timeouts and one
+way a failure reads. Where the server answers: :class:`Endpoints`; what its index says: :class:`ModelState`.
+A restricted server's admin key is read from ``$TRITONPT_ADMIN_KEY`` only (:data:`ADMIN_KEY_ENV`) and goes
+with every request of both protocols. A server that does not answer raises ``OSError``; one that answers
+with an error raises tritonclient's ``InferenceServerException``.
 """
 
 from __future__ import annotations

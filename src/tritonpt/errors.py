@@ -1,21 +1,10 @@
 """Exceptions, one root per area of the pipeline.
 
-    TritonPtError
-    ├── SpecError          a model definition that cannot be exported as given
-    ├── ExportError        tracing, scripting or the reload check failed
-    ├── ReferenceDataError reference.json / reference.npz cannot be read as export writes them
-    ├── InProcessError     a model's own file cannot be run in-process for its reference (or its samples.npz)
-    ├── ValidationError    the model repository breaks one or more rules (carries the problems)
-    ├── BackendError       the official pytorch backend could not be built or found
-    ├── ServerError        a Triton server could not be started, reached or stopped
-    │   ├── ServerStartError   the server exited or did not become ready in time
-    │   └── ModelLoadError     models did not become ready (carries Triton's reason per model)
-    ├── ImageError         an image could not be built or inspected
-    └── DockerUnavailable  no Docker engine answers
-
-Messages are full sentences that say what happened and what to do. This module is the bottom of the
-package: it imports nothing of tritonpt, so every stage can raise these (``Problem``, the finding a
-``ValidationError`` carries, lives here for that reason).
+``TritonPtError`` is the root; under it ``SpecError``, ``ExportError``, ``ReferenceDataError``,
+``InProcessError``, ``ValidationError`` (carries :class:`Problem` findings), ``BackendError``, ``ServerError``
+(``ServerStartError``, ``ModelLoadError``), ``ImageError``, ``ShardError``, ``QaError`` and
+``DockerUnavailable``. Messages are full sentences that say what happened and what to do. This module is the
+bottom of the package: it imports nothing of tritonpt, so every stage can raise these.
 """
 
 from __future__ import annotations

@@ -1,19 +1,11 @@
 """A model's own file, run in-process as Triton's pytorch backend runs it: the reference for a model without one.
 
-    samples(model, config)      what it is run on: the model folder's samples.npz, else inputs generated from the
-                                config (every type the backend takes; -1 axes of length 5; integers 0 and 1,
-                                which ids and masks accept; booleans both ways)
-    OwnFile.load(model, config) model.pt (torch.jit.load) or model.pt2 (aoti_load_package), called with a request's
-                                inputs in config order; its outputs in config order, mapped and shaped as the
-                                backend and Triton's core serve them
-    reference_of(model, config) a Reference: batch 1 and the largest batch the config allows, each row of the batch
-                                held to the same sample run alone (a model that mixes rows, or that baked the batch
-                                size it was traced with, is refused: under dynamic batching Triton would hand one
-                                client the answer meant for another)
+    samples(model, config)      the folder's samples.npz, else inputs generated from the config
+    OwnFile.load(model, config) model.pt or model.pt2, called and answering as the backend and core do
+    reference_of(model, config) a Reference at batch 1 and the largest batch, each row held to its own sample
 
-What a file run in-process proves is that Triton serves the file as torch runs it; it cannot show that the file is
-the model the team meant (only eager outputs recorded at export can). Every failure is an ``InProcessError``: the
-file, what went wrong in the model's own words, and what to do (give samples, fix the config).
+It proves that Triton serves the file as torch runs it, not that the file is the model meant. Every failure
+is an ``InProcessError`` that says what to do.
 """
 
 from __future__ import annotations

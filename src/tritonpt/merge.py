@@ -1,18 +1,11 @@
 """Stage "merge": the reports of N shards (``--shard K/N``) as the one report an unsharded run writes.
 
-    shard folders (each: summary.json, summary.md, junit.xml, as one run writes them)
-      -> checked: one split (the same N and costs digest), disjoint models, every shard present and whole
-      -> summary.json and summary.md: every model, parity row, request count and cost; outcomes summed exactly;
-         the environment's shared lines once, differing ones per shard; a table of the shards and their state
-      -> junit.xml: every shard's checks, each once, its totals and the summary's outcomes counted from them, by
-         the rules that make them what one unsharded run of the same models counts (:data:`RANK` below)
+    shard folders -> checked (one split, disjoint models, every shard whole) -> summary.json and summary.md
+      of every model -> junit.xml, its checks counted as one unsharded run counts them (:data:`RANK`)
 
-A shard whose folder holds no report, or that no folder holds, is named missing; a shard that failed or was
-aborted is named so; a shard that ran models and whose summary records no checks cannot be counted. Either way
-the merge is written and the command exits 1, so a CI job goes red. Shards that overlap or come from different
-splits cannot be merged into anything true: that stops before anything is written.
-
-    python -m tritonpt.merge DIR... [--into DIR]      (also: invoke merge-reports, nox -s merge-reports)
+A missing, failed or empty shard is named, the merge still written, and the command exits 1; shards that
+overlap or come from different splits are refused before anything is written. Also run as
+``invoke merge-reports`` and ``nox -s merge-reports``.
 """
 
 from __future__ import annotations

@@ -1,16 +1,9 @@
 """NVIDIA's perf_analyzer, the load generator of the bench and the tune: fetched on first use, then reused.
 
-    perf_analyzer.locate(step)    the binary and the environment it runs with
-      1. the cache: <cache>/tools/perf_analyzer-<tritonclient>/perf_analyzer (+ lib/libb64.so.0d)
-      2. else the pinned tritonclient wheel of this machine (versions.toml [bench]): from $TRITONPT_WHEELS (a
-         folder holding it under its PyPI file name), else <cache>/wheels/, else downloaded from PyPI once;
-         its sha256 checked wherever it came from
-      3. perf_analyzer taken out of the wheel (``tritonclient-<v>.data/data/bin/perf_analyzer``) with the
-         libb64 it links (a copy of the nvidia-pytriton wheel's) into the cache, staged and renamed
-
-It runs beside whatever tritonclient the environment imports (the project's is newer; from 2.52 on the wheels'
-perf_analyzer needs glibc 2.38, and from 2.61 on they carry none). It links ``libcudart.so.12``, which torch's
-``nvidia-cuda-runtime`` dependency provides.
+``locate(step)`` gives the binary and the environment it runs with: from the cache, else taken out of the
+tritonclient wheel that versions.toml [bench] pins (from ``$TRITONPT_WHEELS``, the cache's wheels/ or PyPI,
+its sha256 checked), with the libb64 it links, staged and renamed into the cache. It runs beside whatever
+tritonclient the environment imports, and finds ``libcudart.so.12`` in torch's ``nvidia-cuda-runtime``.
 """
 
 from __future__ import annotations

@@ -1,15 +1,11 @@
 """The model repository on disk, in the layout Triton reads plus our reference data.
 
-    <repository>/
-      <name>/
-        config.pbtxt        model_config.proto text format, platform "pytorch_libtorch"
-        1/model.pt          the TorchScript file
-        reference.json      provenance, tolerances, cases (files beside the version folders are
-        reference.npz       ignored by Triton, which only looks at sub-folders)
-      .tritonpt-split.json  written by a sharded export: every model of the split (this runner holds its part)
+    <repository>/<name>/config.pbtxt, 1/model.pt   the config (platform "pytorch_libtorch") and the model file
+    <repository>/<name>/reference.{json,npz}       provenance, tolerances, cases (Triton ignores these files)
+    <repository>/.tritonpt-split.json              a sharded export's whole split (:class:`Split`)
 
-``config.pbtxt`` is read and written with protobuf's ``text_format`` and Triton's own
-``model_config.proto`` (the generated module ships with tritonclient), never a hand-written parser.
+:class:`ModelDir` is one model's folder. ``config.pbtxt`` is read and written with protobuf's ``text_format``
+and Triton's own ``model_config.proto`` (:func:`read_config`, :func:`render_config`), never a hand parser.
 """
 
 from __future__ import annotations

@@ -1,18 +1,11 @@
 """Stage "shards": a deterministic split of a repository's models over N runners.
 
-    --shard K/N                 this runner's part: the K-th of N disjoint subsets that together cover every model
-    --shard-costs SUMMARY.json  a previous run's summary.json (one run's, or merge-reports'): each model's measured
-                                export, load and matrix seconds; the split balances them (longest first, each to
-                                the least loaded shard). Without it, or for a model it does not name, a stable
-                                hash of the name decides (sha256, so every machine and Python agrees)
+    --shard K/N                 this runner's part: the K-th of N disjoint subsets that cover every model
+    --shard-costs SUMMARY.json  a previous summary.json's seconds per model balance the split (longest
+                                first, onto the least loaded); without them a sha256 of the name decides
 
-What is split: the models of the repository, or, where a sharded export wrote only its part of the built-in set,
-the whole set it split (``<repository>/.tritonpt-split.json``, :class:`tritonpt.repository.Split`), so that the
-matrix splits the same list the export did on every runner.
-
-Every shard must be given the same models and the same costs file, or the subsets are not those of one split:
-each shard's report records the digest of the costs it used, its models and how many the split holds, and
-``merge-reports`` refuses shards that disagree or overlap, and says how many models no shard ran.
+:func:`split` and :func:`select` make the parts; :func:`universe` takes a sharded export's whole list
+(``.tritonpt-split.json``), so that the matrix splits the same list on every runner.
 """
 
 from __future__ import annotations

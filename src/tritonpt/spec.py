@@ -1,8 +1,7 @@
 """What a model is, before it is exported: the module, example inputs and how to serve it.
 
-A user's own model only needs a zero-argument callable returning ``(module, example_inputs)``;
-returning a :class:`ModelSpec` instead unlocks dynamic axes, scripting, tolerances, batching and
-instance placement. :func:`coerce` turns either form into a validated ``ModelSpec``.
+A user's model is a zero-argument callable returning ``(module, example_inputs)`` or a :class:`ModelSpec` (dynamic
+axes, scripting, tolerances, batching, placement); :func:`coerce` turns either into a validated ``ModelSpec``.
 
 Example inputs are a tuple (forward()'s positional arguments) or a mapping of argument names to tensors, as a
 Hugging Face tokenizer returns them (``{"input_ids": ..., "attention_mask": ...}``): the model is then called

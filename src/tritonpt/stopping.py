@@ -1,26 +1,11 @@
-"""What a stop signal does: the signals that interrupt a front door, the steps an interrupt cannot cut in half,
-and a runner (nox) that passes a stop on to the command it waits for.
+"""What a stop signal does: which signals interrupt a front door, and which steps they cannot cut in half.
 
-A Ctrl-C raises ``KeyboardInterrupt`` between any two Python bytecodes, ``shutil.rmtree``'s and a
-``finally`` block's included: the fault tier once saw a staging folder left behind that way. A step given to
-:func:`ctrl_c_held` (:mod:`tritonpt.scratch` removes its folders so) runs with the interrupts caught and set
-aside; the interrupt is delivered as soon as the step is done, so a run still stops where the user asked, only a
-moment later.
-
-What interrupts a front door (:func:`stop_signals_interrupt`): SIGINT as a terminal's Ctrl-C sends it, also when
-it was ignored on entry (a background job of a non-interactive shell starts so); SIGTERM (``timeout``, systemd,
-``docker stop``, a CI runner cancelling a step) and SIGHUP (the terminal closed) as :class:`Interrupted`, a
-``KeyboardInterrupt``, so that every one of them stops servers and containers the way Ctrl-C does. A stop that
-lands while a finalizer runs (a ``__del__``, where Python ignores every exception) is sent again a moment later
-rather than raised there, where it would be lost; so is one that lands on a bytecode without a source line (the
-jump back of ``for x in xs: if x: ...``), where the traceback would carry a line of ``None`` that pytest's report
-of the interrupt cannot read (the run ended in a ``TypeError`` instead of its interrupted exit).
-
-Where a stop lands is what a fault test chooses: :func:`hold_at` pauses a front door at the step a test names
-(``$TRITONPT_HOLD_AT``), says so, and waits there for the stop, so that the test's Ctrl-C lands in that step on a
-busy machine as on an idle one.
-
-Standard library only: noxfile.py imports it before anything is installed.
+:func:`stop_signals_interrupt` turns SIGINT, SIGTERM and SIGHUP into :class:`Interrupted` (a
+``KeyboardInterrupt``), so every stop tears servers and containers down as Ctrl-C does; :func:`ctrl_c_held`
+runs a step with interrupts set aside and delivers them once it is done; :func:`forward_stop_signals` lets a
+runner (nox) pass a stop on to the command it waits for; :func:`hold_at` pauses a front door at the step a
+fault test names (``$TRITONPT_HOLD_AT``). Standard library only: noxfile.py imports it before anything is
+installed.
 """
 
 from __future__ import annotations

@@ -5,9 +5,8 @@
     remove_session(session)  force-remove every container labelled ``io.tritonpt.session=SESSION``
     python -m tritonpt.tether SESSION   reads until end of file (its owner ended), then removes the containers
 
-It is started through a launcher that exits at once (its parent is init, its session its own) and without
-``RUNNER_TRACKING_ID``, so no runner's cancel or orphan clean-up kills it before it acts; it imports only the
-standard library until then. Why: a cancelled CI job kills a run mid-teardown (docs/guide/ci-and-gpu.md).
+Started through a launcher that exits at once (parent init, session its own) and without ``RUNNER_TRACKING_ID``,
+so no runner's cancel or orphan clean-up kills it first (docs/guide/ci-and-gpu.md).
 """
 
 from __future__ import annotations

@@ -301,3 +301,20 @@ def test_invoke_in_a_checkout_offers_every_task_the_package_has() -> None:
     assert module.namespace is tasks.namespace
     assert sorted(tasks.namespace.task_names) == sorted(t.name.replace("_", "-") for t in tasks.TASKS)
     assert [t.body.__wrapped__ for t in tasks.TASKS] == list(tasks.PIPELINE)
+
+
+DOCSTRING_LINES = 10
+"""A module's docstring says what its room holds in at most this many lines (its opening and closing quotes
+counted); history goes to the commit log, guides to docs/."""
+
+
+def test_every_module_says_what_its_room_holds_in_a_few_lines() -> None:
+    long = {}
+    for path in [*PACKAGE.rglob("*.py"), *TOOLS.rglob("*.py")]:
+        body = ast.parse(path.read_text(encoding="utf-8")).body
+        first = body[0] if body else None
+        if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) and first.end_lineno:
+            lines = first.end_lineno - first.lineno + 1
+            if lines > DOCSTRING_LINES:
+                long[str(path.relative_to(ROOT))] = lines
+    assert not long, long

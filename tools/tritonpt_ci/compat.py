@@ -3,17 +3,9 @@
     python -m tritonpt_ci.compat [--write] [--reports reports/compat]    the whole run (what nox runs)
     python -m tritonpt_ci.compat leg --repository DIR --out FILE         one pair, in the serving torch's env
 
-The run: the built-in set exported by this environment's torch (versions.toml pytorch.torch; the export cache's),
-then for each minor of versions.toml [compat] an environment with PyPI's torch of it (tritonpt_ci.venvs,
-shared and kept), where a leg builds the official backend of the minor's line against that torch (the backend
-cache's), serves the set on the embedded tritonserver, and runs the integration matrix against it; then the
-reverse: the set exported by the newest torch, served on this torch's build. Each leg writes its pairs
-(tritonpt.doctor.compat.Pair) from what the server and the matrix said: the server's repository index for what
-loaded and the reason where not, summary.json's parity rows for the rest.
-
-The table is held to the shipped one (src/tritonpt/doctor/compat.json): a verdict that changed fails the run,
-naming it; ``--write`` writes the measurement there and docs/reference/compat.md (the maintainer's step when a
-pin moves).
+Each leg serves one torch's exports on the official backend built against another torch and runs the matrix.
+The verdicts are held to src/tritonpt/doctor/compat.json; ``--write`` records them there and in
+docs/reference/compat.md.
 """
 
 from __future__ import annotations

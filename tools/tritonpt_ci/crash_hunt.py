@@ -1,20 +1,10 @@
 """How often Triton crashes on its own under the matrix: the same matrix run N times, each crash kept and described.
 
-    python -m tritonpt_ci.crash_hunt [--runs 50] [--reports reports/crash-hunt] [MATRIX OPTIONS ...]
+    python -m tritonpt_ci.crash_hunt [--runs 50] [--sanitize address|undefined] [MATRIX OPTIONS ...]
 
-Each run is ``python -m tritonpt.matrix`` (what ``nox -s integration`` and ``tritonpt check`` run, model control
-included) with its reports in ``<reports>/run-NNN/``. A run that passed leaves one row in the report and its folder
-is removed; a run that crashed (tritonpt.matrix.crash: the summary says aborted and the server's log ends in a
-signal it raised against itself) or failed otherwise keeps its folder, and a crash its backtrace in
-``backtrace.txt``. The report, ``<reports>/crash-hunt.md`` and ``.json``, gives crashes per 100 runs, each crash's
-known name (tritonpt.matrix.crash.KNOWN) or "new", and every run's exit and seconds.
-
-With ``--sanitize address`` (or ``undefined``) the runs serve the builds instrumented with ASan (UBSan), their
-runtime preloaded (``invoke build-backend --sanitize address`` makes them): an invalid access aborts the server
-with ASan's report above the signal line, which the crash's description carries, and a run whose server log holds
-sanitizer findings (tritonpt.matrix.crash.findings) is kept with them in ``findings.txt``.
-
-Exit 0 only when every run passed with no finding: a crash is a bug, a known one too.
+`nox -s crash-hunt` runs it. Each run is ``python -m tritonpt.matrix`` in ``<reports>/run-NNN/``, kept only
+when it failed (a crash with its backtrace, sanitizer findings too); crash-hunt.md and .json give the crashes
+per 100 runs and each crash's known name or "new". Exit 0 only when every run passed with no finding.
 """
 
 from __future__ import annotations

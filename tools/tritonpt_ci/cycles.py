@@ -1,17 +1,10 @@
 """`nox -s cycles`: load, infer with parity, unload, N times on one server: does Triton's PyTorch path give memory back?
 
-    python -m tritonpt_ci.cycles [--cycles 50] [--models resnet18,resnet18_pt2] [--repository model_repository]
-                                      [--reports reports/cycles] [--bound-mib 2.0]
+    python -m tritonpt_ci.cycles [--cycles 50] [--models resnet18,resnet18_pt2] [--bound-mib 2.0] [--smoke]
 
-Server issue #5841 (open since 2023) reports about 1 GB of GPU memory lost per ~50 load/infer/unload cycles of a
-TorchScript model, none with ONNX; teams that hot-swap models meet it in production. One embedded tritonserver with
-the official backends (explicit model control, nothing loaded at start) takes every cycle: each model loaded
-through the repository API, one reference case inferred and held to the export's eager outputs, unloaded (and
-waited for); then the server's resident memory (/proc VmRSS). The growth per cycle is the median slope
-between the cycles after the first :data:`WARMUP` (the allocator's and libtorch's first-time growth); above
-``--bound-mib`` per cycle the run fails (``--smoke``: a few cycles, every parity and unload checked, the growth
-not judged). Where a GPU serves the models, nvidia-smi's used memory is read too
-(none here: said in the report). Writes cycles.json, cycles.md and, where matplotlib is installed, cycles.png.
+Each cycle loads each model, infers one reference case held to eager, unloads it, then reads the server's RSS.
+The growth per cycle after :data:`WARMUP` cycles must stay within ``--bound-mib`` (not judged with --smoke).
+Writes cycles.json, cycles.md and, where matplotlib is installed, cycles.png.
 """
 
 from __future__ import annotations

@@ -1,14 +1,11 @@
 """What a run already proved on this very tree, so that an act job of the same commit need not prove it again.
 
-    tree_digest(root)                   sha256 of the checkout's files as git sees them (tracked, and untracked ones
-                                        it does not ignore): what act's snapshot of it holds
+    tree_digest(root)                   sha256 of the checkout's files as git sees them (act's snapshot)
     record(session, args, digest, ...)  a session that passed: <cache>/proofs/<digest>/<session>-<args>.json
     find(session, args, digest)         the proof, or None
 
-noxfile.py records every session that passes. A session finds and reuses a proof only where ``$TRITONPT_PROOFS`` is
-``reuse``: the workflows tier sets it for act's jobs (tritonpt_ci.workflows), whose point is the glue around
-the session (the runner, the cache step, the artifacts), not the session the outer `nox` ran a minute earlier on
-the same files. A person's `nox` never skips anything. Standard library only: noxfile.py imports it.
+noxfile.py records every session that passes; a proof is reused only where ``$TRITONPT_PROOFS`` is ``reuse``
+(the workflows harness sets it). Standard library only: noxfile.py imports it.
 """
 
 from __future__ import annotations

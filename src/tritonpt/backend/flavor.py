@@ -1,19 +1,11 @@
 """What a build changes of the stock backend: patches of ours carried on the pinned sources, and a sanitizer.
 
-    STOCK                  the pinned sources as NVIDIA publishes them, the flags of layout.DEFINITION: the default,
-                           because it is what NGC's images run
-    patched(pins)          the patch set versions.toml names for that build ([pt2] patch_set, patches), read from
-                           ``backend/patches/<folder>/series``: one ``NNNN-name.patch`` per line, applied in order
-    apply(flavor, folder)  each patch tried (``patch --dry-run``), then applied; one that no longer applies is an
-                           error naming it and its failed hunks
-    Flavor(sanitizer=...)  ASan or UBSan instrumentation of the backend (for hunting memory errors; the
-                           sanitizer's runtime must then be preloaded into tritonserver)
+    STOCK                  the pinned sources as NVIDIA publishes them: the default, what NGC's images run
+    patched(pins)          the patch set versions.toml names, from ``backend/patches/<folder>/series``
+    apply(flavor, folder)  each patch dry-run, then applied; one that no longer applies is an error naming it
+    Flavor(sanitizer=...)  ASan or UBSan instrumentation of the backend
 
-A flavor other than stock is a build of its own name: its label follows the ref in the cache key and in every
-report (``pytorch_backend r26.05+tritonpt.1 (55bbe27)``), so a patched or instrumented build is never passed off
-as stock. The key hashes each patch's bytes, so an edited patch builds anew.
-
-Standard library only, like the rest of this package (it runs inside docker/pytorch.Dockerfile too).
+A flavor other than stock is a build of its own name (``r26.05+tritonpt.1``) in its cache key and reports.
 """
 
 from __future__ import annotations

@@ -1,22 +1,10 @@
 """What a pinned source is: the files of one commit, wherever its tarball came from.
 
-A tarball's sha256 pins the bytes of one compression of the files: our mirror's (``git archive | gzip -n -9``)
-is not GitHub's ``archive/<commit>.tar.gz``, and nothing promises that GitHub compresses the same way next year.
-What a commit holds does not change, so the pin that matters is over the unpacked files:
-
-    manifest   one line per file, sorted by path: ``<sha256 of the content>  <644|755|link>  <path>``
-               (paths below the top folder ``<repo>-<commit>/``; a symbolic link's content is its target;
-               modes as git records them: executable or not)
-    tree       the sha256 of the manifest's text, pinned in versions.toml [backend] as ``tree``
-
-A source may pin a subset of its commit (``paths``: Triton's QA tests are ``qa/common`` and ``qa/L0_libtorch_*`` of
-the server repository): the manifest then holds the files below those paths only, so that our mirror's archive of
-the subset and GitHub's archive of the whole commit give the same tree.
-
-The manifest itself is kept beside this module (``trees/<name>-<commit>.txt``, checked against ``tree`` before
-it is believed), so that a tarball whose files differ is refused with the files named, not only a digest.
-``python -m tritonpt.backend --pin-trees DIR`` writes the manifests from a folder of tarballs and prints the
-digests.
+A tarball's sha256 pins one compression, so the pin that matters is over the unpacked files: a manifest (one
+line per file: content sha256, mode, path; only below a source's ``paths`` where it has them) whose sha256 is
+the ``tree`` in versions.toml. Manifests are kept in ``trees/<name>-<commit>.txt``, so that a tarball whose
+files differ is refused with the files named (:func:`tree_of`, :func:`differences`);
+``python -m tritonpt.backend --pin-trees DIR`` writes them (:func:`write_manifests`).
 """
 
 from __future__ import annotations

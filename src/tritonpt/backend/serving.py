@@ -1,19 +1,11 @@
 """One ``--backend-directory`` for both builds: the TorchScript backend as ``pytorch``, the PT2 one beside it.
 
-Server 2.51.0's core refuses ``backend: "pytorch"`` with ``platform: "torch_aoti"`` and takes any platform for a
-backend name it does not know, and the backend looks only at the platform to pick its PT2 path. So the PT2 build
-is installed a second time under its own name (versions.toml [pt2] backend_name):
-
     <cache>/served/<pytorch key>+<pt2 key>/
-      pytorch/           -> the TorchScript build's pytorch/ (libtriton_pytorch.so, r25.10)
-      pt2/libtriton_pt2.so -> the PT2 build's libtriton_pytorch.so (r26.05)
+      pytorch/              -> the TorchScript build's pytorch/ (libtriton_pytorch.so, r25.10)
+      pt2/libtriton_pt2.so  -> the PT2 build's libtriton_pytorch.so (r26.05)
 
-Made once per pair, staged and renamed into place (a pair folder whose links name other copies of the same
-builds, one left by an earlier run, is replaced); both libraries load into one server (each dlopened with its
-own symbols). Where one build serves both (a line with the PT2 path, r26.03 on, as `nox -s compat` serves it),
-``pt2/`` holds a copy of the library, not a link: the loader gives one file one handle, and the backend's globals
-would then be shared by both names (seen: a TorchScript model reloaded through the PT2 path, "Failed to find a
-generated cpp file or so file", with both names linked to one r26.05 build).
+:func:`backend_directory` makes it once per pair, staged and renamed into place. Where one build serves both,
+``pt2/`` holds a copy of the library, not a link, so that the two names do not share one library's globals.
 """
 
 from __future__ import annotations

@@ -1,20 +1,10 @@
 """Stage "bench": what serving costs against eager PyTorch, measured side by side with NVIDIA's perf_analyzer.
 
-    for each model of the repository (or those named):
-      cases   b1-c1: batch 1, one request at a time | bN-c1: the largest batch | b1-cN: batch-1 requests at
-              concurrency N (the largest batch), which the dynamic batcher combines
-      sides   eager: the same model.pt in this process with the backend's settings for its config (intra-op
-              threads, optimized execution), at the case's batch (b1-cN: at batch N, the best the batcher can form)
-              http, grpc: the model served by the official backend, load from perf_analyzer
-      -> inferences/s, p50/p90/p99 latency, the server's split (queue, compute input, infer, output), and
-         the batches the server formed (samples an execution, from its statistics before and after the case)
-      -> served / eager ratios in reports/bench/bench.json, bench.md and bench.png
-      the first request after a load, with and without the config's model_warmup, against warm ones
-
-One process tree: this process measures eager, then starts one tritonserver (the built backend) and runs
-perf_analyzer against it, one side at a time so that no two sides share the cores. ``--pin 1:0`` separates
-them for good: the server (and eager) on one core, perf_analyzer on another. perf_analyzer comes from the
-tritonclient wheel pinned in versions.toml [bench], fetched into the cache on first use (:mod:`tritonpt.perf_analyzer`).
+For each model, three cases (b1-c1, bN-c1, b1-cN) on each side, one side at a time: eager (the same model file
+in this process, with the backend's settings) and http and grpc (one tritonserver on the built backend, loaded
+by :mod:`tritonpt.perf_analyzer`). It reports inferences/s, latency percentiles, the server's time split, the
+batches it formed and the first request after a load, in reports/bench/ (bench.json, bench.md, bench.png).
+``--pin 1:0`` puts the server and eager on one core and perf_analyzer on another.
 """
 
 from __future__ import annotations

@@ -4,12 +4,8 @@
     load() -> Table           typed; Table.pair(exported, served_minor, fmt) -> the measured Pair or None
     render(table) -> str      docs/reference/compat.md (a unit test holds the committed page equal to it)
 
-    python -m tritonpt.doctor.compat            # rewrite docs/reference/compat.md from the table
-    python -m tritonpt.doctor.compat --check    # exit 1 when the committed page is stale
-
-A pair is one torch that exported the built-in set, one libtorch minor whose official backend (the line NGC ships
-with it, built against PyPI's torch of that minor) served it on the embedded tritonserver, one format. Its verdict
-comes from the served matrix alone: loaded or refused (with the server's own words), parity or not, per model.
+`python -m tritonpt.doctor.compat` rewrites docs/reference/compat.md from the table; with `--check` it exits 1
+when the committed page is stale.
 """
 
 from __future__ import annotations

@@ -1,23 +1,11 @@
 """Stage "export": a ModelSpec becomes ``model.pt`` + ``config.pbtxt`` + eager reference data in a repository.
 
-One model's path through this package:
-
-1. build the module with torch seeded (:func:`export_factory`), run it eagerly on the example inputs, by
-   position or as keywords, and flatten what it returns (:mod:`~tritonpt.export.outputs`): a Tensor or a tuple
-   is served as it is, a dict, ``ModelOutput``, NamedTuple, dataclass or list through an Adapter that returns
-   its tensors as a tuple in a fixed order, each output named after its key (``logits__0``);
-2. run it twice more on copies of the example inputs: a forward() that answers them differently is refused
-   (:mod:`~tritonpt.export.eager`);
-3. make seeded reference cases (batch 1, the largest batch, another length on variable axes) and the eager
-   outputs for each; a result whose structure changes with the input is refused;
-4. trace (default) or script it, in its Adapter where it has one (:mod:`~tritonpt.export.torchscript`);
-5. save the TorchScript file, reload it with ``torch.jit.load`` and compare it with eager on every case;
-6. derive ``config.pbtxt`` from the real inputs and outputs (:mod:`~tritonpt.export.config`), write the
-   reference data and a warmup sample;
-7. validate the staged folder, then move it into the repository (never a half-written model folder).
-
-A built-in model whose stamp still matches is kept (:mod:`~tritonpt.export.stamp`); one exported before with the
-same inputs, in any checkout on this machine, is copied from the export cache (:mod:`~tritonpt.export.cache`).
+:func:`export` (and :func:`export_builtin`, :func:`export_factory`) builds the module seeded, runs it eagerly,
+flattens its outputs (:mod:`~tritonpt.export.outputs`), refuses a forward() that answers the same inputs
+differently (:mod:`~tritonpt.export.eager`), traces or scripts it (:mod:`~tritonpt.export.torchscript`),
+compares the reloaded file with eager on every reference case, derives config.pbtxt
+(:mod:`~tritonpt.export.config`), and validates the staged folder before moving it in. An unchanged model is
+kept (:mod:`~tritonpt.export.stamp`) or copied from the export cache (:mod:`~tritonpt.export.cache`).
 """
 
 from __future__ import annotations

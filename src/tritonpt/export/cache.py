@@ -6,8 +6,7 @@ and act job copies it.
 The fingerprint is the stamp's (:func:`tritonpt.export.stamp.builtin_fingerprint`: the model's code and seed, the
 export code, torch and its neighbours, the format and the PT2 build), and for a PT2 copy also the machine
 AOTInductor compiled it for (:func:`machine`). An entry is stored staged and renamed, read back only when every
-file still has the digest its stamp records, and copied (never linked) into a repository, where tests change
-configs in place. The newest few entries of each folder are kept (:data:`KEEP`).
+file still has the digest its stamp records, and copied (never linked) into a repository. The newest few are kept.
 """
 
 from __future__ import annotations

@@ -1,18 +1,9 @@
-"""Stage "export" for a model file made elsewhere: an existing TorchScript file or AOTInductor package becomes a model
-folder as export writes one for a module.
+"""Stage "export" for a file made elsewhere: a TorchScript file or AOTInductor package becomes a model folder.
 
-    import_file(path, name=..., repository=...) -> ExportResult
-      1. what the file is: TorchScript (torch.jit.load) or an AOTInductor package (its call spec and
-         aoti_load_package); anything else is refused, naming the file
-      2. what it is run on: --samples FILE.npz (one array per input, named as the input: INPUT__i, forward()'s
-         argument, or the package's call spec name; a first axis of samples). A file does not record its inputs'
-         shapes (a loaded TorchScript graph types them as bare Tensor; a package's are compiled into its code), so
-         without samples the import stops and says how to give them
-      3. its batch axis, found by running it at batch 1 and batch 2: every output's first axis follows the batch and
-         each row equals the same sample alone; otherwise it is served without one (max_batch_size 0, said)
-      4. config.pbtxt from what it returns (INPUT__i / OUTPUT__i for TorchScript, the call spec's names for a
-         package), the file copied as it is, reference data from the file in-process on the same samples
-         (tritonpt.in_process), a warmup sample; validated staged, then moved in (nothing half-written)
+:func:`import_file` finds what the file is, runs it on ``--samples FILE.npz`` (a file does not record its
+inputs' shapes, so without samples it stops and says how to give them), finds its batch axis by running it at
+batch 1 and 2, and writes config.pbtxt from what it returns, the file as it is, reference data from an
+in-process run (:mod:`tritonpt.in_process`) and a warmup sample: validated staged, then moved in.
 """
 
 from __future__ import annotations

@@ -1,22 +1,11 @@
 """What forward() returns, as the pytorch backend serves it: a tuple of tensors in a fixed order, each named.
 
-Most models users bring return a structure: Hugging Face ``transformers`` a ``ModelOutput`` (a dataclass and an
-ordered mapping), torchvision's segmentation models an ``OrderedDict``, others a dict, a NamedTuple, a dataclass
-or a list, nested (``hidden_states`` is a tuple inside the ModelOutput). pytorch_backend r25.10 serves a Tensor,
-a tuple of Tensors, or List[str] (src/libtorch.cc); a list of tensors or a dict loads, then fails every
-inference. So export flattens the structure once, on the example inputs:
+    Structure.of(value)   the path of every tensor in a returned dict, ModelOutput, NamedTuple, dataclass or
+                          list (nested), in its own order; None values are left out, any other leaf refused
+    Adapter               an nn.Module around the model that returns those tensors as a tuple: what is served
 
-    Structure.of(value)   the path of every tensor in it, in the structure's own order; values that are None
-                          are left out (and named); any other leaf is refused, naming its path
-    Adapter               an nn.Module around the user's model that calls it (by position, or with keywords)
-                          and returns the tensors at those paths as a tuple: what is traced and served
-
-Names follow the backend's ``<name>__<index>`` rule with the key kept visible, ``logits__0``,
-``hidden_states.1__3``: the backend maps an output by the index after the first ``__``, so the name may say what
-the tensor is. A model that returns a Tensor or a tuple of tensors keeps ``OUTPUT__0, OUTPUT__1, ...`` and needs
-no adapter. The structure must be the same on every input export tries (the reference cases): one that changes
-with the input (a detection model's list of per-image dicts of varying length, a key present only sometimes) is
-refused, with the paths that changed.
+Outputs are named ``<key>__<index>`` (``logits__0``); a Tensor or a tuple keeps ``OUTPUT__i``, no adapter.
+A structure that changes with the input is refused, with the paths that changed.
 """
 
 from __future__ import annotations

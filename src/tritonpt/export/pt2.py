@@ -1,20 +1,9 @@
 """PT2: the model through ``torch.export`` and AOTInductor into ``model.pt2``, for ``platform: "torch_aoti"``.
 
-pytorch_backend r26.03 and later (src/pt2/) load the package with ``AOTIModelPackageLoader`` and name the tensors
-after the model's call spec. Export picks the forward-based names, because they keep what each tensor is:
-
-    inputs   ``ARGS[i]`` for a model called by position, ``KWARGS[name]`` for one called with keywords
-    outputs  ``RESULT`` for one tensor, ``RESULT[i]`` for a tuple, ``RESULT[key]`` for a structure with keys
-
-The backend's call-spec parser takes only builtins (tuple, list, dict) and tensors: a ``ModelOutput``, an
-``OrderedDict``, a NamedTuple or a dataclass in the out-spec fails the load. So what is exported is an adapter that
-returns the model's tensors as a plain dict by key (or a tuple, or the tensor), in the Structure's order.
-
-What the r26.05 backend does not do, export does not write (``../shared/FACTS.md``, "PT2", and docs/upstream/):
-no ``dynamic_batching`` (the merged batch comes back to every request), and ``max_batch_size > 0`` only with the
-batch axis exported as dynamic (a static one serves rows after the first wrong). Backend parameters are not
-written: the backend never applies them. ``default_model_filename: "model.pt2"`` is written, because core r26.03
-fills in ``model.pt`` for the pytorch backend whatever the platform (fixed in r26.04).
+Tensors are named after the call spec, as pytorch_backend r26.03 and later read it: inputs ``ARGS[i]`` or
+``KWARGS[name]``, outputs ``RESULT``, ``RESULT[i]`` or ``RESULT[key]``. What is exported is an adapter that
+returns the model's tensors as a plain dict, tuple or tensor, since the backend's call-spec parser takes only
+builtins. The config leaves out what the r26.05 backend does not serve right (docs/guide/pt2.md lists it).
 """
 
 from __future__ import annotations

@@ -1,24 +1,8 @@
 """The integration matrix's harness: validate, start one Triton for the session, collect the report.
 
-Options (after `nox -s integration --`):
-    --target auto|local|url|container   what runs the server (auto: the best available)
-    --url URL [--grpc-url H:P] [--metrics-url URL]   an already running server (target url)
-    --repository DIR                    the model repository (default model_repository/)
-    --strict-backend / --no-strict-backend   require the official libtriton_pytorch.so (default: required)
-    --image TAG                         the image for target container
-    --gpus auto|all|none                GPUs for target container (auto: when the engine can hand them out)
-    --mount HOST:/PATH[:ro|rw]          one more bind mount for target container (repeatable)
-    --memory LIMIT                      a memory limit for target container (docker run --memory, e.g. 2g)
-    --tritonserver PATH                 a tritonserver binary for target local
-    --reports DIR                       where junit.xml, summary.md/.json and the server log go
-    --skip-validation                   start the server even when `invoke validate` finds errors (to see what
-                                        Triton itself says about a config you believe the validator misjudges)
-    --shard K/N [--shard-costs FILE]    run the matrix for the K-th of N disjoint parts of the repository's
-                                        models (tritonpt.shards), balanced by a previous summary.json's seconds
-    --pt2-build stock|patched           the PT2 build that serves torch_aoti models (target local: the cache's;
-                                        the validator judges the repository for it; default stock)
-    --sanitize address|undefined        target local: the builds instrumented with ASan or UBSan, the sanitizer's
-                                        runtime preloaded into tritonserver (hunting memory errors)
+Its options (after `nox -s integration --`; `pytest --help` lists them) choose what runs the server
+(`--target auto|local|url|container` and that target's settings), the repository and the reports folder, the
+backend builds (`--strict-backend`, `--pt2-build`, `--sanitize`) and a shard of the models (`--shard K/N`).
 """
 
 from __future__ import annotations

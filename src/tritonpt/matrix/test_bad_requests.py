@@ -1,16 +1,9 @@
-"""Bad requests against the running server, beyond test_errors.py: each gets the answer Triton gives it (a client
-error for all but the three noted below), and afterwards the server is live and still computes the references.
+"""Bad requests against the running server: each gets Triton's answer, and the server still computes after.
 
-    through tritonclient    a dim that differs from the config, a batch axis sent to a model without batching,
-                            a missing input, an extra input, an unknown output, a batch above max_batch_size
-    raw HTTP and gRPC       a data type Triton does not know, truncated binary tensor data, a 64 MiB payload
-                            for an input of a few bytes (tritonclient refuses to build these)
-    raw HTTP only           Inference-Header-Content-Length beyond the body, 64 MiB after a good request,
-                            malformed JSON, a header length that cuts the JSON
-    raw gRPC only           fewer raw_input_contents than inputs, bytes that are no protobuf message
-
-test_errors.py covers an extra axis, a wrong data type, an unknown input name and an unknown model. Every case
-goes into the reliability part ``bad-requests`` (``<reports>/reliability/parts/bad-requests.json``).
+Sent through tritonclient (a wrong dim, a batch axis without batching, a missing, extra or unknown tensor, a
+batch above max_batch_size) and raw over HTTP and gRPC where tritonclient refuses to build them (an unknown
+data type, truncated or oversized tensor data, malformed JSON, headers or protobuf). test_errors.py covers the
+simpler mistakes. Every case goes into the reliability part ``bad-requests``.
 """
 
 from __future__ import annotations

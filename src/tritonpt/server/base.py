@@ -1,25 +1,11 @@
 """A running Triton server with one interface, whatever runs it.
 
-    Server (abstract)        start / stop / context manager, endpoints, readiness, per-model state and runtime
-    ├── LocalServer          a tritonserver process on this machine, on free ports       (server/local.py)
-    ├── UrlServer            a server someone else runs, given by its HTTP URL           (server/url.py)
-    └── ContainerServer      an image run by Docker                                      (server/container.py)
+    Server (abstract)    start / stop / kill, endpoints, readiness, per-model state; its life is one State
+    ├── LocalServer      a tritonserver process on this machine, on free ports   (server/local.py)
+    ├── UrlServer        a server someone else runs, given by its HTTP URL       (server/url.py)
+    └── ContainerServer  an image run by Docker                                  (server/container.py)
 
-``start()`` is one template for every runner: refuse a second start, launch, wait until ready, record the
-time it took, and stop on any failure. A runner must supply ``_launch()`` (bring it up, set ``_endpoints``),
-``_terminate()`` (bring it down) and ``_exit_state()`` (has what runs it ended, and how). It may override
-``_kill()`` (bring it down at once, for :meth:`Server.kill`, where a graceful stop can hang), ``_await_ready()``
-(what "started" means for it; by default :meth:`Server.wait_ready`), ``is_alive()``, ``reap_later()``, and what
-only it knows: ``log_path`` and ``log_tail()``, ``server_pid()`` (what ``memory_mb()`` reads), ``describe()``,
-``backend_origin()`` and ``pt2_origin()``, the hints (``_default_hint()``, ``_verdict_hint()``), ``ended_as()``
-and ``left_behind``. It may use the helpers the runners share, ``_repository_folder()`` and ``_log_file()``. Its
-life is one :class:`State`.
-Everything asked of the server goes through :mod:`tritonpt.client`, so it behaves the same whoever runs it.
-
-The waits are :mod:`tritonpt.server.waiting`'s conditions on its one poll loop; what Triton's log says (the
-hints, the lines worth showing) is read by :mod:`tritonpt.server.logtext`. Failures read like testcontainers'
-wait strategies: what was expected, the state last seen, the last log lines and a ``Hint:`` sentence chosen
-from what the runner and the log say.
+Runners supply ``_launch()``, ``_terminate()``, ``_exit_state()``; requests go through :mod:`tritonpt.client`.
 """
 
 from __future__ import annotations

@@ -5,9 +5,7 @@
       inside, published on random host ports (or those asked for), our labels, GPUs (auto | all | none)
     verdicts  docker inspect: exited with code N | killed by signal S | OOMKilled | removed | the engine gone
     stop()    SIGTERM, the whole container log to log_path, the container removed (reap_later() without an engine)
-
-Every container carries our labels, so that what a killed process left is found and removed without
-testcontainers' Ryuk (:mod:`tritonpt.server.engine`, :mod:`tritonpt.tether`; docs/guide/ci-and-gpu.md says why).
+Every container carries our labels: what a killed process left is removed without Ryuk (tritonpt.tether).
 """
 
 from __future__ import annotations

@@ -5,7 +5,6 @@ reaper_or_labels    testcontainers' Ryuk where its image is in the engine, else 
 session_labels      ``io.tritonpt.harness`` and a per-process ``io.tritonpt.session`` on every container
 remove_leftovers    exited containers of earlier sessions (a killed run without Ryuk leaves them)
 at exit             servers nobody stopped are stopped, whatever else carries our session is removed
-                    (tritonpt.tether: the same removal, by a process of its own when this one was killed)
 remove_when_back    for a run that ends while the engine is away: remove its container once it answers
 LogFollower         ``docker logs --follow`` copied into a file as it comes (readable when the engine is gone)
 """

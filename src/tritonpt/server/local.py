@@ -1,18 +1,11 @@
 """A tritonserver process on this machine, started on free ports and always torn down.
 
-    TritonInstall.locate()   which tritonserver: argument > $TRITONSERVER > PATH > /opt/tritonserver
-                             > the one inside the nvidia-pytriton wheel (server 2.51.0, runs on the CPU)
-    backend directory        the server's own backends when they hold libtriton_pytorch.so (an NGC install);
-                             otherwise the official backend that `invoke build-backend` built for this torch
-                             (tritonpt.backend): one mechanism, no fallback that serves something else
+    TritonInstall.locate()   which tritonserver: the argument, $TRITONSERVER, PATH, /opt/tritonserver, else
+                             the one in the nvidia-pytriton wheel (server 2.51.0, CPU)
     TritonFlags              the tritonserver command line, one field per flag we render
-    LocalServer              the process: own process group, log to a file, SIGTERM -> wait -> SIGKILL; it gets
-                             SIGKILL when what started it ends (a parent-death signal), however that ends
+    LocalServer              the process: its own process group, its log in a file, SIGTERM -> wait -> SIGKILL
 
-A built backend runs the environment's own libtorch: ``torch/lib`` goes on the child's ``LD_LIBRARY_PATH``,
-beside the wheel's ``nvidia_pytriton.libs``. The backend links ``libtritonserver.so``, which the wheel names
-``libtritonserver-<hash>.so``; a folder in the cache holds a link under the plain name (tritonpt.backend's
-cache, ``server-libs/``). All of it is set for the child process only.
+Its backends are the server's own where they hold libtriton_pytorch.so, else :mod:`tritonpt.backend`'s builds.
 """
 
 from __future__ import annotations

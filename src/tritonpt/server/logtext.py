@@ -1,18 +1,11 @@
-"""Triton's log wording, read: what a failure's Hint: sentence is chosen from, which lines are worth showing,
-and what the log says of model loads.
+"""Triton's log wording, read: failure hints, the lines worth showing, and what the log says of model loads.
 
-    hint_for(text)         the first HINTS entry whose key (text Triton or the loader writes) is in a log tail or
-                           in Triton's reasons: a Hint: sentence that says what to do
-    worth_reading(lines)   log lines without Triton's tables and the notices every Triton logs without a GPU
+    hint_for(text)         a Hint: sentence, from the first HINTS key found in a log tail or Triton's reasons
+    worth_reading(lines)   log lines without Triton's tables and the notices it logs without a GPU
     load_seconds(log)      each model's load time, from its "loading:" line to its "successfully loaded" line
-    STARTED_LINES          what Triton logs once an endpoint listens; holding_all(lines) finds them all in a log
-    signalled(log)         Triton logged a signal it received ("Signal (15) received."): it is on its way down
-    briefly(said)          a message without the C++ backtrace torch appends to its errors
-    LOAD_FAILED            how Triton begins its answer to a load request whose model it could not load
-    RESTRICTED             how it refuses a request of a restricted gRPC protocol without its header
+    also                   STARTED_LINES, signalled(log), briefly(said), LOAD_FAILED, RESTRICTED
 
-Every key here is text that Triton (or glibc, or the dynamic loader) writes into the server's log: when Triton
-words a message differently, this is the one module to change.
+Every key is text that Triton (or glibc, or the loader) logs: when Triton rewords a message, change it here.
 """
 
 from __future__ import annotations

@@ -1,21 +1,11 @@
 """A local repository's models delivered to a server at a URL through its load API, and taken back after.
 
-    Upload.of(model)                 config.pbtxt as the load request's JSON ``config``, every file in the model's
-                                     folders (its versions, warmup data) as ``file:<version>/<path>`` (Triton's
-                                     model repository extension); the files beside config.pbtxt (reference data)
-                                     stay here
+    Upload.of(model)                 config.pbtxt and the files of its version folders, as one load request
     Uploaded(endpoints, uploads, replace=False)
-        .load_all()                  each model loaded from its upload; a name the server already serves is refused
-                                     unless ``replace``; the first refusal unloads what this run loaded and raises
-        .unload(name) / .load(name)  one of them out and in again (the matrix's unload-and-load check)
-        .lost()                      the first of those it serves that the server no longer has ready (a restarted
-                                     server has lost every model loaded through its API)
-        .unload_all()                what this run loaded, unloaded; also after a failure or a stop
+        .load_all() / .unload_all()  what this run loads, and unloads again (also after a failure or a stop)
+        .unload(name) / .load(name)  one model out and in again; .lost() one the server no longer has ready
 
-The server must run with ``--model-control-mode=explicit``, and where its model-repository API is restricted the
-key goes with every request (tritonpt.client, ``$TRITONPT_ADMIN_KEY``). Files travel over gRPC as bytes (HTTP
-would base64 them into JSON): one model's files must fit one gRPC message, 2 GiB, the most tritonclient sends
-(``MAX_GRPC_MESSAGE_SIZE = INT32_MAX``).
+The server must run with ``--model-control-mode=explicit``; one model's files go in one gRPC message (2 GiB).
 """
 
 from __future__ import annotations

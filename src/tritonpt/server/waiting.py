@@ -1,20 +1,11 @@
 """Waiting on a server, as testcontainers' wait strategies do: one poll loop, and the conditions it waits for.
 
-    until(condition, timeout)    check every ``interval`` s until it holds: what it found; WaitTimeoutError past
-                                 the deadline; with ``ended=`` (a runner's verdict) ServerEndedError once it has one
-    within(condition, timeout)   the same, but None past the deadline (a wait that may come to nothing)
+    until(condition, timeout)    poll until it holds: what it found; WaitTimeoutError past the deadline
+    within(condition, timeout)   the same, but None past the deadline
+    conditions                   Ready, ModelsReady, Live, Gone (a runner's verdict), GroupGone
 
-    Ready(server)                /v2/health/ready answers 200, or live with no model LOADING or UNLOADING
-    ModelsReady(server, names)   every named model READY; LoadsSettledError once no load is left and one is not
-    Live(probe)                  /v2/health/live answers 200 (``unless`` an event is set: nothing left to wait for)
-    Gone(verdict)                what runs the server ended: the runner's verdict, in words ("exited with code 1")
-    GroupGone(pgid)              no process of a process group is left
-
-A condition's ``check(clock)`` returns what it found once it holds and None while it does not, and keeps the
-state it saw in ``last`` (for a timeout's message); it raises to end the wait at once. The messages that name
-the server are the caller's (:class:`~tritonpt.server.base.Server` builds them with its log tail and hint): this
-module knows no server, only what it asks of one (:class:`Asked`). The loop itself is
-:func:`tritonpt.client.settle` (through ``poll_until``), the one the checks wait with too.
+A condition's ``check(clock)`` returns what it found, or None while it does not hold (what it saw: ``last``).
+It knows no server, only :class:`Asked`; :class:`~tritonpt.server.base.Server` words the messages.
 """
 
 from __future__ import annotations

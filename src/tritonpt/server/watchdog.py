@@ -1,14 +1,11 @@
 """A watchdog for a running server: when it dies, say so at once instead of waiting out a client's timeout.
 
-    with Watchdog(server, on_death=abort):     # a daemon thread, every 0.5 s:
-        run_the_matrix()                      #   what runs the server says it ended (a process, a container)
-                                              #   or it stopped answering /v2/health/live (an engine that went away)
+    with Watchdog(server, on_death=abort):     # a daemon thread, every 0.5 s: has what runs the server
+        run_the_matrix()                      # ended, or has it stopped answering /v2/health/live?
 
-``on_death`` gets an :class:`Ending`: one paragraph (what died or stopped answering, how, the last log lines and
-a ``Hint:``) and whether the server hung rather than died. It is called once, from the watchdog's thread:
-requests in flight on other threads are not waited for, so it is the caller's to end the run, which
-:func:`end_now` does the same way for every run (the integration matrix, the soak): the reports written, the
-paragraph said once, the server stopped (a hung one SIGKILLed, with its process group or its container), exit 1.
+``on_death`` gets one :class:`Ending` (a paragraph, and whether the server hung rather than died), once, from
+the watchdog's thread. :func:`end_now` ends a run for it the same way everywhere: reports written, the
+paragraph said once, the server stopped, exit 1.
 """
 
 from __future__ import annotations

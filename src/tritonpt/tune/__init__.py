@@ -1,29 +1,11 @@
 """Stage "tune": which settings serve one model best, searched on the real backend with perf_analyzer.
 
-    the space      instance count, max_batch_size, preferred_batch_size, max_queue_delay_microseconds,
-                   the backend's INTRA_OP_THREAD_COUNT and INTER_OP_THREAD_COUNT, and its optimized execution
-    the search     coordinate descent from the model's own config: one dimension at a time, each of its values
-                   with the others at the best found so far; a value wins only if it is faster by MARGIN
-                   (two shared cores measure with a few percent of noise). About 13 candidates instead of the
-                   grid's hundreds (:func:`grid_size`).
-    a candidate    its own tritonserver on a one-model repository (model.pt linked, the candidate's
-                   config.pbtxt): thread counts are process-wide in libtorch (``at::set_num_threads``, and
-                   ``set_num_interop_threads`` may be called once), so candidates never share a server.
-                   A config Triton refuses is a trial with the server's reason, not a hole in the table.
-                   perf_analyzer (gRPC, batch-1 requests) at concurrency 1 and at the load that fills every
-                   instance's batch.
-    the winner     the highest throughput whose p99 fits the latency budget; before it is reported it is
-                   served again and every reference case must match eager PyTorch; the next best is taken
-                   if it does not.
-    --apply        the winner's config.pbtxt replaces the model's through the same staged, validated path as
-                   export (the folder is built aside, validated, then swapped in).
-
-Reports: ``reports/tune/<model>/tune.{json,md,png}``: every trial, the Pareto front (throughput against p99),
-the winner, how many candidates were measured and how long it took.
-
-The package, in the order a tune runs: :mod:`~tritonpt.tune.space` (the settings and the search),
-:mod:`~tritonpt.tune.trials` (serving and measuring one candidate; the winner's parity),
-:mod:`~tritonpt.tune.report`, and here the run and ``--apply``.
+Coordinate descent from the model's own config over instance count, batching and the backend's thread and
+execution settings (:mod:`~tritonpt.tune.space`); each candidate served by its own tritonserver and measured
+(:mod:`~tritonpt.tune.trials`); the winner the highest throughput within the latency budget that still matches
+eager PyTorch on every reference case. :mod:`~tritonpt.tune.report` writes ``reports/tune/<model>/``. Here:
+:func:`run`, and :func:`apply` (``--apply``), which swaps the winner's config.pbtxt in through export's
+staged, validated path.
 """
 
 from __future__ import annotations

@@ -1,19 +1,9 @@
 """Stage "validate": every rule that Triton or its pytorch backend would otherwise fail on later, checked now.
 
-The rule book, one module per family, in the order a model is read (:mod:`tritonpt.validate.rules` has the
-codes; :mod:`tritonpt.validate.reference` writes docs/reference/validator.md from them, a section per rule; and
-``nox -s differential`` holds each rule against the real server):
-
-    folders      R  the repository, its model folders, version folders and the version policy
-    text         T  config.pbtxt's bytes and Triton's schema (``model_config.proto``, protobuf's text_format)
-    config       C  the config against Triton's core and the backend's rules
-    warmup       W  model_warmup samples
-    torchscript  M  the TorchScript file, loaded with real torch and run on config-shaped and reference inputs
-    pt2          A  the PT2 package (platform torch_aoti): its call spec, its scheduling, a checked run
-    ensemble     E  an ensemble's steps against the models they name (core schedules it: no model file)
-    feeds        D  the reference data parity sends (and M012, a config too large to run on)
-    process      P  rules across the models one server loads
-
+One module per family, in the order a model is read: ``folders`` (R), ``text`` (T), ``config`` (C),
+``warmup`` (W), ``torchscript`` (M), ``pt2`` (A), ``ensemble`` (E), ``feeds`` (D) and ``process`` (P).
+:mod:`tritonpt.validate.rules` has the codes, :mod:`tritonpt.validate.reference` writes
+docs/reference/validator.md from them, and ``nox -s differential`` holds each rule against the real server.
 Each problem names the file, the field, what was expected, the fix, and its rule.
 """
 

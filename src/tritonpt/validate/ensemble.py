@@ -5,9 +5,8 @@ not hold it (config.py keeps core's: its name, batching and dims). What core ref
 (src/ensemble_scheduler/ensemble_utils.cc) and held against server 2.51.0 by the differential suite: a step whose
 model the repository does not hold, a step that maps a tensor its model does not declare, one that leaves an
 input of its model unmapped, and a step model whose max_batch_size is below the ensemble's.
-Not held here, though core refuses them too: the data types and dims of one ensemble tensor disagreeing between
-the steps that share it, and an ensemble output no step produces; serving the repository shows those
-(`nox -s integration -- --repository DIR`).
+Not held here, though core refuses them too (serving the repository shows them): one ensemble tensor whose type
+or dims differ between its steps, and an ensemble output no step produces.
 """
 
 from __future__ import annotations

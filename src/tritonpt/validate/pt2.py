@@ -1,16 +1,10 @@
-"""Family A: a PT2 package (``platform: "torch_aoti"``, ``model.pt2``) against its config, as pytorch_backend
-r26.05's PT2 path (src/pt2/) loads and runs it.
+"""Family A: a PT2 package (``model.pt2``) against its config, as pytorch_backend r26.05's PT2 path loads it.
 
-    the archive     a zip holding ``<name>/data/aotinductor/model/*.wrapper.so``; its call spec (torch.export's
-                    in_spec and out_spec, pytree JSON) is read from the wrapper's C++ source in the archive, with
-                    the backend's grammar: inputs ``ARGS[i]...`` / ``KWARGS[key]``, outputs ``RESULT`` /
-                    ``RESULT[i]`` / ``RESULT[key]``, or the exact ordinal ``INPUT__i`` / ``OUTPUT__i``
-    the config      what the backend does not serve right: dynamic_batching, sequence_batching; parameters,
-                    which it never applies
-    the model run   loaded in this process with AOTInductor's own input checks on (``AOTI_RUNTIME_CHECK_INPUTS``,
-                    which the backend's server leaves off): config-shaped inputs of the config's types, at batch 2
-                    where the config batches, so that a wrong data type (which crashes the server) or a static batch
-                    axis (which serves rows after the first wrong) is found here
+Three parts: the archive (its ``*.wrapper.so``, and the call spec read from its C++ source with the backend's
+grammar: ``ARGS[i]`` / ``KWARGS[key]``, ``RESULT[...]``, or ``INPUT__i`` / ``OUTPUT__i``); the config (what
+the backend does not serve right: dynamic_batching, sequence_batching, parameters); and a run in this process
+with AOTInductor's input checks on, at batch 2 where the config batches, which finds a wrong data type or a
+static batch axis before the server does.
 """
 
 from __future__ import annotations

@@ -1,24 +1,10 @@
 """The rule book's spine: every rule has a code, a family and one line that says what it catches.
 
-Codes are a letter per family and a number (``C005``), in the order a model is read:
-
-    R   the repository and its version folders            (folders.py)
-    T   config.pbtxt's text and Triton's schema            (text.py)
-    C   the config against Triton's and the backend's rules (config.py)
-    W   model_warmup                                       (warmup.py)
-    M   the TorchScript model file against the config      (torchscript.py)
-    A   the PT2 (AOTInductor) package against the config   (pt2.py)
-    E   an ensemble's steps against the models they name  (ensemble.py)
-    D   the reference data that parity sends               (feeds.py)
-    P   rules across the models of one server              (process.py)
-
-Each rule carries its documentation, as ruff's rules do: ``why`` (the severity, and what Triton or the backend
-does with such a model) and ``example`` (a config.pbtxt fragment or a repository that breaks it).
-``python -m tritonpt.validate.reference`` writes docs/reference/validator.md from :data:`RULES`, the only writer
-of that page. A problem names its rule (``Problem.rule``, shown as ``[C005]``), and each mutation of the
-differential suite names the rule it breaks (tests/unit/test_validate.py and tests/differential hold the page and
-the mutations to :data:`RULES`). This module also holds what the families share: the collector of one model's
-findings and the tensor-name rules of the pytorch backend.
+A code is a family's letter and a number (``C005``): R folders, T text, C config, W warmup, M torchscript,
+A pt2, E ensemble, D feeds, P process (:data:`FAMILIES`, in the order a model is read). :func:`rule` declares
+one into :data:`RULES` with its ``why`` and ``example``, from which :mod:`tritonpt.validate.reference` writes
+docs/reference/validator.md. Also here, shared by the families: :class:`Findings` (one model's problems) and
+the tensor-name rules of the pytorch backend.
 """
 
 from __future__ import annotations

@@ -5,9 +5,7 @@ unpacked pinned files (never to the files themselves, never committed). Each row
 replaces, how often that text must occur, and why; a count that differs stops the run naming the file, so a pin
 that moves cannot change what a substitution does without a review. Placeholders in the new text are filled at
 run time: ``@SERVER@`` (the server wrapper), ``@DATA@`` (the generated models), ``@HTTP_PORT@``.
-
-What is not an edit of a file (:data:`AROUND`): the server wrapper, the ports, the shims that keep ``pip`` away
-from the pinned environment, and for L0_torch_aoti the PT2 models served as the harness serves them.
+What is not an edit of a file is :data:`AROUND`: the server wrapper, the ports, the ``pip`` shims, the PT2 models.
 """
 
 from __future__ import annotations

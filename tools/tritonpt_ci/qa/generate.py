@@ -5,9 +5,7 @@
              CPU's feature flags (AOTInductor compiles for this CPU)
     cache    <cache>/qa-models/<ref>-<key>/   (one folder per generator output, plus generated.json)
              staged beside the cache and moved in with one rename: never half-made
-
-Generation runs from the suite's adapted ``qa/common`` with no GPU visible, so the generators write CPU
-configs where they look for one (``torch.cuda.is_available()``).
+Generation runs from the suite's adapted ``qa/common`` with no GPU visible, so the generators write CPU configs.
 """
 
 from __future__ import annotations

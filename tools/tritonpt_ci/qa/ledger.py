@@ -1,21 +1,11 @@
 """What each of Triton's QA tests checked, seen as it ran, and those checks held against the plan.
 
-A test's checks (:class:`~tritonpt_ci.qa.plan.UpstreamTest`) are the unittest cases its clients run plus the
-greps of a server's log its test.sh judges. Its exit code alone cannot say how many ran: a loop that stops early,
-a client that runs no case or a grep that is skipped all exit 0. So three things on the test's way write a
-ledger (one JSON object a line, ``$TRITONPT_QA_LEDGER``), without changing what the test does:
+    shims(at, grep=...)     the ``python``, ``python3`` and ``grep`` shims that record each run in the ledger
+    server_line()           the server wrapper's line that records the file its log goes to
+    tally(test, entries)    the checks seen (unittest cases, greps of a server's log) held to the plan's
+    main(argv)              ``python -m tritonpt_ci.qa.ledger python|grep ARGS...``: what the shims exec
 
-    the server wrapper     {"kind": "server", "log": PATH}: the file its stdout goes to (util.sh's SERVER_LOG)
-    a `python` and a       {"kind": "client", "argv", "exit", "results"}: each run of the real Python, with the
-    `python3` shim         totals of the test_results.txt it wrote (upstream's TestResultCollector), if it did
-    a `grep` shim          {"kind": "grep", "argv", "pattern", "files", "exit", "count"}: each run of the
-                           real grep with a file to read
-
-    python -m tritonpt_ci.qa.ledger python|grep ARGS...    (what the shims exec)
-
-:func:`tally` then counts a check for every unittest case a client reported and for every grep of a file a
-server wrote, holds each grep to the plan's :class:`~tritonpt_ci.qa.plan.LogCheck` in order, and says what
-did not hold.
+The ledger is one JSON object a line, at ``$TRITONPT_QA_LEDGER``. `nox -s triton-qa` runs the tests.
 """
 
 from __future__ import annotations

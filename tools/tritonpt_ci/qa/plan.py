@@ -1,18 +1,10 @@
 """What runs of Triton's own QA tests, what does not and why, and how each test's checks are counted.
 
-Two suites (versions.toml ``[[qa]]``): the server repository's ``qa/`` at r25.10, whose ``L0_libtorch_*`` tests
-run against the r25.10 build of the pytorch backend, and at r26.05, whose ``L0_torch_aoti`` runs against the PT2
-build. Every test of the pinned files is named here, run or not: a test that cannot run on a CPU is listed with
-its reason, never dropped.
+    LIBTORCH, TORCH_AOTI    the two Plans (versions.toml ``[[qa]]``): each test of the pinned files, run or not
+    UpstreamTest            one test: its unittest cases, its greps of the server's log (LogCheck), or why not
+    lay_overlay(plan, qa)   our tests in NVIDIA's form (docs/upstream/qa/) laid over the pinned files
 
-A test's checks are what its test.sh judges: each unittest case its clients run (``cases``) and each grep of the
-server's log whose result it compares (``log_checks``, in the order it greps), read from the pinned test.sh.
-The runner sees each check as it runs (:mod:`~tritonpt_ci.qa.ledger`): a test passes when it exits 0, every
-check of the plan ran and held, and no process of it is left. So a credited count is a count of checks seen,
-never a number written here and granted on exit 0.
-
-Checks the runner cannot see one by one (a server that must refuse to start, ``check_test_results`` re-reading
-what the unittest cases reported) are not counted; they still decide the test's exit code.
+A test passes when it exits 0 and every check of its plan was seen to run and hold (`nox -s triton-qa`).
 """
 
 from __future__ import annotations

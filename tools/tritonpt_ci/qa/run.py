@@ -1,17 +1,10 @@
-"""Running one suite of Triton's QA tests: its pinned files unpacked and adapted, its models, our builds, each
-test.sh as NVIDIA's CI runs it (``bash test.sh <version>`` in its own folder). It passes when it exits 0, every
-check the plan counts was seen to run and hold (its ledger), and none of its processes is left; then the plan's
-negative controls, each of which must fail by exactly one check. A test that failed because it lost a known
-upstream race (RACES, each with its reproduction in docs/upstream/) runs once more, and its row says so.
+"""Running one suite of Triton's QA tests: each pinned test.sh as NVIDIA's CI runs it, against our builds.
 
-    work/                 a scratch folder, removed at the end (the tests write models and logs into it)
-      server-<commit>/qa/   the pinned files, then the substitutions (adapt.py)
-      triton/bin/tritonserver   the wrapper: exec server 2.51.0 with our backend directory, 127.0.0.1, free ports
-      shims/                pip, pip3 and gdb that refuse; python, python3 and grep that record each check
-                            (tritonpt_ci.qa.ledger) and then do as asked
-      data/                 for L0_torch_aoti: the generated models as the harness serves PT2 (a linked copy)
-    <reports>/triton-qa/logs/<ref>/<test>/   what each test wrote (test.out, its *.log files), kept
-                                             (<test>.first-run/: of a run that lost a known race)
+    run_plan(plan, ...)   the pinned files unpacked and adapted, the models, the builds, then every test
+    run_test(...)         ``bash test.sh`` in a scratch folder, with the server wrapper and the ledger's shims
+    run_control(...)      a negative control, which must fail by exactly one check
+
+A test that lost a known upstream race (RACES) runs once more. `nox -s triton-qa` runs it.
 """
 
 from __future__ import annotations

@@ -1,35 +1,11 @@
 """The soak: thousands of requests against one Triton, and nothing lost, nothing wrong, memory bounded.
 
-    python -m tritonpt_ci.soak [--requests N] [--concurrency N] [--repository DIR] [--reports DIR] [--parts DIR]
-                                   [--seed N] [--smoke]
+    soak(repository, ...)   a warm-up, then N requests (10,000; --smoke 200) over HTTP and gRPC from 16
+                            threads, each response held to its eager rows; the counters must rise exactly
+    load_models(repository) every model of a valid repository with its reference data
+    RSS_BOUND_MB            how far the server's RSS may grow after the warm-up (docs/figures/soak.md)
 
-    1. the repository is validated; each model's config and reference data are read
-    2. a LocalServer (the official pytorch backend) serves it; every model must become ready
-    3. warm-up: per model and protocol, ``concurrency // 2`` requests at its largest batch, then 100 as the
-       soak sends them; then the server's RSS at the start (``VmRSS`` of the process, from /proc/<pid>/status)
-    4. the soak: N requests (10,000; --smoke 200), the models in turn, each model's requests alternating HTTP
-       and gRPC, batch sizes drawn (seeded) from 1..max_batch_size (a model without batching gets its cases as
-       they are), rows sliced from the reference cases, from ``concurrency`` threads (16) that each keep one
-       HTTP and one gRPC client; every response is compared with the eager reference rows it was sent for
-       (checks.compare_outputs, the tolerances stored in reference.json)
-    5. the server's counters: per model, nv_inference_request_success rose by the requests sent and
-       nv_inference_count by their samples, exactly
-    6. the RSS at the end; its growth since the start must stay within :data:`RSS_BOUND_MB`
-    -> reports/soak/soak.json and soak.md, and the reliability part ``soak``; exit 1 on any failed request,
-       any mismatch, any count that differs, growth beyond the bound, or a server that died (the watchdog
-       ends the run within seconds and the reports say so)
-
-The growth bound, :data:`RSS_BOUND_MB` = 256 MiB from the start (after the warm-up) to the end. The warm-up
-has run every model at its largest batch from every connection and a mix of sizes, so the allocators (glibc's
-arenas, Triton's and libtorch's pools, gRPC's buffers) hold most of what they will; but glibc keeps what is
-freed, so the RSS at rest moves by tens of MiB from one burst of requests to the next. Seen here (2 cores, the
-built-in set, 10,000 requests, two runs): +65.4 MiB (662.7 -> 728.1) and +124.3 MiB (678.2 -> 802.5) at the end,
-at most +198 MiB at any moment (requests in flight included), and +111 MiB after a 200-request smoke. A leak is
-far larger: a resnet18 request carries 588 KiB per sample, so keeping the inputs of 5 % of the soak's resnet18
-requests (100 of 2,000, 4.4 samples each on average) is over 256 MiB, and so is a leak of 26 KiB or more on
-every request. A tighter bound would fail on what the allocators keep; a relative one (a percentage of a server
-that holds libtorch) would let a leak hide behind the size of libtorch. A smoke is too short to see a small leak;
-it keeps the soak from rotting.
+`nox -s soak` and `nox -s soak-smoke` run it: reports/soak/soak.json and .md, and the reliability part.
 """
 
 from __future__ import annotations

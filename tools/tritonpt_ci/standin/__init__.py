@@ -1,34 +1,11 @@
 """Offline stand-ins for the NGC Triton image, so CI builds and runs our real recipe without any registry.
 
-    debootstrap Debian bookworm -> docker import          (the base:   tritonpt-standin:base-bookworm-<hash>)
-      -> tritonpt_ci/standin.Dockerfile + the pytriton server  (the Triton: tritonpt-standin:triton-2.51.0-<hash>)
-         + the official libtriton_pytorch.so that tritonpt.backend built for the host's torch
-      -> docker/ngc.Dockerfile built FROM the stand-in     (what CI tests: tritonpt-standin:ngc-<hash>)
-    base -> tritonpt_ci/standin-pytorch.Dockerfile + host torch  (tritonpt-standin:pytorch-devel-<torch>-<hash>, the
-                                                          base on which CI builds docker/pytorch.Dockerfile's
-                                                          backend stage)
-
-Nothing is pulled: the base comes from the Debian mirror apt already uses (``/etc/apt/sources.list.d/``), the
-server and its libraries from the installed ``nvidia-pytriton`` wheel (server 2.51.0), and the pytorch backend
-from :func:`tritonpt.backend.ensure`, the same build `invoke build-backend` makes (no second recipe). Each image
-is tagged with a hash of its inputs and is not rebuilt while that tag exists (``--force`` rebuilds).
-
-torch is not in the images (the wheel and its CUDA libraries are gigabytes): run the container with the
-host venv's site-packages mounted read-only at ``/opt/tritonpt/site-packages``, see
-:func:`run_settings`; the image's ``LD_LIBRARY_PATH`` names its ``torch/lib``, where the backend finds libtorch.
-The image's Python does not matter for that: only torch's shared libraries are used.
-
-Needs root (debootstrap), ``debootstrap`` and ``tar`` on PATH, and a Docker engine (``.ci/docker-engine.sh``).
-Usage: ``python -m tritonpt_ci.standin --help``. The rooms (everything public is also here):
-
-    images    what every stand-in shares: the repository and label, tags by a hash of the inputs, reuse, pruning
-    debian    the base: Debian bookworm from debootstrap, imported as an image
-    ngc       the stand-in of NGC's Triton image, docker/ngc.Dockerfile built on it, and build_all (all three)
-    pytorch   the stand-in of pytorch/pytorch's devel image, and docker/pytorch.Dockerfile's backend stage on it
-    running   how a container of a stand-in runs: the host's site-packages and the repository mounted
-    cli       the command line (``__main__``), and ``--why-not``: why the stand-ins cannot be built here
-
-The Dockerfiles and ``standin-entrypoint.sh`` are package data of :mod:`tritonpt_ci`, beside this package.
+images    the repository and label every stand-in shares, tags by a hash of the inputs, reuse, pruning
+debian    the base: Debian bookworm from debootstrap, imported as an image
+ngc       the Triton stand-in (pytriton's server, our backend), docker/ngc.Dockerfile on it, build_all
+pytorch   the stand-in of pytorch/pytorch's devel image, docker/pytorch.Dockerfile's backend stage on it
+running   how a stand-in's container runs: the host's site-packages and the repository mounted
+cli       ``python -m tritonpt_ci.standin`` (`nox -s container` runs it), and ``--why-not``
 """
 
 from __future__ import annotations

@@ -6,8 +6,7 @@
                                     returns act's ``--local-repository NAME@COMMIT=DIR`` arguments
 
 A workflow that pins an action or a commit the index lacks is refused, naming the workflow, the job and the step.
-Without a folder act fetches each action from GitHub at its pinned commit (a commit names its files; nothing is
-checked here then).
+Without a folder act fetches each action from GitHub at its pinned commit.
 """
 
 from __future__ import annotations

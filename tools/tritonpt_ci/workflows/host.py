@@ -1,18 +1,11 @@
-"""This machine as the self-hosted runner act runs the jobs on: a tool cache, a home of the run's own, the
-environment the jobs inherit, and what a run leaves behind.
+"""This machine as the self-hosted runner act runs the jobs on, with nothing of the user's reaching them.
 
-    tool_cache(into)        ``Python/<x.y.z>/x64`` -> the Python that runs this (its base prefix, not a venv), plus
-                            ``x64.complete``: where actions/setup-python looks on an offline self-hosted runner
-    home(into)              a HOME for the jobs: nothing of the user's (no ~/.actrc, no ~/.docker credentials), but
-                            ``.cache/uv`` and ``.cache/tritonpt`` linked to this machine's caches, so the jobs do not
-                            download torch again and actions/cache stores the links, not gigabytes
-    environment(...)        the variables the jobs get: this process's, without anything named like a secret, without
-                            the venv that runs this, with the run's marker
-    leftovers(marker, ...)  the processes that still carry the run's marker, and the harness's containers that mount
-                            the run's folder
+    tool_cache(into)        the Python that runs this, where actions/setup-python looks on an offline runner
+    home(into)              a HOME of the run's own; its .cache/uv and .cache/tritonpt link to this machine's
+    environment(...)        this process's variables, without secrets or this venv, plus the run's marker
+    leftovers(marker, ...)  the processes and the harness's containers a run left behind
 
-A job in act's host mode runs as a child process of act: it inherits act's environment whole. A runner of the
-GitHub fleet starts with none of the operator's secrets, so neither does a run here.
+The runner of each `nox -s workflows` run (tritonpt_ci.workflows.runner) uses these.
 """
 
 from __future__ import annotations

@@ -4,10 +4,8 @@ artifacts it uploaded, the job summary it wrote, its error lines; report.md and 
 act logs one JSON object per line (``--json``). A job is named by ``job`` (``ci/nox -s lint``) with ``jobID`` and
 ``matrix``; a step's end carries ``stepResult`` and ``executionTime`` (nanoseconds); a job's end carries
 ``jobResult``; a step that appends to ``$GITHUB_STEP_SUMMARY`` yields ``command: summary`` with its ``content``;
-``::error::`` lines are ``command: error``. act gives a matrix job's result once for all its entries (seen with
-act 0.2.89: shard 2's every step passed, shard 1 failed, and both were logged "Job failed"), so an entry's result
-here is its own: failure when one of its steps failed, else act's. upload-artifact says ``Artifact NAME has been successfully uploaded!
-Final size is N bytes``. Lines that are not JSON (act's own failures) are kept as they are.
+``::error::`` lines are ``command: error``. act gives a matrix job's result once for all its entries, so an entry's
+result here is its own: failure when one of its steps failed, else act's. Lines that are not JSON are kept.
 """
 
 from __future__ import annotations

@@ -4,22 +4,8 @@
     start(lane, repo=..., reports=...) -> Running         act started in its own process group
     running.wait() / running.cancel()                     the run's Result: its report and what it left behind
 
-What a run is given:
-    actions      from the folder of pinned tarballs (tritonpt_ci.workflows.actions), or GitHub at the commits
-    runner       this machine in act's self-hosted mode (``-P LABEL=-self-hosted`` for every label the jobs ask for)
-    tool cache   this Python for actions/setup-python (host.tool_cache)
-    proofs       a job's `nox -s S` reuses what the outer run proved on the same tree (tritonpt_ci.proofs),
-                 unless the lane says otherwise (Lane.proofs)
-    servers      act's artifact server and cache server, both on 127.0.0.1 only, on ports of their own; the cache
-                 server's store is kept in the cache between runs (as a repository's Actions cache is kept between
-                 its runs), so one run's saved entries are the next run's restores
-    run id       unique per run (``GITHUB_RUN_ID``), so cache keys and artifacts of two runs never mix
-    files        act's input, secret, variable and env files are empty files of the run's own: nothing of the
-                 user's (``.secrets``, ``.env``, ``~/.actrc``) reaches a job
-
-A cancelled run is cancelled as GitHub's runner cancels one (:meth:`Running.cancel`); what still runs afterwards
-(a process of the run, or one that names the run's folder, and the harness's containers that mount it) is counted
-as left behind, then killed.
+Each run has its own run id, empty input, secret and env files, and act's servers on 127.0.0.1 only.
+`nox -s workflows` starts the runs (tests/workflows, or one with ``-- --workflow``).
 """
 
 from __future__ import annotations

@@ -2,13 +2,10 @@
 
     Workflow.read(path)         one .github/workflows/*.yml, parsed with PyYAML
     workflow.pinned()           every ``uses: owner/repo@commit`` with the job and step that pins it
-    workflow.sessions()         every ``nox -s NAME`` a job's steps run, a matrix's ``${{ matrix.X }}`` (directly or
-                                through a step's ``env:``) expanded to its values
-    audit(workflows, ...)       the problems: an action or commit the index lacks, a default session no job runs,
-                                a session a job names that nox does not have
+    workflow.sessions()         every ``nox -s NAME`` a job's ``run:`` scripts run, a matrix's values expanded
+    audit(workflows, ...)       an unindexed action or commit, a default session no job runs, one nox lacks
 
-The sessions are read from the ``run:`` scripts as a shell reads them (shlex): ``nox -s lint``, ``python -m nox -s
-"$SESSION"``. Anything else a script does is not interpreted.
+tests/unit/test_workflows.py holds the repository's workflows to ``audit`` (`nox -s unit`).
 """
 
 from __future__ import annotations

@@ -1,19 +1,11 @@
 """The zoo: public architectures, as their libraries build them, exported and served by one real Triton.
 
-    python -m tritonpt_ci.zoo [--smoke] [--only NAME ...] [--reports DIR] [--page docs/figures/zoo.md]
+    export_all(...)   each architecture through ``export_factory`` (``invoke export --model``), or its refusal
+    serve_all(...)    one tritonserver loads every export; each reference case over HTTP and gRPC vs eager
+    run(...)          both, as a ZooReport: reports/zoo/zoo.json and zoo.md (``--page``: the docs' table too)
 
-    1. each architecture (:mod:`~tritonpt_ci.zoo.architectures`) goes through ``export_factory``, the code
-       behind ``invoke export --model``, into one repository: exported, or refused with export's own reason
-    2. one tritonserver with the official backend loads every exported model
-    3. every reference case of every model is sent over HTTP and gRPC and compared with eager PyTorch, with the
-       tolerances export recorded (never widened here)
-    -> reports/zoo/zoo.json and zoo.md: architecture, library and version, exported (or why not), served, parity
-       (max error against tolerance), seconds to export; ``--page`` writes the table into the zoo's page too
-
-Exit 1 when a model that exported does not load or misses parity (a finding to explain, not a row to hide), when
-export refuses an architecture that :data:`~tritonpt_ci.zoo.architectures.EXPECTED_REFUSALS` does not list
-(or for another reason than listed), when a listed one is no longer refused (the list must stay true), or when
-fewer than :data:`GOAL` of the architectures are served with parity. A refusal is a row, with its reason.
+`nox -s zoo` and `nox -s zoo-smoke` run it. It fails on a load or parity miss, a refusal that
+EXPECTED_REFUSALS does not list (or a listed one that no longer happens), or under :data:`GOAL` with parity.
 """
 
 from __future__ import annotations
