@@ -114,7 +114,7 @@ def render(noxfile: Path = NOXFILE) -> str:
             "|---|---|---|",
         ]
         for argument in task.get_arguments():
-            option = OPTIONS[argument.name]
+            option = OPTIONS[str(argument.name)]
             lines.append(f"| `{option.flag}` | {_default(option)} | {_cell(option.help)} |")
     lines += [
         "",
