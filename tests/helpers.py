@@ -23,8 +23,9 @@ bool/int outputs and max_batch_size 0, and export in well under a second."""
 
 
 def group_members(pgid: int) -> list[int]:
-    """The live processes of process group ``pgid``."""
-    return procs.group(pgid)
+    """The processes of process group ``pgid``, zombies included: a server that exited but was never waited for
+    is still there."""
+    return procs.group(pgid, zombies=True)
 
 
 USER_MODULE = textwrap.dedent(

@@ -7,9 +7,13 @@ tritonpt export --model my_models:classifier --name classifier
 
 from __future__ import annotations
 
-from invoke.program import Program
+from tritonpt import stopping
 
-from tritonpt import __version__, tasks
+LOADING = stopping.quiet_while_loading()  # a stop while the imports below run: exit at once, no traceback
+
+from invoke.program import Program  # noqa: E402
+
+from tritonpt import __version__, tasks  # noqa: E402
 
 program = Program(
     name="tritonpt",
@@ -21,6 +25,7 @@ program = Program(
 
 def main() -> None:
     """The console script's entry point."""
+    stopping.restore(LOADING)  # loaded: each task handles its stops
     program.run()
 
 

@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import collections
 import contextlib
-import os
-import signal
 import subprocess
 import sys
 import threading
@@ -21,7 +19,7 @@ from typing import Any
 
 from rich.markup import escape
 
-from tritonpt import shards
+from tritonpt import shards, stopping
 from tritonpt.backend.flavor import Sanitizer
 from tritonpt.backend.layout import Choice as BackendChoice
 from tritonpt.console import Progress, err, guard, out, print_problems
@@ -250,7 +248,7 @@ def _backends_beside(repository: Path, *, pt2: bool, patched: bool, step: Progre
         step(f"export done in {exported:.1f} s; waiting for the backend builds beside it")
         code = child.wait()
     except BaseException:  # a failed export, or a stop (while exporting or waiting for the build)
-        _stop_group(child)
+        stopping.stop_group(child, BESIDE_STOP_S)
         raise
     reader.join(timeout=5.0)
     step(
@@ -263,19 +261,6 @@ def _backends_beside(repository: Path, *, pt2: bool, patched: bool, step: Progre
             f"Run `tritonpt build-backend --repository {repository}` alone to see the whole build."
         )
         raise BackendError(msg)
-
-
-def _stop_group(child: subprocess.Popen[str]) -> None:
-    """Ctrl-C to ``child``'s process group, as a terminal sends it (the build and its compilers), then SIGKILL
-    after BESIDE_STOP_S."""
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(child.pid, signal.SIGINT)
-    try:
-        child.wait(timeout=BESIDE_STOP_S)
-    except subprocess.TimeoutExpired:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(child.pid, signal.SIGKILL)
-        child.wait()
 
 
 def _shard_of(shard: str, costs: str) -> tuple[shards.Shard | None, shards.Costs | None]:

@@ -473,8 +473,13 @@ def main(argv: Sequence[str] | None = None) -> int:
 def gather(patterns: Sequence[str], into: Path, *, expect: int | None = None) -> int:
     """Merge the folders that ``patterns`` (folders or globs) match into ``into``; the exit status. No folder at
     all is an error, unless ``expect`` names the split, whose every shard is then missing."""
-    found = (p for pattern in patterns for p in glob.glob(pattern))  # noqa: PTH207 - absolute patterns too
-    folders = sorted({Path(p) for p in found if Path(p).is_dir()})
+    found: set[Path] = set()
+    for pattern in patterns:
+        if any(char in pattern for char in "*?["):
+            found |= {Path(p) for p in glob.glob(pattern) if Path(p).is_dir()}  # noqa: PTH207 - absolute ones too
+        else:
+            found.add(Path(pattern))  # as given: a folder that is not there is named by the merge
+    folders = sorted(found)
     if not folders and expect is None:
         print(
             f"error: Cannot merge: no report folders match {', '.join(patterns)}.\n{HINT} give the shards' report "

@@ -330,14 +330,15 @@ OPTIONS = _options(
     ),
     Option(
         name="reports",
-        help="folder for the reports (and the server's log); with --shard K/N, default reports/shard-K-of-N",
+        help="folder for the reports (and the server's log); the matrix's default for a --shard K/N run is "
+        "reports/shard-K-of-N",
         default="reports",
     ),
     Option(
         name="export_builtin",
         help="where --repository is model_repository (the default): export the built-in set into it first, both "
-        "formats (the PT2 copies for --pt2-build, a shard's part with --shard), the backends built beside it; the "
-        "main job, as `nox -s integration` runs it",
+        "formats (the PT2 copies for --pt2-build; in the matrix, a --shard's part only), the backends built beside "
+        "it; the main job, as `nox -s integration` runs it",
         default=False,
     ),
     Option(

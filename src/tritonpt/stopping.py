@@ -1,11 +1,10 @@
 """What a stop signal does: which signals interrupt a front door, and which steps they cannot cut in half.
 
-:func:`stop_signals_interrupt` turns SIGINT, SIGTERM and SIGHUP into :class:`Interrupted` (a
-``KeyboardInterrupt``), so every stop tears servers and containers down as Ctrl-C does; :func:`ctrl_c_held`
-runs a step with interrupts set aside and delivers them once it is done; :func:`forward_stop_signals` lets a
-runner (nox) pass a stop on to the command it waits for; :func:`hold_at` pauses a front door at the step a
-fault test names (``$TRITONPT_HOLD_AT``). Standard library only: noxfile.py imports it before anything is
-installed.
+:func:`stop_signals_interrupt` turns SIGTERM and SIGHUP into :class:`Interrupted` and SIGINT into
+``KeyboardInterrupt`` (even where it was ignored), so every stop tears down as Ctrl-C does; :func:`ctrl_c_held`
+runs a step with interrupts set aside; :func:`forward_stop_signals` lets nox pass a stop on to its command;
+:func:`stop_group` stops a child's process group; :func:`hold_at` pauses a front door at the step a fault test
+names (``$TRITONPT_HOLD_AT``). Standard library only: noxfile.py imports it before anything is installed.
 """
 
 from __future__ import annotations
@@ -13,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import subprocess
 import sys
 import threading
 import time
@@ -167,6 +167,42 @@ _HELD = threading.Event()
 def exit_code(interrupt: KeyboardInterrupt) -> int:
     """128 + the signal's number, as a shell reports a process ended by it: 130 for Ctrl-C, 143 for SIGTERM."""
     return 128 + (interrupt.signum if isinstance(interrupt, Interrupted) else signal.SIGINT)
+
+
+def quiet_while_loading() -> dict[signal.Signals, Handler]:
+    """For a program's first moments, while it imports: a stop ends it at once with 128 + the signal's number and
+    no traceback (a build started beside an export, stopped with it straight away). The handlers it replaced, for
+    :func:`restore` once the program is loaded. Nothing outside the main thread."""
+    if threading.current_thread() is not threading.main_thread():
+        return {}
+    saved = {sig: signal.getsignal(sig) for sig in INTERRUPTS}
+    for sig in INTERRUPTS:
+        signal.signal(sig, _exit_at_once)
+    return saved
+
+
+def _exit_at_once(signum: int, frame: FrameType | None) -> None:
+    raise SystemExit(128 + signum)
+
+
+def restore(saved: dict[signal.Signals, Handler]) -> None:
+    """Put back the handlers :func:`quiet_while_loading` replaced."""
+    for sig, handler in saved.items():
+        if handler is not None:
+            signal.signal(sig, handler)
+
+
+def stop_group(child: subprocess.Popen[str] | subprocess.Popen[bytes], grace: float) -> None:
+    """Ctrl-C to ``child``'s process group (a child started in a session of its own: a build and its compilers, an
+    export), as a terminal sends it, then SIGKILL after ``grace`` seconds."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(child.pid, signal.SIGINT)
+    try:
+        child.wait(timeout=grace)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(child.pid, signal.SIGKILL)
+        child.wait()
 
 
 @contextlib.contextmanager

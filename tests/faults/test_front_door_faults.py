@@ -71,6 +71,29 @@ def test_ctrl_c_of_invoke_export_leaves_the_repository_as_it_was(
     assert outcome.passed, outcome.explain()
 
 
+# --- the main job: the matrix with --export-builtin --------------------------------------------------------------
+
+
+def test_a_stop_of_the_matrix_alone_while_it_exports_stops_the_export_and_its_build(
+    fault: Callable[..., FaultRun], record: Callable[[Outcome], Outcome], tmp_path: Path
+) -> None:
+    """`nox -s integration` runs `python -m tritonpt.matrix --export-builtin`, and nox passes a CI cancel on as
+    Ctrl-C to that process alone: the export it started (and the cold backend build beside it) must stop, with
+    nothing half-written and no traceback. Its cache is empty, so resnet18 is built and the backend build is cold."""
+    run = fault(
+        "Ctrl-C of the matrix alone, while it exports",
+        "check --export-builtin, while the model builds",
+        BUILD_BOUND_S,
+        cache=tmp_path / "cache",
+    )
+    run.hold("[resnet18] building the model")
+    run.start([sys.executable, "-m", "tritonpt.matrix", "--export-builtin", "-q"], cwd=run.folder)
+    run.wait_held(STARTUP_S)
+    run.signal(signal.SIGINT)
+    outcome = record(run.finish(expected_exit=(130,)))
+    assert outcome.passed, outcome.explain()
+
+
 # --- invoke build-backend ------------------------------------------------------------------------------------
 
 BUILD_MOMENTS = {

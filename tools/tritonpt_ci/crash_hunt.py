@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from tritonpt import stopping
 from tritonpt.errors import TritonPtError
 from tritonpt.matrix import run as matrix_run
 from tritonpt.matrix.crash import crash_in, findings
@@ -183,6 +184,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         except TritonPtError as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 1
+        except KeyboardInterrupt as interrupt:
+            print("stopped before the first run", file=sys.stderr)
+            return stopping.exit_code(interrupt)
     try:
         for index in range(1, options.runs + 1):
             run = _one(index, reports / f"run-{index:03d}", matrix_args)

@@ -96,12 +96,13 @@ def tree(root: int) -> list[int]:
     return found
 
 
-def group(pgid: int) -> list[int]:
-    """The live processes of process group ``pgid``."""
+def group(pgid: int, *, zombies: bool = False) -> list[int]:
+    """The live processes of process group ``pgid``; with ``zombies``, those that exited and were not reaped too
+    (a test that its server was waited for)."""
     found = []
     for process in psutil.process_iter():
         with contextlib.suppress(*GONE, ProcessLookupError):
-            if os.getpgid(process.pid) == pgid and process.status() != psutil.STATUS_ZOMBIE:
+            if os.getpgid(process.pid) == pgid and (zombies or process.status() != psutil.STATUS_ZOMBIE):
                 found.append(process.pid)
     return found
 

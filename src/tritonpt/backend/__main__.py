@@ -1,4 +1,5 @@
-"""``python3 -m tritonpt.backend``: what `invoke build-backend` does, with nothing but the standard library."""
+"""``python3 -m tritonpt.backend``: the builds `invoke build-backend` makes, with its options (it takes no repository,
+so the PT2 build is made only when asked), on nothing but the standard library (docker/pytorch.Dockerfile)."""
 
 from __future__ import annotations
 
@@ -48,19 +49,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(line, file=sys.stderr, flush=True)
 
     sanitizer = options.sanitize or None
-    builds = [(VERSIONS.backend, STOCK.with_sanitizer(sanitizer))]
-    if options.pt2 or options.pt2_build == "patched":
-        pt2 = VERSIONS.pt2.build
-        builds.append(
-            (
-                pt2,
-                patched(pt2, sanitizer=sanitizer)
-                if options.pt2_build == "patched"
-                else STOCK.with_sanitizer(sanitizer),
-            )
-        )
-    for build, flavor in builds:
+    builds = [
+        VERSIONS.backend,
+        *([VERSIONS.pt2.build] if options.pt2 or options.pt2_build == "patched" else []),
+    ]
+    for build in builds:
         try:
+            ours = build is VERSIONS.pt2.build and options.pt2_build == "patched"
+            flavor = patched(build, sanitizer=sanitizer) if ours else STOCK.with_sanitizer(sanitizer)
             built = ensure(
                 sources=Path(options.sources) if options.sources else None,
                 variant=options.variant,

@@ -15,7 +15,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from tritonpt import backend
+from tritonpt import backend, stopping
 from tritonpt.backend import Step
 from tritonpt.errors import ExportError, ShardError, TritonPtError
 from tritonpt.matrix import crash
@@ -89,7 +89,13 @@ def export_builtin(
     command = [sys.executable, "-m", "tritonpt", "export", "--format", "both", "--pt2-build", pt2_build]
     command += ["--shard", shard] if shard else []
     command += ["--shard-costs", shard_costs] if shard_costs else []
-    code = subprocess.run([*command, "--build-backend"], check=False).returncode
+    # in a session of its own, so that a stop reaches it once, from here, and it has time to clean up
+    child = subprocess.Popen([*command, "--build-backend"], start_new_session=True)
+    try:
+        code = child.wait()
+    except KeyboardInterrupt:
+        stopping.stop_group(child, EXPORT_STOP_S)
+        raise
     if code:
         msg = f"The export of the built-in set failed (exit {code}, above): `{shlex.join(command[2:])}`."
         raise ExportError(msg)
@@ -112,6 +118,8 @@ def ensure_builds(
     )
 
 
+EXPORT_STOP_S = 60.0
+"""How long a stopped ``--export-builtin`` export has to stop its build and remove its staging, before SIGKILL."""
 RERUN_COMMAND: list[str] | None = None
 """This run's own command line, ``python -m tritonpt.matrix ARGS``, set by :func:`main`: what the conftest's rerun
 policy (tritonpt.matrix.crash.after_abort) replaces the process with after a known crash of the server."""
@@ -141,6 +149,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except TritonPtError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
+    except KeyboardInterrupt as interrupt:
+        print("interrupted before the checks: the export and the builds were stopped", file=sys.stderr)
+        return stopping.exit_code(interrupt)
     if known.reports is None:
         args.append(f"--reports={reports}")
     if known.junitxml is None:
