@@ -27,7 +27,6 @@ last session, `timings`, prints each session's seconds and the caches' hits and 
 
 from __future__ import annotations
 
-import argparse
 import functools
 import os
 import shutil
@@ -285,26 +284,12 @@ def compat(session: nox.Session) -> None:
 def gpu(session: nox.Session) -> None:
     """GPU runner lane: build the real image (-- --recipe ngc|pytorch), doctor, the matrix in a GPU container.
 
+    Arguments after `--` go to `python -m tritonpt_ci.gpu` (--recipe, then the matrix's: --shard K/N, pytest's).
     The official libtriton_pytorch.so must serve (strict backend) and the container must get the GPUs.
     Needs a Docker engine with the NVIDIA Container Toolkit and access to the base image's registry.
     """
-    parser = argparse.ArgumentParser(prog="nox -s gpu --")
-    parser.add_argument("--recipe", choices=("ngc", "pytorch"), default="ngc")
-    parser.add_argument("--shard", default="", help="K/N: this runner's part of the models (tritonpt.shards)")
-    parser.add_argument("--shard-costs", default="", help="a previous summary.json to balance the shards by")
-    options, pytest_args = parser.parse_known_args(session.posargs)
     _install(session, "test")
-    tag = f"{VERSIONS.image_repository}:{options.recipe}-ci"
-    shard = ["--shard", options.shard] if options.shard else []
-    shard += ["--shard-costs", options.shard_costs] if options.shard_costs else []
-    _run(session, "invoke", "export", *shard)
-    _run(session, "invoke", "build-image", "--recipe", options.recipe, "--tag", tag)
-    _run(session, "invoke", "doctor", "--image", tag)
-    _run(
-        session,
-        "python", "-m", "tritonpt.matrix", "--target", "container", "--image", tag, "--gpus", "all",
-        "--strict-backend", *shard, *pytest_args, interrupt_timeout=30.0, terminate_timeout=10.0,
-    )  # fmt: skip
+    _run(session, "python", "-m", "tritonpt_ci.gpu", *session.posargs, interrupt_timeout=60.0)
 
 
 @session(default=False)

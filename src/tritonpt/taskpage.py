@@ -38,7 +38,7 @@ PROGRAMS = (
      "the generated pages: written, or held to what is committed"),
     ("tritonpt.versions", "a person", "prints the pinned versions as a table"),
     ("tritonpt_ci.* (tools/)", "nox sessions only (beside the package, never in the wheel)",
-     "this repository's CI programs: qa, soak, zoo, standin, workflows, compat, cycles, crash_hunt, reliability, "
+     "this repository's CI programs: qa, soak, zoo, standin, workflows, compat, cycles, crash_hunt, gpu, reliability, "
      "timings; qa.ledger is the shim NVIDIA's tests run through"),
 )  # fmt: skip
 """Every ``python -m`` program: who starts it, and why it is a process of its own rather than a task."""
