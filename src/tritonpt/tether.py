@@ -87,7 +87,7 @@ def remove_session(session: str, *, within: float = 0.0) -> list[str]:
             removed: list[str] = []
             try:
                 found = client.containers.list(
-                    all=True, filters={"label": f"{image.LABEL_SESSION}={session}"}
+                    all=True, filters={"label": f"{image.LABEL_SESSION}={session}"}, ignore_removed=True
                 )
                 for left in found:
                     with contextlib.suppress(docker.errors.NotFound):

@@ -61,7 +61,11 @@ def model_repository(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def session_containers(client: Any) -> list[Any]:
-    return list(client.containers.list(all=True, filters={"label": f"{SESSION_LABEL}={SESSION_ID}"}))
+    return list(
+        client.containers.list(
+            all=True, filters={"label": f"{SESSION_LABEL}={SESSION_ID}"}, ignore_removed=True
+        )
+    )
 
 
 @pytest.fixture(scope="module")
@@ -176,7 +180,7 @@ def test_start_removes_exited_leftovers_and_stop_leaves_nothing(
         )
         server.start()
         try:
-            ids = {c.id for c in docker_client.containers.list(all=True)}
+            ids = {c.id for c in docker_client.containers.list(all=True, ignore_removed=True)}
             assert exited.id not in ids, "an exited container of an earlier session must be removed at start"
             assert running.id in ids, "a running container of another session must be left alone"
             assert server.log_path == log
@@ -198,7 +202,7 @@ def test_start_removes_exited_leftovers_and_stop_leaves_nothing(
         )
     finally:
         running.remove(force=True)
-        if exited.id in {c.id for c in docker_client.containers.list(all=True)}:
+        if exited.id in {c.id for c in docker_client.containers.list(all=True, ignore_removed=True)}:
             exited.remove(force=True)
 
 
@@ -230,7 +234,7 @@ def test_an_unstopped_server_is_stopped_at_exit(
     )
     assert done.returncode == 0, done.stderr
     container_id, session = done.stdout.strip().splitlines()[-1].split()
-    assert container_id not in {c.id for c in docker_client.containers.list(all=True)}
+    assert container_id not in {c.id for c in docker_client.containers.list(all=True, ignore_removed=True)}
     assert "Started HTTPService" in log.read_text(encoding="utf-8")
     # The exit hook released the tether: it ends long before it would have waited out the engine (ENGINE_WAIT_S).
     assert client.poll_until(lambda: True if not tethers(session) else None, timeout=30), tethers(session)
@@ -259,7 +263,12 @@ def test_the_containers_of_a_killed_process_are_removed(
                 os.killpg(owner.pid, signal.SIGKILL)
 
     def gone() -> bool | None:
-        return True if container_id not in {c.id for c in docker_client.containers.list(all=True)} else None
+        return (
+            True
+            if container_id
+            not in {c.id for c in docker_client.containers.list(all=True, ignore_removed=True)}
+            else None
+        )
 
     assert client.poll_until(gone, timeout=30), (
         f"the container of a killed process still exists: {container_id}"

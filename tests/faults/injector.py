@@ -350,7 +350,9 @@ class FaultRun:
         if self.docker is None or self.repository is None:
             return []
         mine = []
-        for container in self.docker.containers.list(all=True, filters={"label": LABEL_HARNESS}):
+        # a reaper may remove one between docker-py's listing and its inspection of each: it is gone, not left
+        listed = self.docker.containers.list(all=True, filters={"label": LABEL_HARNESS}, ignore_removed=True)
+        for container in listed:
             sources = [m.get("Source", "") for m in container.attrs.get("Mounts", [])]
             if str(self.repository) in sources:
                 mine.append(container)

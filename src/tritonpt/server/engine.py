@@ -140,7 +140,8 @@ def remove_leftovers(client: DockerClient) -> list[str]:
     docker = image.docker_module()
     filters = {"label": [f"{HARNESS_LABEL}={HARNESS}"], "status": list(LEFTOVER_STATUSES)}
     removed = []
-    for found in client.containers.list(all=True, filters=filters):
+    # another session may remove one between the listing and its inspection: skip it, it is gone
+    for found in client.containers.list(all=True, filters=filters, ignore_removed=True):
         if found.labels.get(SESSION_LABEL) == SESSION_ID:
             continue
         with contextlib.suppress(docker.errors.NotFound):

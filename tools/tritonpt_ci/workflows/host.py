@@ -112,7 +112,7 @@ def containers(folder: Path) -> list[Any]:
         from tritonpt.image import LABEL_HARNESS  # noqa: PLC0415
 
         client = docker.from_env(timeout=10)
-        listed = client.containers.list(all=True, filters={"label": LABEL_HARNESS})
+        listed = client.containers.list(all=True, filters={"label": LABEL_HARNESS}, ignore_removed=True)
     except Exception:
         return []
     inside = str(folder.resolve())
