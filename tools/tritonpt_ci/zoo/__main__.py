@@ -40,7 +40,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     written = report.write(options.reports)
     if options.page:
         report.into_page(options.page)
-        written.append(options.readme)
+        written.append(options.page)
     print(report.to_markdown())
     say("written: " + ", ".join(str(p) for p in written))
     for problem in report.problems():
