@@ -84,7 +84,6 @@ def export(
     with guard(debug=debug):
         formats = formats_of(format)
         build = pt2_build
-        kind = instance_kind
         axes = parse_dynamic_axes(dynamic_axis, error=SpecError) if dynamic_axis else None
         example = "INTRA_OP_THREAD_COUNT=4"
         settings = (
@@ -103,7 +102,7 @@ def export(
                 ),
                 max_batch_size=max_batch_size,
                 dynamic_axes=axes,
-                instance_kind=kind,
+                instance_kind=instance_kind,
                 parameters=settings,
                 pt2_build=build,
                 step=progress,
@@ -136,7 +135,7 @@ def export(
                         method="script" if script else None,
                         max_batch_size=max_batch_size,
                         dynamic_axes=axes,
-                        instance_kind=kind,
+                        instance_kind=instance_kind,
                         parameters=settings,
                     )
                     for each in formats
@@ -152,7 +151,7 @@ def export(
 
                 names = list(only) or list(builtin.BUILTIN)
                 folders = None
-                part, costs = _shard_of(shard, shard_costs)
+                part, costs = shards.given(shard, shard_costs)
                 if part is not None:
                     every = [f for m in formats for f, n in exporting.builtin_names(m).items() if n in names]
                     folders = shards.select(every, part, costs)
@@ -263,16 +262,6 @@ def _backends_beside(repository: Path, *, pt2: bool, patched: bool, step: Progre
         raise BackendError(msg)
 
 
-def _shard_of(shard: str, costs: str) -> tuple[shards.Shard | None, shards.Costs | None]:
-    """``--shard K/N`` and ``--shard-costs FILE`` as values (None, None without a shard)."""
-    if not shard:
-        if costs:
-            msg = "--shard-costs balances shards; give --shard K/N with it."
-            raise ShardError(msg)
-        return None, None
-    return shards.Shard.parse(shard), shards.Costs.read(Path(costs)) if costs else None
-
-
 def build_image(
     *,
     recipe: str,
@@ -339,7 +328,6 @@ def build_backend(
 
     progress = Progress()
     with guard(debug=debug):
-        choice, sanitizer = variant, sanitize
         pt2_patches = pt2_build == "patched"
         held = pt2_models(repository)
         if held and not (pt2 or pt2_patches):
@@ -349,9 +337,9 @@ def build_backend(
         made = backend.ensure_serving(
             pt2=bool(pt2 or pt2_patches or held),
             pt2_patches=pt2_patches,
-            sanitizer=sanitizer,
+            sanitizer=sanitize,
             sources=sources,
-            variant=choice,
+            variant=variant,
             force=force,
             step=progress,
         )
@@ -436,7 +424,7 @@ def serve(
 
     progress = Progress()
     with guard(debug=debug):
-        part, costs = _shard_of(shard, shard_costs)
+        part, costs = shards.given(shard, shard_costs)
         build = pt2_build
         served = [m.name for m in models(repository)]
         if part is not None:
@@ -463,13 +451,12 @@ def serve(
                     step=progress, pins=pins, flavor=flavor
                 )
                 progress(f"PT2 backend (as {backend.PT2_NAME}): {pt2.describe()}")
-        gpu_choice = gpus
         extra = parse_mounts(mount, option="--mount", error=SpecError)
         instance = server.create(
             where,
             repository=repository,
             image=image,
-            gpus=gpu_choice,
+            gpus=gpus,
             mounts=extra,
             tritonserver=tritonserver,
             pytorch_backend=built,

@@ -85,6 +85,17 @@ class Costs:
         return cls(seconds=seconds, source=str(path), digest=hashlib.sha256(text.encode()).hexdigest()[:12])
 
 
+def given(shard: str, costs: str) -> tuple[Shard | None, Costs | None]:
+    """``--shard K/N`` and ``--shard-costs FILE`` as values (None, None without a shard); ``ShardError`` for costs
+    without a shard, which would balance nothing."""
+    if not shard:
+        if costs:
+            msg = "--shard-costs balances shards; give --shard K/N with it."
+            raise ShardError(msg)
+        return None, None
+    return Shard.parse(shard), Costs.read(Path(costs)) if costs else None
+
+
 def _hash(name: str) -> int:
     return int.from_bytes(hashlib.sha256(name.encode()).digest()[:8], "big")
 

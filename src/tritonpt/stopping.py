@@ -16,7 +16,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from types import FrameType
 
@@ -186,10 +186,21 @@ def _exit_at_once(signum: int, frame: FrameType | None) -> None:
 
 
 def restore(saved: dict[signal.Signals, Handler]) -> None:
-    """Put back the handlers :func:`quiet_while_loading` replaced."""
+    """Put back the handlers that :func:`quiet_while_loading` or :func:`install_stop_signals` replaced."""
     for sig, handler in saved.items():
         if handler is not None:
             signal.signal(sig, handler)
+
+
+def run_stoppable(command: Sequence[str], grace: float) -> int:
+    """``command``'s exit status, run in a session of its own so that a stop reaches it once, from here: on a stop,
+    :func:`stop_group` gives it ``grace`` seconds to stop what it started, then the stop goes on up."""
+    child = subprocess.Popen(command, start_new_session=True)
+    try:
+        return child.wait()
+    except KeyboardInterrupt:
+        stop_group(child, grace)
+        raise
 
 
 def stop_group(child: subprocess.Popen[str] | subprocess.Popen[bytes], grace: float) -> None:
@@ -219,9 +230,7 @@ def stop_signals_interrupt() -> Iterator[None]:
     finally:
         pending = [resend.signum for resend in _RESENDING if resend.claim()]
         _RESENDING.clear()
-        for sig, handler in saved.items():
-            if handler is not None:
-                signal.signal(sig, handler)
+        restore(saved)
         sys.unraisablehook = hook
         if pending:
             raise _stop(pending[0])

@@ -36,9 +36,8 @@ def _help(option: Option) -> str:
 def _typed(hint: object, value: object) -> object:
     """``value`` as invoke parsed it, made what ``hint`` asks: a Path; None for an optional value left empty (a
     negative number, for an optional count); a list for a sequence."""
-    union = (
-        isinstance(hint, types.UnionType) or typing.get_origin(hint) is typing.Union
-    )  # Literal[...] | None
+    # ``X | None`` is a types.UnionType, ``Literal[...] | None`` a typing.Union
+    union = typing.get_origin(hint) in (types.UnionType, typing.Union)
     optional = union and type(None) in typing.get_args(hint)
     kind = next((a for a in typing.get_args(hint) if a is not type(None)), hint) if optional else hint
     if optional and (value in ("", None) or (isinstance(value, int | float) and value < 0)):

@@ -25,7 +25,7 @@ from tritonpt import image
 from tritonpt.errors import DockerUnavailable, ImageError
 from tritonpt.parts import PARTS, write_part
 from tritonpt_ci import standin
-from tritonpt_ci.reliability import LEFTOVER_KINDS
+from tritonpt_ci.contracts import LEFTOVER_KINDS
 
 from .injector import FaultRun, Outcome
 

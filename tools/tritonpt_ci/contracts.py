@@ -174,7 +174,6 @@ CONTRACTS: dict[str, type] = {
 }
 """The parts the report knows, in the order it shows them."""
 LEFTOVER_KINDS = tuple(field.name for field in dataclasses.fields(Leftovers))
-FUZZ_KINDS = tuple(field.name for field in dataclasses.fields(FuzzCases))
 
 NAMES: dict[object, str] = {
     int: "an integer",

@@ -10,7 +10,6 @@ serves no torch_aoti. Each step is a front door run as a person runs it; the fir
 from __future__ import annotations
 
 import argparse
-import subprocess
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -55,11 +54,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     with stopping.stop_signals_interrupt():
         for command in steps(sys.argv[1:] if argv is None else argv):
             print(f"gpu lane: {' '.join(command[2:])}", file=sys.stderr, flush=True)
-            child = subprocess.Popen(command, start_new_session=True)
             try:
-                code = child.wait()
+                code = stopping.run_stoppable(command, STOP_S)
             except KeyboardInterrupt as interrupt:
-                stopping.stop_group(child, STOP_S)
                 print("gpu lane: stopped", file=sys.stderr)
                 return stopping.exit_code(interrupt)
             if code:

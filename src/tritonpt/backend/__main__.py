@@ -69,9 +69,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         except BackendError as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 1
-        if (
-            options.copy_to is not None
-        ):  # the PT2 build goes in under its second name, as serving.py installs it
+        # the PT2 build goes in under its second name, as serving.py installs it
+        if options.copy_to is not None:
             name, library = (PT2_NAME, PT2_LIBRARY) if build is VERSIONS.pt2.build else ("pytorch", LIBRARY)
             target = options.copy_to / name
             target.mkdir(parents=True, exist_ok=True)

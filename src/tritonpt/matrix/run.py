@@ -10,18 +10,16 @@ from __future__ import annotations
 
 import argparse
 import shlex
-import subprocess
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from tritonpt import backend, stopping
+from tritonpt import backend, shards, stopping
 from tritonpt.backend import Step
-from tritonpt.errors import ExportError, ShardError, TritonPtError
+from tritonpt.errors import ExportError, TritonPtError
 from tritonpt.matrix import crash
 from tritonpt.options import DEFAULT_REPOSITORY, OPTIONS, add_arguments
 from tritonpt.repository import pt2_models
-from tritonpt.shards import Shard
 
 PACKAGE = Path(__file__).resolve().parent
 SETTINGS = PACKAGE / "pytest.ini"
@@ -54,11 +52,18 @@ def read_options(args: Sequence[str]) -> argparse.Namespace:
     """The options that decide the builds, the export and the reports, read as the matrix's conftest declares them
     (tritonpt.options); ``reports`` is None where none was given."""
     parser = argparse.ArgumentParser(add_help=False)
-    add_arguments(
-        parser.add_argument,
-        ("repository", "target", "url", "image", "pt2_build", "sanitize", "reports", "shard", "shard_costs"),
+    decisive = (
+        "repository",
+        "target",
+        "url",
+        "image",
+        "pt2_build",
+        "sanitize",
+        "reports",
+        "shard",
+        "shard_costs",
     )
-    add_arguments(parser.add_argument, ("export_builtin",))
+    add_arguments(parser.add_argument, (*decisive, "export_builtin"))
     parser.set_defaults(reports=None)
     parser.add_argument("--junitxml")
     known, _ = parser.parse_known_args(list(args))
@@ -71,7 +76,7 @@ def reports_of(known: argparse.Namespace) -> Path:
     if known.reports is not None:
         return Path(known.reports)
     default = Path(str(OPTIONS["reports"].default))
-    return default / Shard.parse(known.shard).slug if known.shard else default
+    return default / shards.Shard.parse(known.shard).slug if known.shard else default
 
 
 def export_builtin(
@@ -83,28 +88,19 @@ def export_builtin(
     if repository.resolve() != DEFAULT_REPOSITORY.resolve():
         step(f"--export-builtin: {repository} is not {DEFAULT_REPOSITORY}/, so it is checked as it is")
         return
-    if shard_costs and not shard:
-        msg = f"--shard-costs {shard_costs} balances shards; give --shard K/N with it."
-        raise ShardError(msg)
+    shards.given(shard, shard_costs)  # refused here, as the export would, before it starts
     command = [sys.executable, "-m", "tritonpt", "export", "--format", "both", "--pt2-build", pt2_build]
     command += ["--shard", shard] if shard else []
     command += ["--shard-costs", shard_costs] if shard_costs else []
-    # in a session of its own, so that a stop reaches it once, from here, and it has time to clean up
-    child = subprocess.Popen([*command, "--build-backend"], start_new_session=True)
-    try:
-        code = child.wait()
-    except KeyboardInterrupt:
-        stopping.stop_group(child, EXPORT_STOP_S)
-        raise
+    code = stopping.run_stoppable([*command, "--build-backend"], EXPORT_STOP_S)
     if code:
         msg = f"The export of the built-in set failed (exit {code}, above): `{shlex.join(command[2:])}`."
         raise ExportError(msg)
 
 
-def builds_needed(args: Sequence[str]) -> bool:
-    """Whether the server the options name runs the cache's builds (a local tritonserver), not an image's or a
-    remote server's."""
-    known = read_options(args)
+def builds_needed(known: argparse.Namespace) -> bool:
+    """Whether the server the options (:func:`read_options`) name runs the cache's builds (a local tritonserver),
+    not an image's or a remote server's."""
     return known.target == "local" or (known.target == "auto" and not known.url and not known.image)
 
 
@@ -144,7 +140,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 shard=known.shard,
                 shard_costs=known.shard_costs,
             )
-        if builds_needed(args) and not asks_help:
+        if builds_needed(known) and not asks_help:
             ensure_builds(Path(known.repository), pt2_build=known.pt2_build, sanitizer=known.sanitize or None)
     except TritonPtError as exc:
         print(f"error: {exc}", file=sys.stderr)
