@@ -1,9 +1,9 @@
 """Exceptions, one root per area of the pipeline.
 
 ``TritonPtError`` is the root; under it ``SpecError``, ``ExportError``, ``ReferenceDataError``,
-``InProcessError``, ``ValidationError`` (carries :class:`Problem` findings), ``BackendError``, ``ServerError``
-(``ServerStartError``, ``ModelLoadError``), ``ImageError``, ``ShardError``, ``QaError`` and
-``DockerUnavailable``. Messages are full sentences that say what happened and what to do. This module is the
+``InProcessError``, ``ValidationError`` (carries :class:`Problem` findings), ``BackendError`` (``BuildError``),
+``MigrateError`` (``RefusedError``), ``ServerError`` (``ServerStartError``, ``ModelLoadError``), ``ImageError``,
+``ShardError``, ``QaError`` and ``DockerUnavailable``. Messages are full sentences that say what happened and what to do. This module is the
 bottom of the package: it imports nothing of tritonpt, so every stage can raise these.
 """
 
@@ -97,6 +97,29 @@ class ValidationError(TritonPtError):
 
 class BackendError(TritonPtError):
     """The official pytorch backend could not be built, or no build of it fits this environment."""
+
+
+class BuildError(BackendError):
+    """A step of the backend's build (CMake, the compiler) exited non-zero: ``first_error`` is the first line of
+    its output that says error, ``log`` the build's whole output."""
+
+    def __init__(self, message: str, *, first_error: str, log: Path) -> None:
+        self.first_error = first_error
+        self.log = log
+        super().__init__(message)
+
+
+class MigrateError(TritonPtError):
+    """A migration cannot start as asked (its folders, its options); nothing was written."""
+
+
+class RefusedError(MigrateError):
+    """One model that cannot move to torch_aoti: ``reason`` says why, ``fix`` what to do; it gets no folder."""
+
+    def __init__(self, reason: str, fix: str) -> None:
+        self.reason = reason
+        self.fix = fix
+        super().__init__(f"{reason} {HINT} {fix}")
 
 
 class ServerError(TritonPtError):

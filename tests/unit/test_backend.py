@@ -202,6 +202,66 @@ def test_the_key_changes_with_each_input() -> None:
     assert len(others) == 4
 
 
+# ATen/ATen.h of torch 2.14 on (seen in the PyPI wheels of 2.14.1 and 2.15.0), and of torch 2.9.1, in part
+ATEN_2_15 = """#pragma once
+
+#if (defined(_MSVC_LANG) && _MSVC_LANG < 202002L) || \\
+    (!defined(_MSVC_LANG) && __cplusplus < 202002L)
+#error C++20 or later compatible compiler is required to use ATen.
+#endif
+"""
+ATEN_2_9 = """#pragma once
+
+#if !defined(_MSC_VER) && __cplusplus < 201703L
+#error C++17 or later compatible compiler is required to use ATen.
+#endif
+"""
+
+
+def _torch_with(header: str, tmp_path: Path) -> Torch:
+    aten = tmp_path / "torch" / "include" / "ATen"
+    aten.mkdir(parents=True)
+    (aten / "ATen.h").write_text(header, encoding="utf-8")
+    return replace(Torch.locate(), root=tmp_path / "torch")
+
+
+def test_a_torch_whose_headers_refuse_cxx17_is_built_as_cxx20_under_a_key_of_its_own(tmp_path: Path) -> None:
+    here = Torch.locate()
+    assert here.cxx_standard == 17  # torch 2.9.1, the pins
+    newer = _torch_with(ATEN_2_15, tmp_path / "new")
+    older = _torch_with(ATEN_2_9, tmp_path / "old")
+    assert (newer.cxx_standard, older.cxx_standard) == (20, 17)
+    chain = Toolchain.find("cpu")
+    assert backend.build_key(older, chain, "cpu") == backend.build_key(
+        here, chain, "cpu"
+    )  # keys stay as they were
+    assert backend.build_key(newer, chain, "cpu") != backend.build_key(here, chain, "cpu")
+    source_dirs = {
+        name: tmp_path / name for name in ("pytorch_backend", "common", "core", "backend", "googletest")
+    }
+    line = {
+        t: backend.configure_command(
+            source_dirs=source_dirs, build_dir=tmp_path / "b", prefix=tmp_path / "p", torch=t, toolchain=chain,
+            variant="cpu",
+        )
+        for t in (newer, older)
+    }  # fmt: skip
+    assert "-DTRITON_MIN_CXX_STANDARD=20" in line[newer]
+    assert not any(arg.startswith("-DTRITON_MIN_CXX_STANDARD") for arg in line[older])
+    toolchain.check_cxx(chain.cxx, 20)  # this machine's compiler takes C++20 (g++ 12)
+
+
+def test_a_compiler_without_cxx20_is_one_paragraph(tmp_path: Path) -> None:
+    fake = tmp_path / "c++"
+    fake.write_text("#!/bin/sh\necho \"error: unrecognized command-line option '-std=c++20'\" >&2\nexit 1\n")
+    fake.chmod(0o755)
+    with pytest.raises(BackendError) as failure:
+        toolchain.check_cxx(fake, 20)
+    message = str(failure.value)
+    assert "as it does not compile C++20 (error: unrecognized command-line option '-std=c++20')" in message
+    assert "Hint: install g++ 10 or newer" in message
+
+
 def test_the_gpu_variant_needs_a_cuda_torch() -> None:
     cpu_torch = replace(Torch.locate(), version="2.9.1+cpu", cuda=None)
     with pytest.raises(BackendError, match=r"torch 2\.9\.1\+cpu .* is a CPU build"):

@@ -30,8 +30,8 @@ from tritonpt.backend.layout import (
     quiet,
 )
 from tritonpt.backend.sources import fetch_sources, sources_folder, unpack
-from tritonpt.backend.toolchain import Toolchain, Torch, check_cxx17, resolve_variant
-from tritonpt.errors import BackendError
+from tritonpt.backend.toolchain import Toolchain, Torch, check_cxx, resolve_variant
+from tritonpt.errors import BackendError, BuildError
 from tritonpt.versions import VERSIONS, Backend
 
 # --- The build ----------------------------------------------------------------------------------------------
@@ -66,6 +66,8 @@ def configure_command(
         "CMAKE_CXX_FLAGS": f"-isystem {prefix / 'include'} {flavor.cxx_flags}".strip(),
         **{f"FETCHCONTENT_SOURCE_DIR_{name}": str(source_dirs[source]) for name, source in FETCHED.items()},
     }
+    if torch.cxx_standard > 17:  # torch 2.14 on: its headers refuse C++17 (the backend asks for 17 at least)
+        definitions["TRITON_MIN_CXX_STANDARD"] = str(torch.cxx_standard)
     if variant == "gpu" and toolchain.nvcc is not None:
         definitions["CUDAToolkit_ROOT"] = str(toolchain.nvcc.parent.parent)
     args = [str(toolchain.cmake), "-S", str(source_dirs["pytorch_backend"]), "-B", str(build_dir)]
@@ -194,7 +196,9 @@ def _build(
 ) -> BuiltBackend:
     started = time.perf_counter()
     entry.parent.mkdir(parents=True, exist_ok=True)
-    check_cxx17(toolchain.cxx)  # only a build needs it; a cache hit asks the compiler its version alone
+    check_cxx(
+        toolchain.cxx, torch.cxx_standard
+    )  # only a build needs it; a cache hit asks the compiler its version alone
     log = _Log(entry.parent.parent / "logs" / f"{key}.log")
     with contextlib.closing(log), _staging(entry.parent, key) as staging:
         source_dirs = unpack(tarballs, staging / "src", step, backend=pins)
@@ -311,7 +315,7 @@ def _checked(log: _Log, command: Sequence[str], what: str, *, on_line: Step | No
             f"Cannot {what}: `{Path(command[0]).name} {' '.join(command[1:3])} ...` exited with {code}.\n"
             f"First error: {first}\nFull log: {log.path}"
         )
-        raise BackendError(msg)
+        raise BuildError(msg, first_error=first, log=log.path)
 
 
 @contextlib.contextmanager

@@ -161,6 +161,8 @@ def build_key(
         "variant": variant,
         "definition": [dict(DEFINITION), dict(VARIANT_DEFINITION[variant]), dict(RAPIDJSON_DEFINITION)],
     }
+    if torch.cxx_standard != 17:  # keys of a torch that builds as C++17 stay what they were before
+        inputs["cxx_standard"] = torch.cxx_standard
     if not flavor.stock:  # stock keys stay what they were before flavors existed
         inputs["flavor"] = flavor.key_inputs()
     digest = hashlib.sha256(json.dumps(inputs, sort_keys=True).encode()).hexdigest()[:12]

@@ -37,6 +37,17 @@ class Torch:
     def include_dirs(self) -> tuple[Path, Path]:
         return self.root / "include", self.root / "include" / "torch" / "csrc" / "api" / "include"
 
+    @property
+    def cxx_standard(self) -> int:
+        """The C++ standard code that includes this torch's headers must compile as: 20 where ``ATen/ATen.h``
+        refuses anything older (``#error C++20 or later ...``, torch 2.14 on, pytorch#178150), else 17, the
+        pytorch backend's own floor (its CMakeLists' ``TRITON_MIN_CXX_STANDARD``)."""
+        try:
+            header = (self.root / "include" / "ATen" / "ATen.h").read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            return 17
+        return 20 if re.search(r"__cplusplus\s*<\s*202002L", header) else 17
+
     @classmethod
     def locate(cls) -> Torch:
         root = package_folder("torch")
@@ -175,10 +186,19 @@ def _first_line(command: Sequence[str]) -> str:
     )
 
 
-def check_cxx17(cxx: Path) -> None:
+CXX_PROBES = {
+    17: "#include <optional>\nint main() { std::optional<int> v{1}; return *v - 1; }\n",
+    20: "#include <span>\n#include <concepts>\nstatic_assert(std::integral<int>);\n"
+    "int main() { int a[1]{0}; return std::span<int>(a).front(); }\n",
+}
+"""A program each C++ standard the build may ask for must compile (what torch's headers and the backend use)."""
+
+
+def check_cxx(cxx: Path, standard: int = 17) -> None:
+    """The compiler compiles C++ of ``standard`` (17, or 20 for torch 2.14 on), else a ``BackendError``."""
     probe = subprocess.run(
-        [str(cxx), "-std=c++17", "-x", "c++", "-fsyntax-only", "-"],
-        input="#include <optional>\nint main() { std::optional<int> v{1}; return *v - 1; }\n",
+        [str(cxx), f"-std=c++{standard}", "-x", "c++", "-fsyntax-only", "-"],
+        input=CXX_PROBES[standard],
         capture_output=True,
         text=True,
         check=False,
@@ -187,8 +207,8 @@ def check_cxx17(cxx: Path) -> None:
     if probe.returncode != 0:
         first = (probe.stderr.strip().splitlines() or ["no output"])[0]
         msg = (
-            f"Cannot build the pytorch backend with {cxx}, as it does not compile C++17 ({first}).\n"
-            f"{HINT} install g++ 9 or newer, or point $CXX at a C++17 compiler."
+            f"Cannot build the pytorch backend with {cxx}, as it does not compile C++{standard} ({first}).\n"
+            f"{HINT} install g++ {10 if standard == 20 else 9} or newer, or point $CXX at a C++{standard} compiler."
         )
         raise BackendError(msg)
 
