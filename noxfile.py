@@ -14,8 +14,9 @@
     nox -s triton-qa     NVIDIA's own qa/L0_libtorch_* and qa/L0_torch_aoti tests against our builds
     nox -s cycles-smoke  load / infer / unload cycles on one server, parity each time (nox -s cycles: 50, and the
                          server's memory growth judged)
-    nox -s compat        every libtorch minor NGC bundles (2.8-2.12) serving torch 2.9.1's exports, and the
-                         reverse; held to the shipped table (src/tritonpt/doctor/compat.json)
+    nox -s compat        every libtorch minor NGC bundles (2.8-2.14) and PyPI's newest (2.15) serving torch
+                         2.9.1's exports, and 2.15's on the 2.9 and 2.12 builds; held to the shipped table
+    nox -s watch         (weekly workflow) PyPI's newest torch and GitHub's newest Triton: new rows, their legs, a PR
     nox -s gpu           (GPU runners) build the real image, doctor, the matrix in a GPU container, strict
     nox -s crash-hunt    (not default) the matrix N times, every crash of Triton counted and kept with its backtrace
 
@@ -278,6 +279,15 @@ def compat(session: nox.Session) -> None:
     docs/reference/compat.md (tritonpt_ci.compat; each torch's environment is shared and kept)."""
     _install(session, "test")
     _run(session, "python", "-m", "tritonpt_ci.compat", *session.posargs, interrupt_timeout=30.0)
+
+
+@session(default=False)
+def watch(session: nox.Session) -> None:
+    """The table keeps up by itself (.github/workflows/compat-watch.yml): PyPI's newest torch and GitHub's newest
+    Triton release; what is new gets its versions.toml row and its compat legs, and a pull request's body and patch
+    in reports/watch/. Arguments after `--` go to `python -m tritonpt_ci.watch` (--lookups FILE, --reports DIR)."""
+    _install(session, "test")
+    _run(session, "python", "-m", "tritonpt_ci.watch", *session.posargs, interrupt_timeout=30.0)
 
 
 @session(default=False)

@@ -42,6 +42,18 @@ SUPPORTED: tuple[DType, ...] = (
 # Types model_config.proto knows but the pytorch backend refuses for TorchScript models.
 REJECTED_BY_BACKEND: frozenset[str] = frozenset({"TYPE_BF16", "TYPE_UINT16", "TYPE_UINT32", "TYPE_UINT64"})
 
+
+def is_known(config_name: str) -> bool:
+    """A tensor type the backend maps (served), or names to refuse it (:func:`rejected_by_backend`)."""
+    return is_served(config_name) or config_name in REJECTED_BY_BACKEND
+
+
+def rejected_by_backend(platform: str) -> frozenset[str]:
+    """What the backend refuses for a platform's models: every one of :data:`REJECTED_BY_BACKEND`, but BF16 on
+    ``torch_aoti``, which Triton 26.11 on serves (validate.pt2 holds it, A013, with the release that serves it)."""
+    return REJECTED_BY_BACKEND - {"TYPE_BF16"} if platform == "torch_aoti" else REJECTED_BY_BACKEND
+
+
 _BY_TORCH = {d.torch: d for d in SUPPORTED}
 _BY_CONFIG = {d.config: d for d in SUPPORTED}
 _BY_NUMPY = {np.dtype(d.numpy): d for d in SUPPORTED}

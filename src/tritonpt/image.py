@@ -224,9 +224,11 @@ def pt2_flavor_arg(pt2_build: str, versions: Versions = VERSIONS) -> dict[str, s
     return {"PT2_FLAVOR": f"+{versions.pt2.build.patch_set}" if pt2_build == "patched" else ""}
 
 
-def ngc_release(ngc: str | None = None, versions: Versions = VERSIONS) -> TritonRelease:
+def ngc_release(
+    ngc: str | None = None, versions: Versions = VERSIONS, *, purpose: str = "build the ngc recipe"
+) -> TritonRelease:
     """The release of versions.toml's table that ``--ngc`` names (an NGC tag or a server version), the default
-    when None; an unknown one is refused with what is accepted and what to do."""
+    when None; an unknown one is refused with what is accepted and what to do (``purpose``: what it was for)."""
     if not ngc:
         return versions.triton
     try:
@@ -237,7 +239,7 @@ def ngc_release(ngc: str | None = None, versions: Versions = VERSIONS) -> Triton
             for r in versions.triton_releases
         )
         msg = (
-            f"Cannot build the ngc recipe for --ngc {ngc}: versions.toml's Triton release table has no such "
+            f"Cannot {purpose} for --ngc {ngc}: versions.toml's Triton release table has no such "
             f"release. --ngc takes an NGC release (or its server version) of that table: {known}. Pass one of "
             "those, or add the release's row to src/tritonpt/versions.toml ([[triton.releases]], with the facts "
             "of NVIDIA's release notes for it) first."

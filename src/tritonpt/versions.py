@@ -9,7 +9,8 @@ any dependency is installed.
 from __future__ import annotations
 
 import tomllib
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -49,13 +50,19 @@ class TritonRelease:
     serves_torch_aoti: bool
     """Whether the release's own pytorch backend serves ``platform: "torch_aoti"`` (26.03 on; stock, with its bugs)."""
     backend_torch: str | None = None
-    backend_torch_source: str | None = None
-    """Where ``backend_torch`` was read (the NGC PyTorch container the release's backend copies libtorch from)."""
     cuda: str | None = None
     min_driver: str | None = None
     ubuntu: str | None = None
     glibc: str | None = None
     python: str | None = None
+    sources: Mapping[str, str] = field(default_factory=dict, hash=False)
+    """Where a value of the row was read, by its field's name (``backend_torch``: the NGC PyTorch container the
+    release's backend copies libtorch from); older rows give the rest in versions.toml's comments."""
+
+    @property
+    def line(self) -> str:
+        """The release's own pytorch_backend branch: ``r26.07``."""
+        return f"r{self.ngc}"
 
     @property
     def image(self) -> str:
@@ -173,10 +180,23 @@ class Pt2:
     backend_name: str  # the second name it is installed under for server 2.51.0 ("pt2")
     native_server: str  # the first server whose core takes torch_aoti itself (26.03: 2.67.0)
     native_ngc: str
+    batching_ngc: str  # the first release whose notes state PT2 batching (26.07): not measured here
+    batching_source: str
+    bf16_ngc: str  # the first release whose notes state BF16 inputs and outputs for AOTI (26.11)
+    bf16_source: str
 
     def native(self, server: str) -> bool:
         """Whether ``server`` ("2.51.0") serves ``platform: "torch_aoti"`` under backend "pytorch" itself."""
         return _release(server) >= _release(self.native_server)
+
+    def serves_bf16(self, ngc: str) -> bool:
+        """Whether the stock PT2 path of NGC release ``ngc`` ("26.11") takes BF16 inputs and outputs, as its
+        release notes state (no earlier release does: r26.05 maps no BF16 type)."""
+        return _release(ngc) >= _release(self.bf16_ngc)
+
+    def batches(self, ngc: str) -> bool:
+        """Whether release ``ngc``'s notes state that its PT2 path batches (26.07 on); not measured here."""
+        return _release(ngc) >= _release(self.batching_ngc)
 
 
 def _release(version: str) -> tuple[int, ...]:
@@ -257,10 +277,30 @@ class Versions:
     workflows: Workflows
     image_repository: str
     compat: tuple[CompatTorch, ...] = ()
+    compat_reverse: tuple[str, ...] = ()
+    """The minors whose builds serve the newest torch's exports (versions.toml [compat] reverse)."""
 
     def compat_torch(self, minor: str) -> CompatTorch | None:
         """The compatibility table's entry for a libtorch minor ("2.11"), or None where it has none."""
         return next((c for c in self.compat if c.minor == minor), None)
+
+    @property
+    def newest_compat(self) -> CompatTorch:
+        """The compatibility table's newest torch: the one whose exports the reverse legs serve."""
+        return max(self.compat, key=lambda c: _release(c.torch))
+
+    def measured_as(self, release: TritonRelease) -> CompatTorch | None:
+        """The compatibility table's entry that stands for ``release``: its libtorch minor's, or None where no source
+        states that libtorch (or the table has no entry for it)."""
+        return self.compat_torch(minor_of(release.backend_torch)) if release.backend_torch else None
+
+    def stand_in(self, release: TritonRelease) -> str | None:
+        """``"r26.05 standing in for r26.07"`` where the line measured for ``release`` is not its own branch (the
+        stored pytorch_backend sources end at r26.05), else None."""
+        entry = self.measured_as(release)
+        if entry is None or entry.line == release.line:
+            return None
+        return f"{entry.line} standing in for {release.line}"
 
     def line(self, ref: str) -> Backend:
         """The pinned sources of a pytorch_backend line: [backend] (r25.10) or [pt2] (r26.05)."""
@@ -407,6 +447,10 @@ def load(path: Path = _TOML) -> Versions:
             backend_name=raw["pt2"]["backend_name"],
             native_server=raw["pt2"]["native_server"],
             native_ngc=raw["pt2"]["native_ngc"],
+            batching_ngc=raw["pt2"]["batching_ngc"],
+            batching_source=raw["pt2"]["batching_source"],
+            bf16_ngc=raw["pt2"]["bf16_ngc"],
+            bf16_source=raw["pt2"]["bf16_source"],
         ),
         bench=Bench(
             tritonclient=raw["bench"]["tritonclient"],
@@ -423,6 +467,7 @@ def load(path: Path = _TOML) -> Versions:
         ),
         image_repository=raw["images"]["repository"],
         compat=tuple(CompatTorch(**c) for c in raw.get("compat", {}).get("torch", ())),
+        compat_reverse=tuple(raw.get("compat", {}).get("reverse", ())),
     )
 
 

@@ -670,6 +670,13 @@ MUTATIONS: tuple[Mutation, ...] = (
         alone=True,
     ),
     Mutation(id="pt2_output_dims_wrong", rule="A012", base="multi_io_pt2", edit=_output(0, dims=[9])),
+    # BF16 on torch_aoti: r26.05 maps no BF16 type (Triton 26.11's notes state it from there on)
+    Mutation(
+        id="pt2_input_bf16", rule="A013", base="multi_io_pt2", edit=_input(0, data_type=DataType.TYPE_BF16)
+    ),
+    Mutation(
+        id="pt2_output_bf16", rule="A013", base="multi_io_pt2", edit=_output(1, data_type=DataType.TYPE_BF16)
+    ),
     # model_warmup (export writes one sample of the reference inputs)
     Mutation(
         id="warmup_file_missing", rule="W007", warmup=True, base="multi_io", edit=_warmup_file("remove")

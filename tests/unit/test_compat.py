@@ -29,6 +29,11 @@ DIFFERS = compat.ModelResult(
     model="c", loads=True, parity=False, max_abs_error=3.0, error="b1 http: 3.0 > 1e-5"
 )
 UNEXPORTED = compat.ModelResult(model="d", loads=False, error="not exported: torch 2.12.1's export exited 1")
+UNBUILT = compat.ModelResult(
+    model="e",
+    loads=False,
+    error=f"{compat.NOT_BUILT}: ATen.h:9:2: error: #error C++20 or later compatible compiler",
+)
 
 
 @pytest.mark.parametrize(
@@ -40,6 +45,7 @@ UNEXPORTED = compat.ModelResult(model="d", loads=False, error="not exported: tor
         ((PARITY, DIFFERS), "outputs differ"),
         ((UNEXPORTED,), "not exported"),
         ((PARITY, UNEXPORTED), "partly served"),
+        ((UNBUILT, UNBUILT), "not built"),
     ],
 )
 def test_a_pairs_verdict_follows_its_models(models: tuple[compat.ModelResult, ...], verdict: str) -> None:
@@ -79,7 +85,7 @@ def test_versions_toml_has_a_compat_entry_for_every_minor_ngc_bundles() -> None:
     assert bundled <= {c.minor for c in VERSIONS.compat}
     for release in VERSIONS.triton_releases:
         if release.backend_torch:
-            assert release.backend_torch_source, f"{release.ngc}: backend_torch without its source"
+            assert release.sources.get("backend_torch"), f"{release.ngc}: backend_torch without its source"
     for entry in VERSIONS.compat:
         assert entry.torch.startswith(entry.minor + "."), entry
         VERSIONS.line(entry.line)  # a pinned line
@@ -93,8 +99,76 @@ def test_the_shipped_table_covers_every_minor_both_ways() -> None:
         assert table.pair(ours, entry.minor, "torchscript") is not None, entry.minor
         if VERSIONS.line(entry.line) is VERSIONS.pt2.build:
             assert table.pair(ours, entry.minor, "pt2") is not None, entry.minor
-    newest = max(VERSIONS.compat, key=lambda c: tuple(int(x) for x in c.torch.split(".")))
-    assert table.pair(newest.minor, ours, "torchscript") is not None
+    newest = VERSIONS.newest_compat
+    for minor in VERSIONS.compat_reverse:
+        assert table.pair(newest.minor, minor, "torchscript") is not None, minor
+        if VERSIONS.line(VERSIONS.compat_torch(minor).line) is VERSIONS.pt2.build:  # type: ignore[union-attr]
+            assert table.pair(newest.minor, minor, "pt2") is not None, minor
+
+
+def test_the_reverse_legs_serve_the_newest_torchs_exports_on_the_two_builds_teams_keep() -> None:
+    from tritonpt_ci import compat as run  # noqa: PLC0415 - the CI program, only here
+
+    newest, here = VERSIONS.newest_compat.torch, VERSIONS.pytorch.torch
+    assert newest.startswith("2.15.")
+    assert set(VERSIONS.compat_reverse) == {"2.9", "2.12"}
+    legs = run.plan()
+    assert [(newest, "2.9"), (newest, "2.12")] == [leg for leg in legs if leg[0] == newest]
+    assert [on for made, on in legs if made == here] == [c.minor for c in VERSIONS.compat]
+    # what a new torch adds: its own forward leg, and the reverse legs its exports make
+    assert run.plan(["2.15"]) == [(here, "2.15"), (newest, "2.9"), (newest, "2.12")]
+    assert run.plan(["2.13"]) == [(here, "2.13")]
+
+
+def test_a_partial_run_keeps_the_shipped_pairs_of_the_legs_it_did_not_run() -> None:
+    from tritonpt_ci import compat as run  # noqa: PLC0415
+
+    shipped = compat.Table(
+        measured="2026-12-06", server="2.51.0", pairs=(_pair(PARITY), _pair(REFUSED, fmt="pt2"))
+    )
+    newer = compat.Pair(
+        exported_by="2.9.1+cu128",
+        served_by="2.15.0+cu132",
+        line="r26.05",
+        format="torchscript",
+        models=(PARITY,),
+    )
+    measured = compat.Table(measured="2026-12-07", server="2.51.0", pairs=(newer,))
+    merged = run._merged(shipped, measured)
+    assert merged.measured == "2026-12-07"
+    assert set(merged.pairs) == {*shipped.pairs, newer}
+    again = compat.Pair(
+        exported_by="2.9.1+cu128",
+        served_by="2.8.0+cu128",
+        line="r25.10",
+        format="torchscript",
+        models=(DIFFERS,),
+    )
+    replaced = run._merged(shipped, compat.Table(measured="x", server="2.51.0", pairs=(again,)))
+    assert again in replaced.pairs
+    assert shipped.pairs[0] not in replaced.pairs  # the leg ran again: its pairs are the new ones
+
+
+def test_each_row_names_the_branches_its_line_stands_in_for() -> None:
+    pair = compat.Pair(
+        exported_by="2.9.1+cu128", served_by="2.13.0+cu130", line="pytorch_backend r26.05 (55bbe27)",
+        format="torchscript", models=(PARITY,),
+    )  # fmt: skip
+    assert compat.stands_in_for(pair) == ["r26.07"]
+    page = compat.render(compat.Table(measured="2026-12-07", server="2.51.0", pairs=(pair,)))
+    assert "| 2.13.0+cu130 (26.07) | pytorch_backend r26.05 (55bbe27), standing in for r26.07 |" in page
+    own = compat.Pair(
+        exported_by="2.9.1+cu128", served_by="2.12.1+cu130", line="pytorch_backend r26.05 (55bbe27)",
+        format="torchscript", models=(PARITY,),
+    )  # fmt: skip
+    assert compat.stands_in_for(own) == ["r26.04", "r26.06"]  # 26.05 is its own line
+    newest = compat.Pair(
+        exported_by="2.9.1+cu128", served_by="2.15.0+cu132", line="pytorch_backend r26.05 (55bbe27)",
+        format="torchscript", models=(PARITY,),
+    )  # fmt: skip
+    assert "2.15.0+cu132 (no release states it)" in compat.render(
+        compat.Table(measured="2026-12-07", server="2.51.0", pairs=(newest,))
+    )
 
 
 def test_the_committed_page_is_the_tables() -> None:
@@ -104,15 +178,23 @@ def test_the_committed_page_is_the_tables() -> None:
 
 
 def test_the_readmes_answer_is_the_tables() -> None:
-    """The README says every NGC release from 25.08 to 26.05 serves a torch 2.9 TorchScript export with parity, and
-    26.03 to 26.05 its PT2 package: true only while every such pair of the table is."""
+    """The README says every NGC release from 25.08 to 26.08 serves a torch 2.9 TorchScript export with parity, and
+    26.03 to 26.08 its PT2 package, and torch 2.15's exports serve on the 2.9 and 2.12 builds: true only while every
+    such pair of the table is."""
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    assert "from 25.08 to 26.05" in readme
+    assert "from 25.08 to 26.08" in readme
+    assert "PT2 (`torch_aoti`) on 26.03 to 26.08" in readme
+    newest = VERSIONS.newest_compat
+    for minor in VERSIONS.compat_reverse:
+        for fmt in ("torchscript", "pt2") if minor == "2.12" else ("torchscript",):
+            pair = compat.load().pair(newest.minor, minor, fmt)  # type: ignore[union-attr]
+            assert pair is not None, (minor, fmt)
+            assert pair.verdict == "parity", pair.describe()
     table = compat.load()
     assert table is not None
     ours = minor_of(VERSIONS.pytorch.torch)
     for release in VERSIONS.triton_releases:
-        if not release.backend_torch or not "25.08" <= release.ngc <= "26.05":
+        if not release.backend_torch or not "25.08" <= release.ngc <= "26.08":
             continue
         formats = ("torchscript", "pt2") if release.serves_torch_aoti else ("torchscript",)
         for fmt in formats:

@@ -227,12 +227,12 @@ def test_the_doctor_lists_the_releases_that_serve_torch_aoti(tmp_path: Path) -> 
 
 
 def test_driver_and_torch_not_stated_are_said_so() -> None:
-    backend = Backend.from_release(VERSIONS.release("26.06"))  # notes name no driver; torch not recorded
-    assert (backend.min_driver, backend.torch, backend.cuda) == ("not stated", "not stated", "13.3.0")
+    backend = Backend.from_release(VERSIONS.release("26.09"))  # notes name no driver; no branch names its torch
+    assert (backend.min_driver, backend.torch, backend.cuda) == ("not stated", "not stated", "13.4.1")
     result = doctor.check_driver(HostDriver(nvidia_smi="nvidia-smi", versions=("580.95.05",)), backend)
     assert result.status is Status.WARN, result
     assert "minimum driver is not stated" in result.finding
-    assert "CUDA 13.3.0" in result.fix
+    assert "CUDA 13.4.1" in result.fix
     skipped = doctor.check_driver(HostDriver(nvidia_smi=None), backend)
     assert skipped.status is Status.SKIP
     assert "not stated" in skipped.finding
@@ -488,7 +488,7 @@ def _pt2_repository(tmp_path: Path) -> Path:
 @pytest.mark.parametrize(
     ("backend", "status", "words"),
     [
-        (replace(DEFAULT, image=False), Status.SKIP, "embedded server"),
+        (replace(DEFAULT, named=False), Status.SKIP, "embedded server"),
         (DEFAULT, Status.FAIL, "torch_aoti needs Triton 26.03"),
         (replace(DEFAULT, pt2="r26.05 55bbe27"), Status.OK, "that build is stock (r26.05"),
         (
@@ -508,3 +508,75 @@ def test_a_pt2_model_needs_a_server_that_takes_torch_aoti(
     server = next(r for r in results if r.name == "model classifier_pt2 server")
     assert server.status == status, server
     assert words in server.finding
+
+
+@pytest.mark.parametrize(
+    ("ngc", "status", "words"),
+    [
+        ("26.07", Status.OK, "on r26.05 standing in for r26.07"),
+        ("26.08", Status.OK, "on r26.05 standing in for r26.08"),
+        ("26.05", Status.OK, "measured"),
+        ("26.10", Status.WARN, "the libtorch the backend bundles is not stated"),
+    ],
+)
+def test_the_doctor_judges_a_repository_against_a_release_named_without_its_image(
+    monkeypatch: pytest.MonkeyPatch,
+    repository_copy: Callable[..., Path],
+    tmp_path: Path,
+    ngc: str,
+    status: Status,
+    words: str,
+) -> None:
+    """`tritonpt doctor --ngc RELEASE`: what a team asks before it picks a release it cannot pull here."""
+    monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path}/no-engine.sock")
+    repository = repository_copy("multi_io")
+    report = doctor.run(image=None, repository=repository, ngc=ngc)
+    result = report["model multi_io torch"]
+    assert result.status is status, result
+    assert words in result.finding
+    assert f"versions.toml release {ngc}, named by --ngc" in result.finding
+    if status is Status.OK:
+        release = VERSIONS.release(ngc)
+        assert _measured(VERSIONS.pytorch.torch, release.backend_torch or "").describe() in result.finding
+
+
+def test_a_pt2_model_is_judged_against_the_named_releases_own_pt2_path(tmp_path: Path) -> None:
+    results = doctor.check_models(_pt2_repository(tmp_path), Backend.from_release(VERSIONS.release("26.11")))
+    server = next(r for r in results if r.name == "model classifier_pt2 server")
+    assert server.status is Status.OK
+    assert "Triton 26.11) serves it itself" in server.finding
+
+
+@pytest.mark.parametrize(
+    ("backend", "status", "words"),
+    [
+        (Backend.from_release(VERSIONS.release("26.11")), Status.OK, "Triton 26.11 serves BF16"),
+        (Backend.from_release(VERSIONS.release("26.10")), Status.FAIL, "Triton 26.10 (versions.toml release 26.10)"),
+        (replace(DEFAULT, named=False), Status.FAIL, "the PT2 build here (pytorch_backend r26.05)"),
+    ],
+    ids=["26.11", "26.10", "embedded"],
+)
+def test_bf16_on_a_pt2_model_is_judged_by_the_release_that_serves_it(
+    tmp_path: Path, backend: Backend, status: Status, words: str
+) -> None:
+    repository = _pt2_repository(tmp_path)
+    config = repository / "classifier_pt2" / "config.pbtxt"
+    config.write_text(
+        config.read_text(encoding="utf-8")
+        + 'input [ { name: "INPUT__0" data_type: TYPE_BF16 dims: [ 4 ] } ]\n'
+        + 'output [ { name: "OUTPUT__0" data_type: TYPE_FP32 dims: [ 2 ] } ]\n',
+        encoding="utf-8",
+    )
+    results = {r.name: r for r in doctor.check_models(repository, backend)}
+    bf16 = results["model classifier_pt2 bf16"]
+    assert bf16.status is status, bf16
+    assert words in bf16.finding
+    assert "INPUT__0 TYPE_BF16" in bf16.finding
+    assert "v2.75.0" in bf16.finding
+    if status is Status.FAIL:
+        assert "tritonpt doctor --ngc 26.11" in bf16.fix
+
+
+def test_a_pt2_model_without_bf16_has_no_bf16_row(tmp_path: Path) -> None:
+    results = doctor.check_models(_pt2_repository(tmp_path), Backend.from_release(VERSIONS.release("26.05")))
+    assert "model classifier_pt2 bf16" not in {r.name for r in results}

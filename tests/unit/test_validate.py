@@ -785,6 +785,31 @@ def test_the_pt2_build_decides_which_rules_hold_a_pt2_config(tmp_path: Path, bui
         assert "the PT2 path refuses to load the model" in refused.message
 
 
+@pytest.mark.parametrize("build", ["stock", "patched"])
+def test_bf16_on_a_pt2_model_is_its_own_rule_naming_the_release_that_serves_it(tmp_path: Path, build: str) -> None:
+    """A013, not C009: r26.05's PT2 path maps no BF16 type (both builds); Triton 26.11's notes state it serves
+    them. The TorchScript refusal (C009) stays as it was."""
+    from google.protobuf import text_format  # noqa: PLC0415
+    from tritonclient.grpc.model_config_pb2 import ModelConfig  # noqa: PLC0415
+
+    from tritonpt.validate import config as config_rules  # noqa: PLC0415
+    from tritonpt.validate import pt2  # noqa: PLC0415
+    from tritonpt.validate.rules import Findings  # noqa: PLC0415
+
+    model = ModelDir(root=tmp_path / "m_pt2")
+    text = _PT2_CONFIG.replace('"RESULT" data_type: TYPE_FP32', '"RESULT" data_type: TYPE_BF16')
+    text = text.replace("dynamic_batching { }", "").split("parameters")[0]
+    config = text_format.Parse(text, ModelConfig())
+    findings = Findings()
+    config_rules.check(model, config, findings, gpu_available=False, pt2_build=build)
+    pt2.check_config(model, config, findings, pt2_build=build)
+    [problem] = list(findings)
+    assert (problem.rule, problem.severity, problem.field) == ("A013", "error", "output 'RESULT' data_type")
+    assert "Unsupported datatype TYPE_BF16" in problem.message
+    assert "Triton 26.11 and later serve" in problem.message
+    assert "tritonpt doctor --ngc 26.11" in problem.fix
+
+
 @pytest.mark.parametrize(
     ("dims", "shape", "batching", "refusal"),
     [

@@ -25,10 +25,20 @@ def test_default_release_bundles_pytorch_2_9() -> None:
 
 
 def test_releases_that_serve_torch_aoti_parse_with_their_types() -> None:
-    """26.03 to 26.08, as NVIDIA's notes state them: a fact they do not state is None, never a guess."""
+    """26.03 to 26.11, as their sources state them: a fact they do not state is None, never a guess."""
     serving = VERSIONS.torch_aoti_releases
-    assert [r.ngc for r in serving] == ["26.03", "26.04", "26.05", "26.06", "26.07", "26.08"]
-    assert [r.server for r in serving] == ["2.67.0", "2.68.0", "2.69.0", "2.70.0", "2.71.0", "2.72.0"]
+    assert [r.ngc for r in serving] == [
+        "26.03",
+        "26.04",
+        "26.05",
+        "26.06",
+        "26.07",
+        "26.08",
+        "26.09",
+        "26.10",
+        "26.11",
+    ]
+    assert [r.server for r in serving] == [f"2.{n}.0" for n in range(67, 76)]
     for release in VERSIONS.triton_releases:
         assert isinstance(release.serves_torch_aoti, bool), release
         # The field and [pt2]'s native_server say the same: 26.03 (server 2.67.0) on.
@@ -40,8 +50,12 @@ def test_releases_that_serve_torch_aoti_parse_with_their_types() -> None:
     assert (r2603.cuda, r2603.min_driver, r2603.ubuntu, r2603.glibc) == (None, None, "24.04", "2.39")
     assert (r2604.cuda, r2604.min_driver, r2604.backend_torch) == ("13.2.1", None, "2.12.0a0+0291f960b6")
     assert (r2605.cuda, r2605.min_driver, r2605.ubuntu) == (None, None, None)
-    assert (r2606.cuda, r2606.backend_torch) == ("13.3.0", None)
+    assert (r2606.cuda, r2606.backend_torch) == ("13.3.0", "2.12.0a0+5aff3928d8")  # NGC PyTorch 26.05
     assert VERSIONS.release("2.72.0").cuda == "13.4.1"
+    assert VERSIONS.release("26.07").backend_torch == "2.13.0a0+9186a08b2c"
+    assert VERSIONS.release("26.08").backend_torch == "2.14.0a0+4fdf77b940"
+    for later in ("26.09", "26.10", "26.11"):  # no branch, no page names their PyTorch container
+        assert VERSIONS.release(later).backend_torch is None, later
     assert not VERSIONS.triton.serves_torch_aoti  # the default (25.10) has no PT2 path
 
 
@@ -83,3 +97,49 @@ def test_the_versions_page_table_is_generated_from_the_source() -> None:
     assert table == markdown_table(VERSIONS), (
         f"{VERSIONS_PAGE}'s version table is stale: paste `python -m tritonpt.versions`"
     )
+
+
+STATED = ("server", "backend_torch", "cuda", "min_driver", "ubuntu", "python")
+
+
+def test_every_value_of_the_releases_from_26_06_on_names_its_source() -> None:
+    """Each value of 26.06 to 26.11 comes with where it was read; glibc follows from the Ubuntu release."""
+    later = [r for r in VERSIONS.triton_releases if r.ngc >= "26.06"]
+    assert [r.ngc for r in later] == ["26.06", "26.07", "26.08", "26.09", "26.10", "26.11"]
+    for release in later:
+        for name in STATED:
+            if getattr(release, name):
+                assert release.sources.get(name), f"{release.ngc}: {name} without its source"
+        assert set(release.sources) <= set(STATED), release.ngc
+        if release.glibc:
+            assert release.ubuntu == "24.04"
+            assert release.glibc == "2.39"
+
+
+def test_a_release_after_the_newest_pinned_line_is_measured_on_it_and_says_so() -> None:
+    assert VERSIONS.stand_in(VERSIONS.release("26.07")) == "r26.05 standing in for r26.07"
+    assert VERSIONS.stand_in(VERSIONS.release("26.08")) == "r26.05 standing in for r26.08"
+    assert VERSIONS.stand_in(VERSIONS.release("26.05")) is None  # its own line
+    assert VERSIONS.stand_in(VERSIONS.release("25.10")) is None
+    assert (
+        VERSIONS.stand_in(VERSIONS.release("26.11")) is None
+    )  # its libtorch is not stated: nothing measured
+    assert VERSIONS.measured_as(VERSIONS.release("26.11")) is None
+
+
+def test_the_pt2_changes_release_notes_state_hold_from_their_release_on() -> None:
+    pt2 = VERSIONS.pt2
+    assert [pt2.serves_bf16(n) for n in ("26.05", "26.10", "26.11", "27.01")] == [False, False, True, True]
+    assert [pt2.batches(n) for n in ("26.06", "26.07", "26.11")] == [False, True, True]
+    assert "v2.75.0" in pt2.bf16_source
+    assert "v2.71.0" in pt2.batching_source
+
+
+def test_the_package_installs_beside_every_torch_of_the_table() -> None:
+    """pip resolves the wheel beside a team's torch: every torch and torchvision the compatibility table serves
+    is in pyproject's ranges (2.8 to 2.15), the project's own pins too."""
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    requirements = {r.split(">")[0].split("=")[0].split("[")[0].strip(): r for r in project["dependencies"]}
+    for entry in VERSIONS.compat:
+        for package, version in (("torch", entry.torch), ("torchvision", entry.torchvision)):
+            assert version in SpecifierSet(requirements[package].removeprefix(package)), (package, version)

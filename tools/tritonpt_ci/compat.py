@@ -1,6 +1,7 @@
 """`nox -s compat`: every libtorch minor an NGC release bundles, served the exports of another torch, measured.
 
     python -m tritonpt_ci.compat [--write] [--reports reports/compat]    the whole run (what nox runs)
+    python -m tritonpt_ci.compat --minor 2.15 [--write]                 the legs a new torch adds
     python -m tritonpt_ci.compat leg --repository DIR --out FILE         one pair, in the serving torch's env
 
 Each leg serves one torch's exports on the official backend built against another torch and runs the matrix.
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import concurrent.futures
+import dataclasses
 import datetime
 import json
 import os
@@ -22,7 +24,8 @@ from pathlib import Path
 
 from tritonpt import backend, reference, scratch
 from tritonpt.doctor import compat
-from tritonpt.errors import TritonPtError
+from tritonpt.doctor.compat import NOT_BUILT
+from tritonpt.errors import BuildError, TritonPtError
 from tritonpt.repository import models as models_of
 from tritonpt.repository import pt2_models
 from tritonpt.server.local import LocalServer, TritonFlags
@@ -53,7 +56,6 @@ def leg(repository: Path, out: Path, reports: Path) -> int:
         return 2
     pins = VERSIONS.line(entry.line)
     serves_pt2 = pins is VERSIONS.pt2.build
-    built = backend.ensure(pins=pins, step=_say)
     line = f"pytorch_backend {pins.pytorch_backend.ref} ({pins.pytorch_backend.commit[:7]})"
     exported = _exported_by(repository)
     pt2 = {m.name for m in pt2_models(repository)}
@@ -61,10 +63,18 @@ def leg(repository: Path, out: Path, reports: Path) -> int:
     served = [m for m in models if serves_pt2 or m not in pt2]
     failed = _export_failures(repository)
     reports.mkdir(parents=True, exist_ok=True)
-    with scratch.folder("tritonpt-compat-") as view:
-        for name in served:
-            (view / name).symlink_to((repository / name).resolve(), target_is_directory=True)
-        states, rows = _serve(view, built if serves_pt2 else None, built, reports)
+    try:
+        built = backend.ensure(pins=pins, step=_say)
+    except BuildError as exc:  # a verdict of its own: the torch cannot build this line
+        _say(f"the build failed: {exc.first_error} ({exc.log})")
+        error = f"{NOT_BUILT}: {exc.first_error}"
+        states: dict[str, tuple[bool, str]] = dict.fromkeys(served, (False, error))
+        rows: dict[str, list[dict[str, object]]] = {}
+    else:
+        with scratch.folder("tritonpt-compat-") as view:
+            for name in served:
+                (view / name).symlink_to((repository / name).resolve(), target_is_directory=True)
+            states, rows = _serve(view, built if serves_pt2 else None, built, reports)
     pairs = []
     for fmt in ("torchscript", "pt2") if serves_pt2 else ("torchscript",):
         results = [
@@ -204,37 +214,56 @@ def _builtin_names() -> list[str]:
     return sorted(builtin.BUILTIN)
 
 
-def run(reports: Path, *, write: bool) -> int:
+def plan(minors: Sequence[str] = ()) -> list[tuple[str, str]]:
+    """The legs to run, as (exporting torch, serving minor): pytorch.torch's exports on every minor of the table,
+    and the newest torch's on the reverse minors; with ``minors``, only the legs that serve on one of them or
+    whose exports are made by one of them (what a new torch or a new release adds)."""
+    here, newest = VERSIONS.pytorch.torch, VERSIONS.newest_compat
+    legs = [(here, c.minor) for c in VERSIONS.compat]
+    legs += [(newest.torch, minor) for minor in VERSIONS.compat_reverse]
+    if not minors:
+        return legs
+    return [(made, on) for made, on in legs if on in minors or minor_of(made) in minors]
+
+
+def run(reports: Path, *, write: bool, minors: Sequence[str] = ()) -> int:
     reports.mkdir(parents=True, exist_ok=True)
+    unknown = sorted(set(minors) - {c.minor for c in VERSIONS.compat})
+    if unknown:
+        known = ", ".join(c.minor for c in VERSIONS.compat)
+        _say(f"--minor {', '.join(unknown)}: versions.toml [compat] has no such torch (it has {known})")
+        return 2
     here = VERSIONS.pytorch.torch
-    newest = max(VERSIONS.compat, key=lambda c: tuple(int(x) for x in c.torch.split(".")))
-    envs = {c.minor: (None if c.torch == here else _env(c)) for c in VERSIONS.compat}
-    ours, theirs = reports / f"exported-{here}", reports / f"exported-{newest.torch}"
+    legs = plan(minors)
+    by_torch = {c.torch: c for c in VERSIONS.compat}
+    needed = {on for _, on in legs} | {minor_of(made) for made, _ in legs}
+    envs = {c.minor: (None if c.torch == here else _env(c)) for c in VERSIONS.compat if c.minor in needed}
+    exports = {made: reports / f"exported-{made}" for made in dict.fromkeys(made for made, _ in legs)}
     with concurrent.futures.ThreadPoolExecutor(
         2
     ) as pool:  # each mostly the export cache's copy and validation
         for done in [
-            pool.submit(_export, None, ours, reports, here),
-            pool.submit(_export, envs[newest.minor], theirs, reports, newest.torch),
+            pool.submit(_export, envs[by_torch[made].minor], folder, reports, made)
+            for made, folder in exports.items()
         ]:
             done.result()
-    legs = [(c.minor, ours, here) for c in VERSIONS.compat]
-    legs.append((minor_of(here), theirs, newest.torch))
 
-    def one(minor: str, repository: Path, exported: str) -> tuple[str, int]:
-        name = f"{exported}-on-{minor}"
-        _say(f"serving torch {exported}'s exports on libtorch {minor}")
-        args = ["-m", "tritonpt_ci.compat", "leg", "--repository", str(repository)]
+    def one(made: str, minor: str) -> tuple[str, int]:
+        name = f"{made}-on-{minor}"
+        _say(f"serving torch {made}'s exports on libtorch {minor}")
+        args = ["-m", "tritonpt_ci.compat", "leg", "--repository", str(exports[made])]
         args += ["--out", str(reports / "legs" / f"{name}.json"), "--reports", str(reports / name)]
         return name, _run_in(envs[minor], args, reports / name / "leg.log")
 
     with concurrent.futures.ThreadPoolExecutor(SIDE_BY_SIDE) as pool:
-        ended = list(pool.map(lambda args: one(*args), legs))
+        ended = list(pool.map(lambda leg: one(*leg), legs))
     broken = [f"{name} (exit {code}, {reports / name / 'leg.log'})" for name, code in ended if code != 0]
     if broken:
         _say("a leg did not measure: " + "; ".join(broken))
         return 1
     table = _table(reports / "legs")
+    if minors:  # the other legs' pairs as the shipped table has them
+        table = _merged(compat.load(), table)
     (reports / "compat.json").write_text(table.to_json(), encoding="utf-8")
     for pair in table.pairs:
         _say(f"{pair.verdict}: {pair.describe()}")
@@ -244,6 +273,15 @@ def run(reports: Path, *, write: bool) -> int:
         _say(f"written: {compat.TABLE}, {compat.PAGE}")
         return 0
     return held(table)
+
+
+def _merged(shipped: compat.Table | None, measured: compat.Table) -> compat.Table:
+    """``measured``'s pairs, and the shipped table's pairs of the legs it did not run."""
+    if shipped is None:
+        return measured
+    ran = {(p.exported_minor, p.served_minor) for p in measured.pairs}
+    kept = tuple(p for p in shipped.pairs if (p.exported_minor, p.served_minor) not in ran)
+    return dataclasses.replace(measured, pairs=kept + measured.pairs)
 
 
 def _table(legs: Path) -> compat.Table:
@@ -294,11 +332,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--write", action="store_true", help="write the table and its page instead of holding the run to them"
     )
+    parser.add_argument(
+        "--minor",
+        action="append",
+        default=[],
+        dest="minors",
+        metavar="MINOR",
+        help="only the legs that serve on this torch minor or whose exports it makes (repeatable); the other "
+        "pairs are the shipped table's",
+    )
     args = parser.parse_args(argv)
     try:
         if args.command == "leg":
             return leg(args.repository, args.out, args.reports)
-        return run(args.run_reports, write=args.write)
+        return run(args.run_reports, write=args.write, minors=args.minors)
     except TritonPtError as exc:
         _say(f"error: {exc}")
         return 1

@@ -25,7 +25,7 @@ import numpy as np
 import torch
 from tritonclient.grpc.model_config_pb2 import ModelConfig
 
-from tritonpt import client, perf_analyzer, reference, repository, spec
+from tritonpt import client, jit, perf_analyzer, reference, repository, spec
 from tritonpt.client import PROTOCOLS, Endpoints
 from tritonpt.errors import TritonPtError
 from tritonpt.options import Pt2Build
@@ -206,7 +206,7 @@ def _in_process(model: ModelDir, config: ModelConfig) -> Callable[..., object]:
     by position (``ARGS[i]``) or with keywords (``KWARGS[name]``)."""
     path = model.root / repository.VERSION / repository.default_model_file(config)
     if config.platform != repository.PT2_PLATFORM:
-        module: Callable[..., object] = torch.jit.load(str(path), map_location="cpu").eval()
+        module: Callable[..., object] = jit.load(path)
         return module
     loaded = torch._inductor.aoti_load_package(str(path))
     names = [t.name for t in config.input]

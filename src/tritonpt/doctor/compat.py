@@ -27,7 +27,10 @@ FORMATS = {
     "pt2": "PT2 (`model.pt2`, torch_aoti)",
 }
 
-Verdict = Literal["parity", "refused at load", "outputs differ", "partly served", "not exported"]
+Verdict = Literal["parity", "refused at load", "outputs differ", "partly served", "not exported", "not built"]
+NOT_BUILT = "not built"
+"""How a model's error starts where the backend could not be built against the serving torch (the compiler's
+first error follows)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -63,6 +66,8 @@ class Pair:
         loaded = [m for m in exported if m.loads]
         if not exported:
             return "not exported"
+        if all(m.error.startswith(NOT_BUILT) for m in exported):
+            return "not built"
         if not loaded:
             return "refused at load"
         if any(not m.parity for m in loaded):
@@ -147,6 +152,17 @@ def releases_of(minor: str, versions: Versions = VERSIONS) -> list[str]:
     return [r.ngc for r in versions.triton_releases if r.backend_torch and minor_of(r.backend_torch) == minor]
 
 
+def stands_in_for(pair: Pair, versions: Versions = VERSIONS) -> list[str]:
+    """The branches (``r26.07``) of the releases of the pair's serving minor that are not the line it was served
+    on: the rows the measured line stands in for."""
+    entry = versions.compat_torch(pair.served_minor)
+    line = entry.line if entry else ""
+    return [
+        r.line for r in versions.triton_releases if r.backend_torch and minor_of(r.backend_torch) == pair.served_minor
+        and r.line != line
+    ]  # fmt: skip
+
+
 def render(table: Table | None, versions: Versions = VERSIONS) -> str:
     """docs/reference/compat.md."""
     lines = [
@@ -172,16 +188,20 @@ def render(table: Table | None, versions: Versions = VERSIONS) -> str:
         "|---|---|---|---|---|",
     ]
     for p in sorted(table.pairs, key=_order):
-        releases = ", ".join(releases_of(p.served_minor, versions)) or "none"
+        releases = ", ".join(releases_of(p.served_minor, versions)) or "no release states it"
         verdict = p.verdict if p.verdict == "parity" else f"{p.verdict}: {_cell(p.first_error)}"
+        line = p.line + (f", standing in for {', '.join(s)}" if (s := stands_in_for(p, versions)) else "")
         lines.append(
-            f"| torch {p.exported_by} | {p.served_by} ({releases}) | {p.line} | {p.format} | {verdict} |"
+            f"| torch {p.exported_by} | {p.served_by} ({releases}) | {line} | {p.format} | {verdict} |"
         )
     lines += [
         "",
         "What NGC ships is not what was served here: NGC bundles pre-release libtorch snapshots (`2.x.0a0+<commit>`),",
         "built with CUDA; PyPI has the minor's release. The same minor is the closest pair a CPU machine can build.",
-        "PT2 is served only where the line has the PT2 path (r26.03 on). Models, per pair:",
+        "Each release is served on the pinned line nearest its own branch: the stored pytorch_backend sources end",
+        "at r26.05, so r26.05 stands in for every release after it, and r25.10 for the releases around it; the",
+        "backend column names the branches each row stands in for. PT2 is served only where the line has the PT2",
+        "path (r26.03 on). Models, per pair:",
         "",
     ]
     for p in sorted(table.pairs, key=_order):

@@ -273,7 +273,7 @@ def _check_pt2_server(model: repository.ModelDir, backend: Backend, versions: Ve
     build serves it (stock or ours, patched) says which of its bugs apply."""
     name = f"model {model.name} server"
     pt2 = versions.pt2
-    if not backend.image:
+    if not backend.named:
         return Result.skip(
             name,
             f"no --image: `invoke serve` and the matrix serve this torch_aoti model on the embedded server "
@@ -325,6 +325,44 @@ def _check_pt2_server(model: repository.ModelDir, backend: Backend, versions: Ve
     )
 
 
+def _check_pt2_bf16(
+    model: repository.ModelDir, config: ModelConfig, backend: Backend, versions: Versions
+) -> list[Result]:
+    """BF16 inputs and outputs of a torch_aoti model, against the release that serves it: Triton 26.11 on, as its
+    release notes state; no row where the model has none."""
+    from tritonclient.grpc.model_config_pb2 import DataType  # noqa: PLC0415 - as _config_of, only with a repository
+
+    bf16 = [t.name for t in (*config.input, *config.output) if t.data_type == DataType.TYPE_BF16]
+    if not bf16:
+        return []
+    name = f"model {model.name} bf16"
+    pt2 = versions.pt2
+    said = f"{', '.join(bf16)} TYPE_BF16"
+    release = backend.release if backend.named else None
+    if release is not None and pt2.serves_bf16(release.ngc):
+        return [
+            Result.ok(
+                name,
+                f"{said}: Triton {release.ngc} serves BF16 inputs and outputs of AOTI packages, as its release notes "
+                f"state ({pt2.bf16_source}); stated, not measured here (no pytorch_backend sources after r26.05)",
+            )
+        ]
+    where = (
+        f"Triton {release.ngc} ({backend.source})"
+        if release is not None
+        else f"the PT2 build here (pytorch_backend {pt2.build.pytorch_backend.ref})"
+    )
+    return [
+        Result.fail(
+            name,
+            f"{said}: {where} refuses it at load (`Unsupported datatype TYPE_BF16`, validator A013); Triton "
+            f"{pt2.bf16_ngc} and later serve it ({pt2.bf16_source})",
+            f"Serve it on Triton {pt2.bf16_ngc} or later (`tritonpt doctor --ngc {pt2.bf16_ngc}`), or cast to "
+            "FP16/FP32 in the model and export again.",
+        )
+    ]
+
+
 def check_models(root: Path, backend: Backend, versions: Versions = VERSIONS) -> list[Result]:
     """For each model: the TorchScript file format and the exporting torch, against the backend's libtorch."""
     if not root.is_dir():
@@ -350,6 +388,7 @@ def check_models(root: Path, backend: Backend, versions: Versions = VERSIONS) ->
         if config is not None and config.platform == repository.PT2_PLATFORM:
             results += [
                 _check_pt2_server(model, backend, versions),
+                *_check_pt2_bf16(model, config, backend, versions),
                 _check_model_torch(model, backend, versions, pt2=True),
             ]
             continue
@@ -470,7 +509,9 @@ def _check_model_torch(
                 f"whose pair {compat.PAGE} lists."
             ),
         )
-    measured = f"{head}; measured {table.measured} (`nox -s compat`, {compat.PAGE}): {pair.describe()}"
+    stand_in = versions.stand_in(backend.release) if backend.release is not None else None
+    on = f", on {stand_in}" if stand_in else ""
+    measured = f"{head}; measured {table.measured} (`nox -s compat`{on}, {compat.PAGE}): {pair.describe()}"
     if pair.verdict == "parity":
         return Result.ok(name, measured)
     return Result.fail(

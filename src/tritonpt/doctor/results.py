@@ -144,8 +144,9 @@ class Backend:
     """The versions.toml entry of this release, when it is one we know."""
     pt2: str = ""
     """The PT2 build the image carries under the second backend name (its ``io.tritonpt.pt2-backend`` label)."""
-    image: bool = True
-    """False when no image was given: the checks are against versions.toml's default release."""
+    named: bool = True
+    """True where an image (``--image``) or a release (``--ngc``) names what serves; False: neither was given, the
+    checks are against versions.toml's default release, and torch_aoti models are served on the embedded server."""
 
     @classmethod
     def from_release(cls, release: TritonRelease, *, source: str = "") -> Backend:

@@ -184,12 +184,15 @@ def run(
     image: str | None,
     repository: Path,
     mounts: Sequence[Mount] = (),
+    ngc: str | None = None,
     versions: Versions = VERSIONS,
     client: DockerClient | None = None,
 ) -> Report:
     """Run every check (see the module docstring); never raises for what it finds, it reports it.
 
     ``mounts`` are what a container of the image needs at run time (CI's stand-ins: the host's site-packages).
+    ``ngc``: without an image, the repository's models judged against that release of versions.toml as an image of
+    it serves them (its libtorch, its PT2 path), from what its sources state and `nox -s compat` measured.
     """
     facts = _Facts()
     _check_docker(facts, client)
@@ -197,7 +200,11 @@ def run(
     results = list(facts.results)
     results += _check_gpu(facts, image, host)
 
-    backend = replace(Backend.from_release(versions.triton), image=image is not None)
+    if ngc is not None:
+        release = versions.release(ngc)
+        backend = Backend.from_release(release, source=f"versions.toml release {release.ngc}, named by --ngc")
+    else:
+        backend = replace(Backend.from_release(versions.triton), named=image is not None)
     image_rows: list[Result] = []
     if image is None:
         skip = "no --image given"

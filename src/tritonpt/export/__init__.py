@@ -312,7 +312,7 @@ def export(
             pt2_export.check_package(model_spec, model_file, cases, output_names, output_types, device)
         else:
             device = "cpu"
-            torch.jit.save(compiled, str(model_file))
+            jit.save(compiled, model_file)
             step(f"[{name}] reloading {model_file.name} with torch.jit.load and comparing with eager")
             reloaded = jit.load(str(model_file))
             try:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import torch
 
-from tritonpt import reference, spec
+from tritonpt import jit, reference, spec
 from tritonpt.errors import HINT, ExportError, first_line
 from tritonpt.export.eager import Eager, as_served, sentence
 from tritonpt.export.outputs import Adapter
@@ -40,9 +40,10 @@ def compile_model(eager: Eager) -> tuple[torch.jit.ScriptModule, list[str]]:
     caught: list[warnings.WarningMessage] = []
     try:
         if model_spec.method == "script":
-            target = torch.jit.script(eager.module)
+            scripted = jit.script(eager.module)
             if not needs_adapter(eager):
-                return target, []
+                return scripted, []
+            target = scripted
         if needs_adapter(eager):
             target = Adapter(
                 target,
@@ -54,9 +55,9 @@ def compile_model(eager: Eager) -> tuple[torch.jit.ScriptModule, list[str]]:
         with warnings.catch_warnings(record=True) as caught, torch.no_grad():
             warnings.simplefilter("always", TracerWarning)
             # on copies, as Eager runs it: a forward() that changes its inputs must not change the user's
-            traced = torch.jit.trace(
-                target, tuple(t.clone() for t in model_spec.example_inputs), check_trace=False
-            )
+            traced = jit.trace(target, tuple(t.clone() for t in model_spec.example_inputs), check_trace=False)
+    except jit.TorchScriptRefusedError:
+        raise
     except Exception as exc:  # torch raises anything from RuntimeError to NotSupportedError here
         scripting = model_spec.method == "script" and not isinstance(target, torch.jit.ScriptModule | Adapter)
         hint = (

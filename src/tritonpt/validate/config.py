@@ -67,7 +67,7 @@ NO_TENSORS = rule(
 )
 REJECTED_TYPE = rule(
     "C009",
-    "TYPE_BF16, TYPE_UINT16/32/64",
+    "TYPE_BF16 (TorchScript; torch_aoti: A013), TYPE_UINT16/32/64",
     why="Error: Triton refuses the model (`unsupported datatype`).",
     example='output [ { name: "OUTPUT__0" data_type: TYPE_BF16 dims: [ 4 ] } ]',
 )
@@ -308,7 +308,7 @@ def _tensors(path: Path, config: ModelConfig, findings: Findings) -> None:
             type_name = config_type(tensor)
             if config.platform == ENSEMBLE_PLATFORM:
                 pass  # its tensors' types are its steps' models' (their own configs are held to the backend)
-            elif type_name in dtypes.REJECTED_BY_BACKEND:
+            elif type_name in dtypes.rejected_by_backend(config.platform):
                 findings.add(
                     REJECTED_TYPE,
                     "error",
@@ -319,7 +319,7 @@ def _tensors(path: Path, config: ModelConfig, findings: Findings) -> None:
                     "cast in the model and declare TYPE_FP16/TYPE_FP32 (for BF16) or a signed integer type "
                     "(for UINT16/32/64).",
                 )
-            elif type_name != "TYPE_STRING" and not dtypes.is_served(type_name):
+            elif type_name != "TYPE_STRING" and not dtypes.is_known(type_name):
                 findings.add(
                     NOT_A_TENSOR_TYPE,
                     "error",

@@ -29,6 +29,7 @@ from tritonpt.options import Pt2Build
 from tritonpt.repository import ModelDir
 from tritonpt.validate import feeds
 from tritonpt.validate.rules import Findings, config_type, model_dims, output_fits, rule
+from tritonpt.versions import VERSIONS
 
 NOT_A_PACKAGE = rule(
     "A001",
@@ -136,6 +137,17 @@ OUTPUT_DIMS = rule(
     ),
 )
 
+BF16 = rule(
+    "A013",
+    "TYPE_BF16 on a PT2 model",
+    why=(
+        "Error for pytorch_backend r26.05 (the PT2 build here, and NGC 26.03 to 26.10): Triton refuses the model "
+        "(`Unsupported datatype TYPE_BF16`). Triton 26.11's release notes state BF16 inputs and outputs for AOTI: "
+        "`tritonpt doctor --ngc 26.11` judges a repository for it."
+    ),
+    example='platform: "torch_aoti"\ninput [ { name: "INPUT__0" data_type: TYPE_BF16 dims: [ 4 ] } ]',
+)
+
 CHECK_INPUTS = "AOTI_RUNTIME_CHECK_INPUTS"
 _SPEC = re.compile(r'(in|out)_spec_ = R"\((.*?)\)";', re.DOTALL)
 _BUILTINS = {"builtins.tuple", "builtins.list", "builtins.dict"}
@@ -148,6 +160,21 @@ def check_config(
     patched build (``pt2_build="patched"``) splits a dynamic batch and reads its parameters: A005 and A007 are
     stock bugs, and the C rules hold its parameters instead (validate.config)."""
     path = model.config
+    for kind, tensors in (("input", config.input), ("output", config.output)):
+        for tensor in tensors:
+            if config_type(tensor) == "TYPE_BF16":
+                findings.add(
+                    BF16,
+                    "error",
+                    path,
+                    f"{kind} {tensor.name!r} data_type",
+                    f"TYPE_BF16: pytorch_backend r26.05's PT2 path, which serves torch_aoti here (and in NGC 26.03 to "
+                    f'26.10), refuses it at load (`Unsupported datatype TYPE_BF16 for {kind} "{tensor.name}"`); '
+                    f"Triton {VERSIONS.pt2.bf16_ngc} and later serve BF16 inputs and outputs of AOTI packages "
+                    f"({VERSIONS.pt2.bf16_source}).",
+                    f"serve it on Triton {VERSIONS.pt2.bf16_ngc} or later (`tritonpt doctor --ngc "
+                    f"{VERSIONS.pt2.bf16_ngc}` judges the repository for it), or cast to FP16/FP32 in the model.",
+                )
     if config.HasField("dynamic_batching") and pt2_build == "stock":
         findings.add(
             DYNAMIC_BATCHING,
