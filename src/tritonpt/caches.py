@@ -17,13 +17,13 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Literal, get_args
 
 CACHE_ENV = "TRITONPT_CACHE"
 LEDGER_ENV = "TRITONPT_CACHE_LEDGER"
 
-Kind = Literal["export", "backend", "venv", "image", "qa-models"]
-KINDS: tuple[Kind, ...] = ("export", "backend", "venv", "image", "qa-models")
+Kind = Literal["export", "backend", "venv", "image", "qa-models", "package"]
+KINDS: tuple[Kind, ...] = get_args(Kind)
 Say = Callable[[str], None]
 
 

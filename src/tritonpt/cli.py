@@ -7,23 +7,20 @@ neither torch nor docker-py (tests/unit/test_layout.py checks it).
 
 from __future__ import annotations
 
-import collections
 import contextlib
-import subprocess
 import sys
-import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from rich.markup import escape
 
-from tritonpt import shards, stopping
+from tritonpt import shards
 from tritonpt.backend.flavor import Sanitizer
 from tritonpt.backend.layout import Choice as BackendChoice
 from tritonpt.console import Progress, err, guard, out, print_problems
-from tritonpt.errors import BackendError, ImageError, ServerError, ShardError, SpecError, ValidationError
+from tritonpt.errors import ImageError, ServerError, ShardError, SpecError, ValidationError
 from tritonpt.options import (
     OPTIONS,
     FormatChoice,
@@ -41,6 +38,8 @@ from tritonpt.options import (
     parse_mounts,
 )
 
+WINDOW_MS, SMOKE_WINDOW_MS = 1000, 150
+"""perf_analyzer's measurement window for migrate's speed figures, and with --smoke."""
 SERVE_TARGETS: tuple[Target, ...] = ("local", "container")
 """What `invoke serve` can start (a server at a URL is already running)."""
 
@@ -110,9 +109,15 @@ def export(
             return
         with contextlib.ExitStack() as beside:
             if build_backend:
+                from tritonpt.export.beside import backends_beside  # noqa: PLC0415 - with the export
+
                 beside.enter_context(
-                    _backends_beside(
-                        repository, pt2="pt2" in formats, patched=build == "patched", step=progress
+                    backends_beside(
+                        repository,
+                        pt2="pt2" in formats,
+                        patched=build == "patched",
+                        step=progress,
+                        relay=lambda line: err.print(f"[dim]\\[backend][/dim] {escape(line)}"),
                     )
                 )
             if model:
@@ -211,55 +216,6 @@ def _import_file(
         options["step"](f"[{name}] {note}")
     options["step"](f"validating {repository}")
     _validate(repository, pt2_build=options["pt2_build"])
-
-
-BESIDE_STOP_S = 30.0
-"""How long a stopped export waits for the backend build beside it to stop (it removes its half-built tree)."""
-
-
-@contextlib.contextmanager
-def _backends_beside(repository: Path, *, pt2: bool, patched: bool, step: Progress) -> Iterator[None]:
-    """``tritonpt build-backend`` in a child process while the block exports: the builds and the exports do not
-    depend on each other, and each leaves CPU idle the other can use (a configure, a link, a download, a trace).
-    Its lines are shown prefixed ``[backend]``. A block that fails or is stopped stops the build (Ctrl-C, which
-    it answers by removing its half-built tree); a build that fails fails the export, with the build's last lines.
-    """
-    command = [sys.executable, "-m", "tritonpt", "build-backend", "--repository", str(repository)]
-    command += ["--pt2"] * pt2 + ["--pt2-build", "patched"] * patched
-    step("building the backends beside the export: " + " ".join(command[1:]))
-    child = subprocess.Popen(
-        command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True
-    )
-    tail: collections.deque[str] = collections.deque(maxlen=30)
-
-    def relay() -> None:
-        assert child.stderr is not None  # noqa: S101 - stderr=PIPE
-        for line in child.stderr:
-            tail.append(line.rstrip())
-            err.print(f"[dim]\\[backend][/dim] {escape(line.rstrip())}")
-
-    reader = threading.Thread(target=relay, name="backend-build-output", daemon=True)
-    reader.start()
-    started = time.perf_counter()
-    try:
-        yield
-        exported = time.perf_counter() - started
-        step(f"export done in {exported:.1f} s; waiting for the backend builds beside it")
-        code = child.wait()
-    except BaseException:  # a failed export, or a stop (while exporting or waiting for the build)
-        stopping.stop_group(child, BESIDE_STOP_S)
-        raise
-    reader.join(timeout=5.0)
-    step(
-        f"export {exported:.1f} s and the backend builds beside it: {time.perf_counter() - started:.1f} s in all"
-    )
-    if code:
-        said = "\n".join(tail)
-        msg = (
-            f"building the backends beside the export failed (exit {code}); its last lines:\n{said}\n"
-            f"Run `tritonpt build-backend --repository {repository}` alone to see the whole build."
-        )
-        raise BackendError(msg)
 
 
 def build_image(
@@ -486,16 +442,27 @@ def serve(
             )
 
 
-def doctor(*, image: str | None, repository: Path, mount: Sequence[str], debug: bool) -> None:
+def doctor(
+    *, image: str | None, repository: Path, mount: Sequence[str], ngc: str | None, debug: bool
+) -> None:
     """Diagnose this host, an image and a model repository; exit 1 on any FAIL.
 
-    Docker, GPU, driver, glibc, libraries, which torch made the models and what the release serves.
+    Docker, GPU, driver, glibc, libraries, which torch made the models and what the release serves; --ngc RELEASE
+    judges the models against a release without its image (what its sources state, what `nox -s compat` measured).
     """
     from tritonpt import doctor as doctoring  # noqa: PLC0415 - docker-py and pyelftools load only when asked
+    from tritonpt.image import ngc_release  # noqa: PLC0415
 
     with guard(debug=debug):
         extra = parse_mounts(mount, option="--mount", error=SpecError)
-        report = doctoring.run(image=image, repository=repository, mounts=extra)
+        if image and ngc:
+            msg = (
+                f"Cannot judge --image {image} and --ngc {ngc} at once: an image's labels name its own release. "
+                "Give --image to check an image, or --ngc alone to judge the repository against a release."
+            )
+            raise SpecError(msg)
+        release = ngc_release(ngc, purpose="judge the repository").ngc if ngc else None
+        report = doctoring.run(image=image, repository=repository, mounts=extra, ngc=release)
     doctoring.render(report)
     sys.exit(report.exit_code)
 
@@ -560,8 +527,62 @@ def _validate(repository: Path, *, only: Sequence[str] | None = None, pt2_build:
     err.print(f"[green]{repository}: valid[/green] ({count} model(s))")
 
 
-def merge_reports(*, shards: str, into: Path) -> None:
+def merge_reports(*, shards: str, into: Path | None) -> None:
     """Merge the reports of `--shard K/N` runs into one; a missing or failed shard is named and exits 1."""
     from tritonpt import merge  # noqa: PLC0415
 
-    sys.exit(merge.gather([part.strip() for part in shards.split(",")], into))
+    sys.exit(merge.gather([part.strip() for part in shards.split(",")], into or Path("reports/merged")))
+
+
+def migrate(
+    *,
+    repository: Path,
+    into: Path | None,
+    name: str | None,
+    model: str | None,
+    samples: Path | None,
+    force: bool,
+    pt2_build: Pt2Build,
+    reports: Path,
+    smoke: bool,
+    debug: bool,
+) -> None:
+    """Move a TorchScript repository to torch_aoti (PT2) in --into, and prove it served beside the original.
+
+    Each pytorch_libtorch model is converted (or re-exported from --model with --name), compiled, held to its
+    file, and served beside it on one server: outputs compared, speed measured. A model that cannot move is named
+    with why and what to do, and exits 1; the report goes to <reports>/migrate/.
+    """
+    from tritonpt import migrate as migrating  # noqa: PLC0415 - torch loads only when asked
+    from tritonpt.export import load_factory  # noqa: PLC0415
+
+    progress = Progress()
+    with guard(debug=debug):
+        if into is None:
+            msg = "migrate needs --into OUT: the folder the torch_aoti repository is written to (never --repository)."
+            raise SpecError(msg)
+        factory = load_factory(*parse_factory(model, error=SpecError)) if model else None
+        outcome = migrating.run(
+            repository,
+            into,
+            name=name,
+            module=factory,
+            samples=samples,
+            force=force,
+            pt2_build=pt2_build,
+            reports=reports / "migrate",
+            window_ms=SMOKE_WINDOW_MS if smoke else WINDOW_MS,
+            step=progress,
+        )
+        page = migrating.report.write(outcome, reports / "migrate")
+    for one in outcome.migrated:
+        changes = ", ".join(f"{r.kind} {r.before} -> {r.after}" for r in one.renamed) or "no name changes"
+        out.print(f"[green]migrated[/green] {escape(one.name)} ({one.how}): {escape(changes)}")
+    for refused in outcome.refused:
+        out.print(
+            f"[red]refused[/red] {escape(refused.name)}: {escape(refused.reason)} Hint: {escape(refused.fix)}"
+        )
+    for left, what in outcome.left:
+        out.print(f"left as it is: {escape(left)} ({escape(what)})")
+    out.print(f"report: {page}")
+    sys.exit(outcome.exit_code)

@@ -16,7 +16,7 @@ import platform
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import NoReturn
+from typing import Any, NoReturn
 
 import numpy as np
 import numpy.typing as npt
@@ -160,8 +160,10 @@ class OwnFile:
         self._call = call
 
     @classmethod
-    def load(cls, model: ModelDir, config: ModelConfig) -> OwnFile:
-        """The file Triton serves: the newest version's (its default version policy), as the config names it."""
+    def load(cls, model: ModelDir, config: ModelConfig, *, keyed: bool = False) -> OwnFile:
+        """The file Triton serves: the newest version's (its default version policy), as the config names it.
+        ``keyed``: a TorchScript forward() that returns a dict is taken apart by the config's output names (the
+        pytorch backend refuses it; what a migration serves of it as torch_aoti)."""
         loaded = model.loaded_versions()  # under the config's version_policy, as Triton reads them
         if not loaded:
             msg = "it has no version folder (1/, 2/, ...) that Triton would load."
@@ -173,16 +175,12 @@ class OwnFile:
             raise InProcessError(path=path, field="model file", detail=msg, fix=_REEXPORT)
         if config.platform == PT2_PLATFORM:
             return cls(path=path, config=config, call=_pt2_call(path, config))
-        return cls(path=path, config=config, call=_torchscript_call(path, config))
+        return cls(path=path, config=config, call=_torchscript_call(path, config, keyed=keyed))
 
     def run(self, inputs: Sequence[Array]) -> list[Array]:
         """One request's inputs (with the batch axis where the config batches) to its outputs, as served."""
         batching = self.config.max_batch_size > 0
-        fed = []
-        for tensor, array in zip(self.config.input, inputs, strict=True):
-            shape = list(array.shape)
-            wanted = [shape[0], *model_shape(tensor, shape[1:])] if batching else model_shape(tensor, shape)
-            fed.append(torch.from_numpy(np.ascontiguousarray(array).reshape(wanted)))
+        fed = fed_tensors(self.config, inputs)
         with torch.inference_mode():
             produced = self._call(fed)
         served = []
@@ -197,14 +195,58 @@ class OwnFile:
         return served
 
 
-def _torchscript_call(path: Path, config: ModelConfig) -> Callable[[list[torch.Tensor]], list[torch.Tensor]]:
+def fed_tensors(config: ModelConfig, inputs: Sequence[Array]) -> list[torch.Tensor]:
+    """One request's inputs as the model gets them, in config order: each reshaped as core applies ``reshape``."""
+    batching = config.max_batch_size > 0
+    fed = []
+    for tensor, array in zip(config.input, inputs, strict=True):
+        shape = list(array.shape)
+        wanted = [shape[0], *model_shape(tensor, shape[1:])] if batching else model_shape(tensor, shape)
+        fed.append(torch.from_numpy(np.ascontiguousarray(array).reshape(wanted)))
+    return fed
+
+
+def _torchscript_call(
+    path: Path, config: ModelConfig, *, keyed: bool = False
+) -> Callable[[list[torch.Tensor]], list[torch.Tensor]]:
     """forward() fed as the backend feeds it (by argument name, else <name>__<index>, else config order); its
-    outputs taken apart as the backend does (a tensor or a tuple), picked by <name>__<index> or config order."""
+    outputs taken apart as the backend does (a tensor or a tuple), picked by <name>__<index> or config order; with
+    ``keyed``, a dict too, by :func:`keyed_outputs`."""
     try:
         module = jit.load(str(path))
     except Exception as exc:  # torch raises many kinds for a file that is not TorchScript
         msg = f"torch.jit.load cannot load it ({first_line(exc)}); Triton's pytorch backend would refuse it too."
         raise InProcessError(path=path, field="model file", detail=msg, fix=_REEXPORT) from exc
+    order, picks = binding(module, config, path)
+    declared = [t.name for t in config.output]
+
+    def call(fed: list[torch.Tensor]) -> list[torch.Tensor]:
+        result = module(*[fed[i] for i in order])
+        if keyed and isinstance(result, dict):
+            return keyed_outputs(result, declared)
+        outputs = (result,) if isinstance(result, torch.Tensor) else result
+        if not isinstance(outputs, tuple) or not all(isinstance(o, torch.Tensor) for o in outputs):
+            msg = f"forward() returns {type(result).__name__}; the backend serves a tensor or a tuple of tensors."
+            raise InProcessError(path=path, field="outputs", detail=msg, fix=_REEXPORT)
+        if max(picks, default=0) >= len(outputs):
+            msg = f"the config declares outputs {declared}; forward() returns {len(outputs)}."
+            raise InProcessError(path=config_path(path), field="output", detail=msg, fix=_FIX_CONFIG)
+        return [outputs[k] for k in picks]
+
+    return call
+
+
+def keyed_outputs(result: dict[str, torch.Tensor], declared: Sequence[str]) -> list[torch.Tensor]:
+    """A dict's tensors in config order: by key where every declared name is one, else in the dict's order."""
+    if all(name in result for name in declared):
+        return [result[name] for name in declared]
+    return list(result.values())[: len(declared)]
+
+
+def binding(module: Any, config: ModelConfig, path: Path) -> tuple[list[int], list[int]]:  # noqa: ANN401 - a ScriptModule
+    """How the pytorch backend binds a TorchScript file's forward() to its config: ``order[k]``, the config input
+    that feeds argument ``k`` (by argument name, else ``<name>__<index>``, else config order); ``picks[j]``, the
+    element of the returned tuple that config output ``j`` is (``<name>__<index>``, else config order)."""
     arguments = [a.name for a in module.forward.schema.arguments[1:]]
     names = [t.name for t in config.input]
     if len(arguments) != len(names):
@@ -222,19 +264,7 @@ def _torchscript_call(path: Path, config: ModelConfig) -> Callable[[list[torch.T
         order = list(range(len(names)))
     declared = [t.name for t in config.output]
     picks = [named_index(n) or 0 for n in declared] if all_indexed(declared) else list(range(len(declared)))
-
-    def call(fed: list[torch.Tensor]) -> list[torch.Tensor]:
-        result = module(*[fed[i] for i in order])
-        outputs = (result,) if isinstance(result, torch.Tensor) else result
-        if not isinstance(outputs, tuple) or not all(isinstance(o, torch.Tensor) for o in outputs):
-            msg = f"forward() returns {type(result).__name__}; the backend serves a tensor or a tuple of tensors."
-            raise InProcessError(path=path, field="outputs", detail=msg, fix=_REEXPORT)
-        if max(picks, default=0) >= len(outputs):
-            msg = f"the config declares outputs {declared}; forward() returns {len(outputs)}."
-            raise InProcessError(path=config_path(path), field="output", detail=msg, fix=_FIX_CONFIG)
-        return [outputs[k] for k in picks]
-
-    return call
+    return order, picks
 
 
 def _pt2_call(path: Path, config: ModelConfig) -> Callable[[list[torch.Tensor]], list[torch.Tensor]]:
@@ -279,13 +309,13 @@ def config_path(model_file: Path) -> Path:
 
 
 def reference_of(
-    model: ModelDir, config: ModelConfig, *, given: Samples | None = None
+    model: ModelDir, config: ModelConfig, *, given: Samples | None = None, keyed: bool = False
 ) -> reference.Reference:
     """The reference a model without one is held to: its own file in-process, on its samples (``given``, else its
     folder's samples.npz or inputs generated from the config), at batch 1 and at the largest batch the config
-    allows; ``InProcessError`` where the file cannot be run so, or mixes rows."""
+    allows; ``InProcessError`` where the file cannot be run so, or mixes rows. ``keyed``: as :meth:`OwnFile.load`."""
     given = given or samples(model, config)
-    own = OwnFile.load(model, config)
+    own = OwnFile.load(model, config, keyed=keyed)
     batching = config.max_batch_size > 0
     alone = [
         _run(own, [a[np.newaxis] for a in row] if batching else list(row), given, index)

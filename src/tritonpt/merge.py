@@ -191,6 +191,7 @@ def merge(folders: Sequence[Path], *, expect: int | None = None) -> Merged:
         merged.requests.update(report.requests)
         merged.costs.update(report.costs)
         merged.held_to.update(report.held_to)
+        merged.findings.update(report.findings)
         merged.parity += report.parity
         merged.backend = merged.backend or report.backend
         merged.pt2_backend = merged.pt2_backend or report.pt2_backend

@@ -196,7 +196,7 @@ OPTIONS = _options(
     Option(
         name="model",
         help="your model as MODULE:ATTR, ATTR a zero-argument callable returning (module, example_inputs) or a "
-        "ModelSpec",
+        "ModelSpec (migrate: the module --name is re-exported from, instead of converting its file)",
     ),
     Option(name="name", help="a model's name in the repository (its folder and config name)"),
     Option(
@@ -263,10 +263,15 @@ OPTIONS = _options(
     ),
     Option(
         name="samples",
-        help="with --from-file: a .npz of its inputs, one array per input named as the input, a first axis of "
-        "samples",
+        help="your inputs as a .npz, one array per input named as the input, a first axis of samples: export's "
+        "--from-file file's; migrate's for --name (or a folder of NAME.npz, one per model)",
     ),
     Option(name="debug", help="show tracebacks", default=False),
+    Option(
+        name="smoke",
+        help="short measurement windows: the run proves the measuring works, its figures are rough (CI)",
+        default=False,
+    ),
     Option(
         name="recipe",
         help="ngc (recommended: an NGC Triton image with its PyTorch backend) or pytorch (the pytorch/pytorch base)",
@@ -280,7 +285,11 @@ OPTIONS = _options(
         help="override one build argument, KEY=VALUE (repeatable); the defaults come from versions.toml",
         repeatable=True,
     ),
-    Option(name="ngc", help="another Triton release of versions.toml for the ngc recipe, e.g. 25.09"),
+    Option(
+        name="ngc",
+        help="a Triton release of versions.toml, e.g. 26.07: the one build-image's ngc recipe builds; the one the "
+        "doctor judges the repository against without an image",
+    ),
     Option(
         name="sources",
         help="folder of the pinned source tarballs (default $TRITONPT_SOURCES; else downloaded from GitHub)",
@@ -377,8 +386,8 @@ OPTIONS = _options(
     ),
     Option(
         name="into",
-        help="where the merged summary.md, summary.json and junit.xml go",
-        default="reports/merged",
+        help="where the result goes: merge-reports' summary.md, summary.json and junit.xml (default "
+        "reports/merged); migrate's new torch_aoti repository (a folder outside --repository)",
     ),
 )
 """Every option of every task, once; tritonpt.tasks composes each task's signature and help from it."""

@@ -47,8 +47,9 @@ class Provenance:
     torchscript_format: int  # 0 for a PT2 package
     exporter: str
     model_format: str = "torchscript"  # or "pt2" (torch.export + AOTInductor)
-    # What the outputs are: "export" (eager PyTorch, recorded when the model was exported) or "in-process" (the
-    # model's own file run by this torch, for a model without reference data: tritonpt.in_process).
+    # What the outputs are: "export" (eager PyTorch, recorded when the model was exported), "in-process" (the
+    # model's own file run by this torch, for a model without reference data: tritonpt.in_process) or
+    # "torchscript" (the TorchScript file a torch_aoti model was migrated from, run in-process: tritonpt.migrate).
     source: str = "export"
     samples: str = ""  # in-process: where its inputs came from ("samples.npz", "generated from config.pbtxt")
 
@@ -56,6 +57,11 @@ class Provenance:
         """What a check against these outputs holds the served model to, in words."""
         if self.source == "export":
             return f"eager outputs recorded at export (torch {self.torch_version})"
+        if self.source == "torchscript":
+            return (
+                f"the TorchScript file it was migrated from, in-process (torch {self.torch_version}), on inputs "
+                f"{self.samples}"
+            )
         return f"its own file in-process (torch {self.torch_version}), on inputs {self.samples}"
 
 

@@ -102,6 +102,9 @@ class Report:
     # model -> what its outputs were held to: {"held_to": words, "source": "export" | "in-process", "torch": ...,
     # "tolerances": {output: {"atol", "rtol"}}}, or {"held_to": "nothing", "error": why} (tritonpt.matrix.models)
     held_to: dict[str, dict[str, object]] = field(default_factory=dict)
+    # model -> what the checks noticed that Triton does as its rules say but a team may not expect (a dynamic
+    # batcher with nothing to combine): told in the report, never a failure
+    findings: dict[str, list[str]] = field(default_factory=dict)
 
     def to_json(self) -> str:
         return json.dumps(
@@ -127,6 +130,7 @@ class Report:
                 "probes": self.probes,
                 "probe_checks": self.probe_checks,
                 "held_to": self.held_to,
+                "findings": self.findings,
                 "parity": [asdict(row) for row in self.parity],
             },
             indent=2,
@@ -189,6 +193,11 @@ class Report:
                 )
                 what = f"**nothing**: {held.get('error')}" if held.get("error") else held.get("held_to")
                 lines.append(f"| {model} | {what} | {said} |")
+        if self.findings:
+            lines += ["", "## Findings (not failures)", ""]
+            lines += [
+                f"- {model}: {said}" for model, found in sorted(self.findings.items()) for said in found
+            ]
         if self.parity:
             lines += [
                 "",
@@ -265,6 +274,7 @@ class Report:
             probes={str(k): dict(v) for k, v in data.get("probes", {}).items()},
             probe_checks={str(k): str(v) for k, v in data.get("probe_checks", {}).items()},
             held_to={str(k): dict(v) for k, v in data.get("held_to", {}).items()},
+            findings={str(k): list(v) for k, v in data.get("findings", {}).items()},
         )
 
     def write(self, folder: Path) -> tuple[Path, Path]:

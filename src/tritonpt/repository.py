@@ -64,9 +64,15 @@ SPLIT_FILE = ".tritonpt-split.json"
 
 def serves_pytorch(config: ModelConfig) -> bool:
     """Whether the pytorch backend serves the model: TorchScript (``pytorch_libtorch``) or a PT2 package."""
-    return config.platform in (PLATFORM, PT2_PLATFORM) or (
-        not config.platform and config.backend == "pytorch"
-    )
+    return platform_of(config) in (PLATFORM, PT2_PLATFORM)
+
+
+def platform_of(config: ModelConfig) -> str:
+    """The platform Triton serves a config as: its ``platform``, else ``pytorch_libtorch`` for ``backend: "pytorch"``
+    (core fills it in: model_config_utils.cc maps the backend name pytorch to that platform), else ""."""
+    if config.platform:
+        return str(config.platform)
+    return PLATFORM if config.backend == "pytorch" else ""
 
 
 def default_model_file(config: ModelConfig) -> str:

@@ -90,6 +90,7 @@ PIPELINE: tuple[Callable[..., None], ...] = (
     cli.serve,
     cli.check,
     cli.tune,
+    cli.migrate,
     cli.merge_reports,
 )
 """Every task's work, in the pipeline's order: the one list of tasks (the root tasks.py, ``tritonpt`` and the

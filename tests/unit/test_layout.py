@@ -50,6 +50,7 @@ LAYERS = (
     "matrix",
     "bench",
     "tune",
+    "migrate",
     "doctor",
     "console",
     "cli",

@@ -11,7 +11,7 @@ from tritonpt.backend import PT2_LIBRARY, PT2_NAME
 from tritonpt.client import ModelState
 from tritonpt.options import Pt2Build
 from tritonpt.report import Report
-from tritonpt.repository import PLATFORM, PT2_PLATFORM
+from tritonpt.repository import PLATFORM, PT2_PLATFORM, platform_of
 from tritonpt.server.base import Server
 from tritonpt.versions import VERSIONS
 
@@ -61,8 +61,11 @@ def _backend_name(triton: Server, model: Model) -> str:
 
 
 def _interface(config: ModelConfig) -> str:
-    """The parts of a config that define the model's interface, as text for a readable diff."""
-    trimmed = ModelConfig(name=config.name, platform=config.platform, max_batch_size=config.max_batch_size)
+    """The parts of a config that define the model's interface, as Triton reads them (a platform left out of a
+    ``backend: "pytorch"`` config is the one core fills in), as text for a readable diff."""
+    trimmed = ModelConfig(
+        name=config.name, platform=platform_of(config), max_batch_size=config.max_batch_size
+    )
     trimmed.input.extend(config.input)
     trimmed.output.extend(config.output)
     for tensor in (*trimmed.input, *trimmed.output):

@@ -1,0 +1,191 @@
+"""The migration of a repository: which models move, each one converted, the proof served, the report written.
+
+IN is read, never written. OUT gets one folder per model that moved; a folder already there is not replaced
+without ``force``, and that is checked for every model before any work. A model that cannot move (its
+conversion refused, its package off the file, its served outputs off the original's) gets no folder and a line
+that says why and what to do; the others go on.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from google.protobuf import text_format
+
+from tritonpt.errors import MigrateError, RefusedError, TritonPtError
+from tritonpt.migrate.convert import Migrated, migrate_model
+from tritonpt.migrate.proof import Proof, prove
+from tritonpt.options import Pt2Build
+from tritonpt.repository import PLATFORM, PT2_PLATFORM, ModelDir, models, platform_of, read_config
+
+Step = Callable[[str], None]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Refused:
+    """A model that did not move: why, and what to do."""
+
+    name: str
+    reason: str
+    fix: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class Outcome:
+    """The whole run, as the report and the exit code tell it."""
+
+    repository: Path
+    into: Path
+    pt2_build: Pt2Build
+    migrated: tuple[Migrated, ...] = ()
+    refused: tuple[Refused, ...] = ()
+    left: tuple[tuple[str, str], ...] = ()  # models that are not TorchScript: name, what they are
+    proofs: tuple[Proof, ...] = field(default=())
+
+    @property
+    def exit_code(self) -> int:
+        """0 when every TorchScript model moved and its proof held; 1 when any was refused."""
+        return 1 if self.refused else 0
+
+
+def torchscript(model: ModelDir) -> str:
+    """ "" for a model the pytorch backend serves as TorchScript, else what it is (the reason it is left alone)."""
+    try:
+        config = read_config(model.config)
+    except (OSError, text_format.ParseError) as exc:
+        return f"its config.pbtxt does not parse ({exc})"
+    platform = platform_of(config)
+    if platform == PLATFORM:
+        return ""
+    if platform == PT2_PLATFORM:
+        return "already torch_aoti"
+    return f"platform {platform!r}" if platform else f"backend {config.backend!r}"
+
+
+def run(
+    repository: Path,
+    into: Path,
+    *,
+    name: str | None = None,
+    module: Callable[[], object] | None = None,
+    samples: Path | None = None,
+    force: bool = False,
+    pt2_build: Pt2Build = "stock",
+    reports: Path,
+    speed: bool = True,
+    window_ms: int = 1000,
+    step: Step = lambda _: None,
+) -> Outcome:
+    """Move every TorchScript model of ``repository`` (or ``name`` alone) into ``into`` as torch_aoti, prove each
+    served beside its original, and return what happened (see the module docstring)."""
+    found = _models(repository, into, name=name, module=module, samples=samples)
+    wanted = [m for m in found if not torchscript(m)]
+    left = tuple((m.name, torchscript(m)) for m in found if torchscript(m))
+    taken = [m.name for m in wanted if (into / m.name).exists()]
+    if taken and not force:
+        msg = (
+            f"--into {into} already holds {', '.join(taken)}: migrate does not replace a folder it did not just make. "
+            "Hint: pass --force to replace them, or choose another --into; nothing was written."
+        )
+        raise MigrateError(msg)
+    moved: list[Migrated] = []
+    refused: list[Refused] = []
+    for model in wanted:
+        per_model = samples / f"{model.name}.npz" if samples is not None and samples.is_dir() else samples
+        try:
+            moved.append(
+                migrate_model(model, into, module=module, samples=per_model, pt2_build=pt2_build, step=step)
+            )
+        except RefusedError as exc:
+            step(f"[{model.name}] refused: {exc.reason}")
+            refused.append(Refused(name=model.name, reason=exc.reason, fix=exc.fix))
+        except TritonPtError as exc:  # its samples, its folder: this model's own input is wrong
+            step(f"[{model.name}] refused: {exc}")
+            refused.append(
+                Refused(
+                    name=model.name,
+                    reason=str(exc),
+                    fix=f"fix what it names, then `--name {model.name}` again.",
+                )
+            )
+    proofs = prove(moved, pt2_build=pt2_build, reports=reports, speed=speed, window_ms=window_ms, step=step)
+    for proof in proofs:
+        if not proof.ok:  # served, it does not answer as the original does: it does not move
+            shutil.rmtree(into / proof.name, ignore_errors=True)
+            moved = [m for m in moved if m.name != proof.name]
+            refused.append(
+                Refused(
+                    name=proof.name,
+                    reason=f"served beside its original, it does not answer the same: {_why(proof)}",
+                    fix="look at the proof's lines in the report; keep this model on pytorch_libtorch meanwhile.",
+                )
+            )
+    return Outcome(
+        repository=repository,
+        into=into,
+        pt2_build=pt2_build,
+        migrated=tuple(moved),
+        refused=tuple(refused),
+        left=left,
+        proofs=tuple(proofs),
+    )
+
+
+def _why(proof: Proof) -> str:
+    if proof.error:
+        return proof.error
+    bad = next(a for a in proof.agreements if not a.ok)
+    return (
+        f"{bad.output} at {bad.case}: migrated vs original {_figure(bad.migrated_vs_original_abs)}, migrated vs "
+        f"file {bad.migrated_vs_file_abs:.3g}, original vs file {_figure(bad.original_vs_file_abs)} (atol {bad.atol:g})"
+    )
+
+
+def _figure(value: float | None) -> str:
+    return "not served" if value is None else f"{value:.3g}"
+
+
+def _models(
+    repository: Path,
+    into: Path,
+    *,
+    name: str | None,
+    module: Callable[[], object] | None,
+    samples: Path | None,
+) -> list[ModelDir]:
+    """The repository's models (``name``'s alone where given), after the checks that need no work."""
+    if not repository.is_dir():
+        msg = f"--repository {repository}: there is no such folder. Hint: give the TorchScript repository to move."
+        raise MigrateError(msg)
+    source, target = repository.resolve(), into.resolve()
+    if target == source or source in target.parents or target in source.parents:
+        msg = (
+            f"--into {into} and --repository {repository} overlap: migrate never writes into the repository it "
+            "reads. Hint: give --into a folder outside it, e.g. model_repository_pt2."
+        )
+        raise MigrateError(msg)
+    if module is not None and name is None:
+        msg = "--model needs --name: the model of the repository to re-export from that module instead of converting."
+        raise MigrateError(msg)
+    if samples is not None and not samples.exists():
+        msg = f"--samples {samples}: there is no such file or folder. Hint: give a .npz (with --name) or a folder of NAME.npz."
+        raise MigrateError(msg)
+    found = models(repository)
+    if name is not None:
+        found = [m for m in found if m.name == name]
+        if not found:
+            msg = f"--name {name}: {repository} has no model folder of that name. Hint: give one of its folders."
+            raise MigrateError(msg)
+        if torchscript(found[0]):
+            msg = f"--name {name}: it is not a TorchScript model ({torchscript(found[0])}). Hint: name a pytorch_libtorch one."
+            raise MigrateError(msg)
+    elif samples is not None and samples.is_file():
+        msg = f"--samples {samples} is one file: give --name with it, or a folder of NAME.npz for several models."
+        raise MigrateError(msg)
+    if not found:
+        msg = f"--repository {repository}: no model folder (a folder with config.pbtxt) in it; nothing to migrate."
+        raise MigrateError(msg)
+    return found
