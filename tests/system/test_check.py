@@ -1,5 +1,8 @@
-"""`tritonpt check` as a team runs it in its own repository: the wheel installed into a fresh venv (its
-dependencies and the torch pins included), in a folder with no checkout, on a module of the team's own.
+"""`tritonpt check` as a team runs it in its own repository: the wheel installed into a fresh venv beside today's
+torch (the newest of versions.toml [compat], 2.15: what a team that upgraded torch has), in a folder with no
+checkout, on a module of the team's own. The backend is built against that torch (C++20 from torch 2.14 on), the
+reference outputs are its eager run's, and TorchScript's deprecation (a warning on every torch.jit call in 2.15)
+is told once, in one line that names the way forward.
 
 Green: ``tritonpt export --model my_models:build && tritonpt check`` exits 0 and writes the reports, the same
 checks (by id) as this checkout's ``python -m tritonpt.matrix`` (what ``nox -s integration`` runs) on the same
@@ -24,9 +27,16 @@ from ..helpers import ROOT, USER_MODULE, installed_venv, matrix_command, outside
 pytestmark = pytest.mark.slow
 
 
+NEWEST = VERSIONS.newest_compat
+
+
 @pytest.fixture(scope="module")
 def venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    pins = (f"torch=={VERSIONS.pytorch.torch}", f"torchvision=={VERSIONS.pytorch.torchvision}")
+    pins = (
+        f"torch=={NEWEST.torch}",
+        f"torchvision=={NEWEST.torchvision}",
+        f"cmake=={VERSIONS.backend.cmake}",
+    )
     return installed_venv(tmp_path_factory.mktemp("check"), *pins, deps=True)
 
 
@@ -62,13 +72,22 @@ def _outcomes(junit: Path) -> dict[str, str]:
     return found
 
 
-def _export(venv: Path, project: Path, *args: str) -> None:
+def _export(venv: Path, project: Path, *args: str) -> str:
     done = _tritonpt(venv, project, "export", "--model", "my_models:build", "--name", "scale", *args)
     assert done.returncode == 0, done.stderr
+    return done.stdout + done.stderr
 
 
 def test_check_in_a_teams_own_folder_runs_the_matrix(venv: Path, project: Path, tmp_path: Path) -> None:
-    _export(venv, project)
+    said = _export(venv, project)
+    assert said.count("deprecates TorchScript") == 1, said[-4000:]
+    assert "FutureWarning" not in said
+    assert "`tritonpt export --format pt2`" in said
+    reference = json.loads(
+        (project / "model_repository" / "scale" / "reference.json").read_text(encoding="utf-8")
+    )
+    torch = reference["provenance"]["torch_version"]
+    assert torch.startswith(NEWEST.torch), torch  # the eager outputs of the team's torch
     done = _tritonpt(venv, project, "check")
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-4000:]
     reports = project / "reports"
@@ -80,6 +99,7 @@ def test_check_in_a_teams_own_folder_runs_the_matrix(venv: Path, project: Path, 
     assert any(name.startswith("tritonpt.matrix.test_parity::test_parity[scale-") for name in installed)
     summary = json.loads((reports / "summary.json").read_text(encoding="utf-8"))
     assert list(summary["models"]) == ["scale"]
+    assert summary["models"]["scale"]["pytorch_backend"]["torch"] == torch  # built against the team's torch
 
     # the same matrix as this checkout's, on the same repository: the same checks, the same outcomes
     here = tmp_path / "checkout-reports"

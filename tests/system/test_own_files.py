@@ -179,3 +179,41 @@ def test_a_file_imported_with_from_file_is_then_checked(article: Path, tmp_path:
     assert checked.returncode == 0, checked.stdout[-3000:] + checked.stderr[-3000:]
     summary = json.loads((reports / "summary.json").read_text(encoding="utf-8"))
     assert summary["held_to"]["resnet18"]["held_to"].endswith("on inputs samples.npz")
+
+
+class Tokens(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.embedding = torch.nn.Embedding(32, 4)
+
+    def forward(self, input_ids: torch.Tensor) -> torch.Tensor:
+        return self.embedding(input_ids).sum(1)
+
+
+DOCS_STYLE_CONFIG = """backend: "pytorch"
+max_batch_size: 8
+input [ { name: "INPUT__0" data_type: TYPE_INT64 dims: [ -1 ] } ]
+output [ { name: "OUTPUT__0" data_type: TYPE_FP32 dims: [ 4 ] } ]
+dynamic_batching { }
+"""
+
+
+def test_a_config_as_tritons_docs_write_it_is_held_to_tritons_rules(tmp_path: Path) -> None:
+    """No name and `backend: "pytorch"` with no platform (core fills both in), and `dynamic_batching { }` with no
+    queue delay on a model faster than its requests: Triton serves them right, so they pass; a batcher that had
+    nothing to combine is a finding in the report, with the queue delay that would let it combine, not a failure."""
+    repository = tmp_path / "models"
+    (repository / "tokens" / "1").mkdir(parents=True)
+    traced = torch.jit.trace(Tokens().eval(), torch.randint(0, 32, (2, 5)))  # type: ignore[no-untyped-call]
+    traced.save(str(repository / "tokens" / "1" / "model.pt"))
+    (repository / "tokens" / "config.pbtxt").write_text(DOCS_STYLE_CONFIG, encoding="utf-8")
+    reports = tmp_path / "reports"
+    done = _check(repository, reports)
+    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-4000:]
+    outcomes = _outcomes(reports)
+    assert outcomes["test_platform_and_interface_agree_with_the_committed_config[tokens]"] == "passed"
+    assert outcomes["test_parity_under_dynamic_batching[tokens]"] == "passed"
+    summary = json.loads((reports / "summary.json").read_text(encoding="utf-8"))
+    for found in summary["findings"].get("tokens", []):  # where the batcher did combine, there is none
+        assert "the dynamic batcher combined none (every response had parity): with no max_queue_delay" in found
+        assert "max_queue_delay_microseconds: 1000" in found

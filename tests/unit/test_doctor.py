@@ -227,7 +227,9 @@ def test_the_doctor_lists_the_releases_that_serve_torch_aoti(tmp_path: Path) -> 
 
 
 def test_driver_and_torch_not_stated_are_said_so() -> None:
-    backend = Backend.from_release(VERSIONS.release("26.09"))  # notes name no driver; no branch names its torch
+    backend = Backend.from_release(
+        VERSIONS.release("26.09")
+    )  # notes name no driver; no branch names its torch
     assert (backend.min_driver, backend.torch, backend.cuda) == ("not stated", "not stated", "13.4.1")
     result = doctor.check_driver(HostDriver(nvidia_smi="nvidia-smi", versions=("580.95.05",)), backend)
     assert result.status is Status.WARN, result
@@ -551,7 +553,11 @@ def test_a_pt2_model_is_judged_against_the_named_releases_own_pt2_path(tmp_path:
     ("backend", "status", "words"),
     [
         (Backend.from_release(VERSIONS.release("26.11")), Status.OK, "Triton 26.11 serves BF16"),
-        (Backend.from_release(VERSIONS.release("26.10")), Status.FAIL, "Triton 26.10 (versions.toml release 26.10)"),
+        (
+            Backend.from_release(VERSIONS.release("26.10")),
+            Status.FAIL,
+            "Triton 26.10 (versions.toml release 26.10)",
+        ),
         (replace(DEFAULT, named=False), Status.FAIL, "the PT2 build here (pytorch_backend r26.05)"),
     ],
     ids=["26.11", "26.10", "embedded"],

@@ -786,7 +786,9 @@ def test_the_pt2_build_decides_which_rules_hold_a_pt2_config(tmp_path: Path, bui
 
 
 @pytest.mark.parametrize("build", ["stock", "patched"])
-def test_bf16_on_a_pt2_model_is_its_own_rule_naming_the_release_that_serves_it(tmp_path: Path, build: str) -> None:
+def test_bf16_on_a_pt2_model_is_its_own_rule_naming_the_release_that_serves_it(
+    tmp_path: Path, build: str
+) -> None:
     """A013, not C009: r26.05's PT2 path maps no BF16 type (both builds); Triton 26.11's notes state it serves
     them. The TorchScript refusal (C009) stays as it was."""
     from google.protobuf import text_format  # noqa: PLC0415

@@ -54,13 +54,17 @@ def test_the_rows_written_parse_where_they_belong(tmp_path: Path) -> None:
     assert versions.release("26.12").server == "2.76.0"
     assert versions.release("26.12").backend_torch is None  # not stated until a source states it
     assert "https://example/v2.76.0" in versions.release("26.12").sources["server"]
-    assert versions.compat_torch("2.16") == CompatTorch(minor="2.16", torch="2.16.0", torchvision="0.31.0", line="r26.05")
+    assert versions.compat_torch("2.16") == CompatTorch(
+        minor="2.16", torch="2.16.0", torchvision="0.31.0", line="r26.05"
+    )
     assert versions.newest_compat.torch == "2.16.0"
     # the rows sit with their kind, before the next section's comments, and nothing else moved
     raw = tomllib.loads(written)
     assert raw["triton"]["releases"][-1]["ngc"] == "26.12"
     assert written.index('ngc = "26.12"') < written.index("[compat]")
-    removed = [line for line in difflib.ndiff(text.splitlines(), written.splitlines()) if line.startswith("- ")]
+    removed = [
+        line for line in difflib.ndiff(text.splitlines(), written.splitlines()) if line.startswith("- ")
+    ]
     assert removed == []
     assert written.count("[compat]\n") == 1
 

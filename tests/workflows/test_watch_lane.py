@@ -63,7 +63,11 @@ def _proposed(result: Result) -> tuple[dict[str, object], str, str]:
     assert opened is None or opened.outcome == "skipped"  # no GitHub under act: the artifact is the PR
     folder = result.artifact("compat-watch")
     found = json.loads((folder / "found.json").read_text(encoding="utf-8"))
-    return found, (folder / "pull-request.md").read_text(encoding="utf-8"), (folder / "changes.patch").read_text()
+    return (
+        found,
+        (folder / "pull-request.md").read_text(encoding="utf-8"),
+        (folder / "changes.patch").read_text(),
+    )
 
 
 @pytest.mark.lanes(NEW_RELEASE)
@@ -76,7 +80,9 @@ def test_a_new_triton_release_gets_its_row_and_its_source_and_no_leg(started: St
     assert '+ngc = "26.12"' in patch
     assert '+server = "2.76.0"' in patch
     assert "releases/tag/v2.76.0: Release 2.76.0 corresponding to NGC container 26.12" in patch
-    assert re.search(r"^\+\| Triton 26\.12 \| server 2\.76\.0, pytorch backend libtorch not stated", patch, re.M)
+    assert re.search(
+        r"^\+\| Triton 26\.12 \| server 2\.76\.0, pytorch backend libtorch not stated", patch, re.M
+    )
 
 
 @pytest.mark.lanes(NEW_RELEASE, NEW_TORCH)

@@ -21,6 +21,7 @@ import torch
 
 from tritonpt import reference, spec
 from tritonpt.errors import HINT, ExportError, first_line
+from tritonpt.export import packages
 from tritonpt.export.eager import Eager, as_served, sentence
 from tritonpt.export.outputs import Structure
 from tritonpt.options import Pt2Build
@@ -188,10 +189,10 @@ def compile_package(eager: Eager, cases: Sequence[reference.Case], model_file: P
     model_spec = eager.spec
     device = device_for(model_spec)
     program = _export(eager, cases, device)
-    step(f"[{model_spec.name}] compiling with AOTInductor for {device} (tens of seconds)")
+    step(f"[{model_spec.name}] compiling with AOTInductor for {device} (tens of seconds, once per program)")
     started = time.perf_counter()
     try:
-        torch._inductor.aoti_compile_and_package(program, package_path=str(model_file))
+        packages.compile_package(program, model_file, what=model_spec.name, say=step)
     except Exception as exc:  # the inductor compiler: a C++ error, a missing toolchain, an unsupported op
         msg = (
             f"Model {model_spec.name!r}: AOTInductor could not compile the exported program: {type(exc).__name__}: "

@@ -60,11 +60,12 @@ def _backend_name(triton: Server, model: Model) -> str:
     return "pytorch" if VERSIONS.pt2.native(version) else PT2_NAME
 
 
-def _interface(config: ModelConfig) -> str:
-    """The parts of a config that define the model's interface, as Triton reads them (a platform left out of a
-    ``backend: "pytorch"`` config is the one core fills in), as text for a readable diff."""
+def _interface(config: ModelConfig, folder: str) -> str:
+    """The parts of a config that define the model's interface, as Triton reads them (what core fills in where the
+    file leaves it out: the name from its folder, the platform of a ``backend: "pytorch"`` config), as text for a
+    readable diff."""
     trimmed = ModelConfig(
-        name=config.name, platform=platform_of(config), max_batch_size=config.max_batch_size
+        name=config.name or folder, platform=platform_of(config), max_batch_size=config.max_batch_size
     )
     trimmed.input.extend(config.input)
     trimmed.output.extend(config.output)
@@ -80,7 +81,7 @@ def _interface(config: ModelConfig) -> str:
 def test_platform_and_interface_agree_with_the_committed_config(triton: Server, model: Model) -> None:
     served = triton.model_config(model.name)
     assert served.platform == (PT2_PLATFORM if model.model_format == "pt2" else PLATFORM)
-    assert _interface(served) == _interface(model.config)
+    assert _interface(served, model.name) == _interface(model.config, model.name)
 
 
 def test_a_pt2_model_is_served_by_the_pt2_build(
