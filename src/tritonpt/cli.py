@@ -17,17 +17,17 @@ from typing import Any
 from rich.markup import escape
 
 from tritonpt import shards
-from tritonpt.backend.flavor import Sanitizer
-from tritonpt.backend.layout import Choice as BackendChoice
 from tritonpt.console import Progress, err, guard, out, print_problems
 from tritonpt.errors import ImageError, ServerError, ShardError, SpecError, ValidationError
 from tritonpt.options import (
     OPTIONS,
+    BackendChoice,
     FormatChoice,
     Gpus,
     InstanceKind,
     Ports,
     Pt2Build,
+    Sanitizer,
     Target,
     command_line,
     formats_of,
@@ -36,6 +36,7 @@ from tritonpt.options import (
     parse_dynamic_axes,
     parse_factory,
     parse_mounts,
+    resolve_target,
 )
 
 WINDOW_MS, SMOKE_WINDOW_MS = 1000, 150
@@ -356,7 +357,7 @@ def check(
 def serve(
     *,
     repository: Path,
-    target: str,
+    target: Target,
     image: str | None,
     gpus: Gpus,
     mount: Sequence[str],
@@ -392,9 +393,8 @@ def serve(
                 raise ShardError(msg)
             progress(f"{part.describe()}: serving {len(served)} of {total} model(s): {', '.join(served)}")
         _validate(repository, only=served if part is not None else None, pt2_build=build)
-        automatic: Target = "container" if image else "local"  # auto: there is no URL to serve
-        where = one_of(
-            automatic if target == "auto" else target, SERVE_TARGETS, option="--target", error=SpecError
+        where = one_of(  # serve starts a server: there is no URL for auto to pick
+            resolve_target(target, url=None, image=image), SERVE_TARGETS, option="--target", error=SpecError
         )
         built, pt2 = None, None
         if where == "local" and not server.TritonInstall.locate(tritonserver).official_pytorch:

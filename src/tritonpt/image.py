@@ -25,9 +25,10 @@ from dataclasses import dataclass, field
 from importlib import metadata, resources
 from pathlib import Path
 from types import ModuleType
-from typing import Any, Literal, TypeAlias, cast
+from typing import Any, TypeAlias, cast
 
 from tritonpt.errors import DockerUnavailable, ImageError
+from tritonpt.options import RECIPES
 from tritonpt.versions import VERSIONS, TritonRelease, Versions
 
 DockerClient: TypeAlias = Any
@@ -52,8 +53,6 @@ RECIPES_DIR = recipes_folder()
 MODELS_MOUNT = "/models"
 """Where the recipes expect the model repository, mounted read-only; it must be readable by uid 1000."""
 
-Recipe = Literal["ngc", "pytorch"]
-RECIPES: tuple[Recipe, ...] = ("ngc", "pytorch")
 
 LABEL_PREFIX = "io.tritonpt."
 """Our own image and container labels; the OCI ones (``org.opencontainers.image.*``) are set beside them."""

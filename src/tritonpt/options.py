@@ -27,6 +27,15 @@ Target = Literal["auto", "local", "url", "container"]
 """What runs the server: auto picks url with a URL, container with an image, else local."""
 TARGETS: tuple[Target, ...] = get_args(Target)
 
+
+def resolve_target(target: Target, *, url: str | None, image: str | None) -> Target:
+    """The target ``auto`` means where it is given: ``url`` with a URL, ``container`` with an image, else ``local``;
+    any other target as it is. Every door and the server factory resolve it here."""
+    if target != "auto":
+        return target
+    return "url" if url else "container" if image else "local"
+
+
 ModelFormat = Literal["torchscript", "pt2"]
 """TorchScript (``model.pt``, platform pytorch_libtorch) or torch.export + AOTInductor (``model.pt2``, torch_aoti)."""
 MODEL_FORMATS: tuple[ModelFormat, ...] = get_args(ModelFormat)
@@ -34,6 +43,18 @@ FormatChoice = Literal["torchscript", "pt2", "both"]
 """What `invoke export --format` takes: one format, or both (the PT2 copy named ``<name>_pt2``)."""
 FORMAT_CHOICES: tuple[FormatChoice, ...] = get_args(FormatChoice)
 
+
+Recipe = Literal["ngc", "pytorch"]
+"""The image recipes of docker/: ngc (an NGC Triton image with its PyTorch backend), pytorch (pytorch/pytorch)."""
+RECIPES: tuple[Recipe, ...] = get_args(Recipe)
+
+BackendChoice = Literal["cpu", "gpu", "auto"]
+"""The backend variant asked for: cpu, gpu (needs a CUDA toolkit and a CUDA torch), or auto."""
+BACKEND_CHOICES: tuple[BackendChoice, ...] = get_args(BackendChoice)
+
+Sanitizer = Literal["address", "undefined"]
+"""A sanitizer every backend build is instrumented with (own cache keys): ASan or UBSan."""
+SANITIZERS: tuple[Sanitizer, ...] = get_args(Sanitizer)
 
 Pt2Build = Literal["stock", "patched"]
 """Which build of pytorch_backend's PT2 path serves torch_aoti models: ``stock``, the pinned sources as NVIDIA
@@ -276,7 +297,7 @@ OPTIONS = _options(
         name="recipe",
         help="ngc (recommended: an NGC Triton image with its PyTorch backend) or pytorch (the pytorch/pytorch base)",
         default="ngc",
-        choices=("ngc", "pytorch"),
+        choices=RECIPES,
     ),
     Option(name="tag", help="image tag (default tritonpt:ngc-<release> or tritonpt:pytorch-<torch>)"),
     Option(name="no_cache", help="build without the engine's layer cache", default=False),
@@ -298,7 +319,7 @@ OPTIONS = _options(
         name="variant",
         help="cpu, gpu (needs a CUDA toolkit and a CUDA torch), or auto",
         default="cpu",
-        choices=("cpu", "gpu", "auto"),
+        choices=BACKEND_CHOICES,
     ),
     Option(
         name="pt2",
@@ -308,7 +329,7 @@ OPTIONS = _options(
     Option(
         name="sanitize",
         help="address or undefined: every build instrumented with ASan or UBSan (own cache keys)",
-        choices=("address", "undefined"),
+        choices=SANITIZERS,
     ),
     Option(
         name="target",

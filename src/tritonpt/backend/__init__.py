@@ -9,15 +9,13 @@ library only, because docker/pytorch.Dockerfile runs it too (``python3 -m triton
 
 from tritonpt.backend.build import configure_command, ensure, ensure_serving
 from tritonpt.backend.cache import BuiltBackend, Origin, build_key, find
-from tritonpt.backend.flavor import SANITIZERS, STOCK, Flavor, Patch, Sanitizer, of_pt2_build, patched
+from tritonpt.backend.flavor import STOCK, Flavor, Patch, of_pt2_build, patched
 from tritonpt.backend.layout import (
     CACHE_ENV,
-    CHOICES,
     DEFINITION,
     LIBRARY,
     MANIFEST,
     SOURCES_ENV,
-    Choice,
     Step,
     Variant,
     cache_root,
@@ -26,6 +24,9 @@ from tritonpt.backend.layout import (
 from tritonpt.backend.serving import PT2_LIBRARY, PT2_NAME, backend_directory
 from tritonpt.backend.sources import fetch_sources, sources_folder, verify
 from tritonpt.backend.toolchain import Toolchain, Torch, resolve_variant, sanitizer_environment
+from tritonpt.options import BACKEND_CHOICES as CHOICES
+from tritonpt.options import SANITIZERS, Sanitizer
+from tritonpt.options import BackendChoice as Choice
 
 __all__ = [
     "CACHE_ENV",

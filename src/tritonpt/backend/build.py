@@ -14,7 +14,7 @@ from pathlib import Path
 
 from tritonpt import caches, scratch
 from tritonpt.backend.cache import BuiltBackend, build_key
-from tritonpt.backend.flavor import STOCK, Flavor, Sanitizer, apply, patched
+from tritonpt.backend.flavor import STOCK, Flavor, apply, patched
 from tritonpt.backend.layout import (
     DEFINITION,
     FETCHED,
@@ -23,7 +23,6 @@ from tritonpt.backend.layout import (
     RAPIDJSON_DEFINITION,
     TARGET,
     VARIANT_DEFINITION,
-    Choice,
     Step,
     Variant,
     cache_root,
@@ -32,6 +31,8 @@ from tritonpt.backend.layout import (
 from tritonpt.backend.sources import fetch_sources, sources_folder, unpack
 from tritonpt.backend.toolchain import Toolchain, Torch, check_cxx, resolve_variant
 from tritonpt.errors import BackendError, BuildError
+from tritonpt.options import BackendChoice as Choice
+from tritonpt.options import Sanitizer
 from tritonpt.versions import VERSIONS, Backend
 
 # --- The build ----------------------------------------------------------------------------------------------

@@ -16,13 +16,11 @@ import subprocess
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Literal, get_args
 
 from tritonpt.errors import HINT, BackendError
+from tritonpt.options import Sanitizer
 from tritonpt.versions import Backend
 
-Sanitizer = Literal["address", "undefined"]
-SANITIZERS: tuple[Sanitizer, ...] = get_args(Sanitizer)
 SANITIZER_LABEL: Mapping[Sanitizer, str] = {"address": "asan", "undefined": "ubsan"}
 
 PATCHES = Path(__file__).parent / "patches"

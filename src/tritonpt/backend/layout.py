@@ -5,13 +5,11 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from importlib import util as importlib_util
 from pathlib import Path
-from typing import Literal, get_args
+from typing import Literal
 
 from tritonpt import caches
 
 Variant = Literal["cpu", "gpu"]
-Choice = Literal["cpu", "gpu", "auto"]
-CHOICES: tuple[Choice, ...] = get_args(Choice)
 
 LIBRARY = "libtriton_pytorch.so"
 """The official backend's shared library; Triton loads ``<backend-directory>/pytorch/libtriton_pytorch.so``."""

@@ -13,8 +13,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from tritonpt.backend.layout import CHOICES, CUDA_HOME, NVIDIA_DEVICE, Choice, Variant, package_folder
+from tritonpt.backend.layout import CUDA_HOME, NVIDIA_DEVICE, Variant, package_folder
 from tritonpt.errors import HINT, BackendError
+from tritonpt.options import BACKEND_CHOICES as CHOICES
+from tritonpt.options import BackendChoice as Choice
 from tritonpt.versions import VERSIONS
 
 # --- What the build runs against ----------------------------------------------------------------------------

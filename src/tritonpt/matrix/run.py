@@ -18,7 +18,7 @@ from tritonpt import backend, shards, stopping
 from tritonpt.backend import Step
 from tritonpt.errors import ExportError, TritonPtError
 from tritonpt.matrix import crash
-from tritonpt.options import DEFAULT_REPOSITORY, OPTIONS, add_arguments
+from tritonpt.options import DEFAULT_REPOSITORY, OPTIONS, add_arguments, resolve_target
 from tritonpt.repository import pt2_models
 
 PACKAGE = Path(__file__).resolve().parent
@@ -101,7 +101,7 @@ def export_builtin(
 def builds_needed(known: argparse.Namespace) -> bool:
     """Whether the server the options (:func:`read_options`) name runs the cache's builds (a local tritonserver),
     not an image's or a remote server's."""
-    return known.target == "local" or (known.target == "auto" and not known.url and not known.image)
+    return resolve_target(known.target, url=known.url, image=known.image) == "local"
 
 
 def ensure_builds(

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from tritonpt.backend import BuiltBackend, Sanitizer
 from tritonpt.errors import HINT, ServerError
-from tritonpt.options import FREE_PORTS, GPUS, TARGETS, Gpus, Mount, Ports, Pt2Build, Target
+from tritonpt.options import FREE_PORTS, GPUS, TARGETS, Gpus, Mount, Ports, Pt2Build, Target, resolve_target
 from tritonpt.server import upload as upload_module
 from tritonpt.server.base import Endpoints, ModelRuntime, ModelState, Server, ServerKind
 from tritonpt.server.local import LocalServer, TritonFlags, TritonInstall
@@ -79,8 +79,7 @@ def create(
     listens on (default: free ones picked at start).
     """
     load = tuple(models) or ("*",)
-    if target == "auto":
-        target = "url" if url else "container" if image else "local"
+    target = resolve_target(target, url=url, image=image)
     if upload and target != "url":
         msg = f"Cannot upload models to a {target} server: --upload sends them to a server at a URL (give --url)."
         raise ServerError(msg)
