@@ -25,8 +25,9 @@ from tritonpt.export.cache import machine
 FILE = "model.pt2"
 
 
-def key(program: torch.export.ExportedProgram) -> str:
-    """The digest of what AOTInductor makes a package from, on this torch and this machine."""
+def key(program: torch.export.ExportedProgram) -> str | None:
+    """The digest of what AOTInductor makes a package from, on this torch and this machine; None where a weight
+    cannot be read as bytes (then nothing is kept: the package is compiled as if there were no cache)."""
     digest = hashlib.sha256()
     for part in (
         torch.__version__,
@@ -38,16 +39,19 @@ def key(program: torch.export.ExportedProgram) -> str:
     ):
         digest.update(part.encode())
         digest.update(b"\0")
-    for group in (program.state_dict, program.constants):
-        for name in sorted(group):
-            value = group[name]
-            digest.update(name.encode())
-            if isinstance(value, torch.Tensor):
-                tensor = value.detach().cpu().contiguous()
-                digest.update(f"{tensor.dtype}{list(tensor.shape)}".encode())
-                digest.update(tensor.view(torch.uint8).numpy().tobytes() if tensor.numel() else b"")
-            else:
-                digest.update(repr(value).encode())
+    try:
+        for group in (program.state_dict, program.constants):
+            for name in sorted(group):
+                value = group[name]
+                digest.update(name.encode())
+                if isinstance(value, torch.Tensor):
+                    tensor = value.detach().cpu().contiguous().reshape(-1)  # a scalar buffer has no axis to view
+                    digest.update(f"{tensor.dtype}{list(value.shape)}".encode())
+                    digest.update(tensor.view(torch.uint8).numpy().tobytes())
+                else:
+                    digest.update(repr(value).encode())
+    except (RuntimeError, TypeError, ValueError):  # a quantized, sparse or meta tensor: no bytes to hash
+        return None
     return digest.hexdigest()[:24]
 
 
@@ -55,7 +59,11 @@ def compile_package(
     program: torch.export.ExportedProgram, package: Path, *, what: str, say: Callable[[str], None]
 ) -> None:
     """``aoti_compile_and_package(program)`` into ``package``, or the cached package of the same program."""
-    entry = caches.root() / "packages" / key(program)
+    found = key(program)
+    if found is None:
+        torch._inductor.aoti_compile_and_package(program, package_path=str(package))
+        return
+    entry = caches.root() / "packages" / found
     if (entry / FILE).is_file():
         shutil.copyfile(entry / FILE, package)
         caches.note("package", what, hit=True, say=say)
