@@ -214,6 +214,8 @@ def _torchscript_call(
     ``keyed``, a dict too, by :func:`keyed_outputs`."""
     try:
         module = jit.load(str(path))
+    except jit.TorchScriptRefusedError:
+        raise  # this torch reads no TorchScript at all: the file is not what is wrong
     except Exception as exc:  # torch raises many kinds for a file that is not TorchScript
         msg = f"torch.jit.load cannot load it ({first_line(exc)}); Triton's pytorch backend would refuse it too."
         raise InProcessError(path=path, field="model file", detail=msg, fix=_REEXPORT) from exc

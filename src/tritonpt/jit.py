@@ -52,11 +52,16 @@ def _deprecation_told(operation: str) -> Iterator[None]:
         except Exception as exc:  # torch raises RuntimeError, or whatever its deprecation is made of
             if not DEPRECATED.search(str(exc)):
                 raise
+            fix = (
+                "read the file with a torch that still reads TorchScript (2.15 and older do, with a warning), and "
+                "move the repository to torch_aoti there (`tritonpt migrate`)"
+                if operation == "load"
+                else "export the model as PT2 (`tritonpt export --format pt2`, platform torch_aoti), which this "
+                "torch writes, or use a torch that still writes TorchScript (2.15 and older do, with a warning)"
+            )
             msg = (
                 f"torch {torch.__version__} refuses TorchScript: torch.jit.{operation} raised "
-                f"{type(exc).__name__}: {first_line(exc)} {HINT} export the model as PT2 (`tritonpt export "
-                "--format pt2`, platform torch_aoti), which this torch writes, or use a torch that still writes "
-                "TorchScript (2.15 and older do, with a warning)."
+                f"{type(exc).__name__}: {first_line(exc)} {HINT} {fix}."
             )
             raise TorchScriptRefusedError(msg) from exc
     for found in caught:

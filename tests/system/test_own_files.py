@@ -215,5 +215,7 @@ def test_a_config_as_tritons_docs_write_it_is_held_to_tritons_rules(tmp_path: Pa
     assert outcomes["test_parity_under_dynamic_batching[tokens]"] == "passed"
     summary = json.loads((reports / "summary.json").read_text(encoding="utf-8"))
     for found in summary["findings"].get("tokens", []):  # where the batcher did combine, there is none
-        assert "the dynamic batcher combined none (every response had parity): with no max_queue_delay" in found
+        assert (
+            "the dynamic batcher combined none (every response had parity): with no max_queue_delay" in found
+        )
         assert "max_queue_delay_microseconds: 1000" in found

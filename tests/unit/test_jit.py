@@ -76,3 +76,15 @@ def test_the_door_round_trips_a_module(tmp_path: Path, told: list[str]) -> None:
     torch.testing.assert_close(loaded(*example), model(*example))
     scripted = jit.script(model)
     torch.testing.assert_close(scripted(*example), model(*example))
+
+
+def test_a_torch_that_no_longer_reads_torchscript_says_where_to_read_it(told: list[str]) -> None:
+    def load() -> None:
+        with jit._deprecation_told("load"):
+            msg = "`torch.jit.load` is deprecated and has been removed."
+            raise RuntimeError(msg)
+
+    with pytest.raises(jit.TorchScriptRefusedError) as refused:
+        load()
+    assert "read the file with a torch that still reads TorchScript" in str(refused.value)
+    assert "tritonpt migrate" in str(refused.value)

@@ -12,7 +12,9 @@ class Small(torch.nn.Module):
     def __init__(self) -> None:
         super().__init__()
         self.linear = torch.nn.Linear(4, 3)
-        self.norm = torch.nn.BatchNorm1d(3)  # a 0-dim buffer (num_batches_tracked), as torchvision's models hold
+        self.norm = torch.nn.BatchNorm1d(
+            3
+        )  # a 0-dim buffer (num_batches_tracked), as torchvision's models hold
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.norm(self.linear(x))

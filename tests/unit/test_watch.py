@@ -9,6 +9,8 @@ import tomllib
 from dataclasses import replace
 from pathlib import Path
 
+import pytest
+
 from tritonpt.doctor import compat
 from tritonpt.versions import VERSIONS, CompatTorch, load
 from tritonpt_ci import watch
@@ -81,3 +83,21 @@ def test_the_pull_requests_body_gives_each_verdict_of_the_new_torch() -> None:
     failed = watch.body(torch, None, None, "compat exited 1:\nno torch 2.15.0 wheel")
     assert "## What could not be measured" in failed
     assert "no torch 2.15.0 wheel" in failed
+
+
+def test_a_new_torch_is_admitted_by_pyprojects_ranges() -> None:
+    text = (watch.ROOT / "pyproject.toml").read_text(encoding="utf-8")
+    newer = watch.admit(
+        text, watch.NewTorch(minor="2.16", torch="2.16.0", torchvision="0.30.0", line="r26.05")
+    )
+    assert '"torch>=2.8,<2.17"' in newer
+    assert '"torchvision>=0.23,<0.31"' in newer
+    assert (
+        watch.admit(text, watch.NewTorch(minor="2.15", torch="2.15.0", torchvision="0.29.2", line="r26.05"))
+        == text
+    )
+
+
+def test_a_lookup_the_fixture_lacks_names_the_url() -> None:
+    with pytest.raises(KeyError, match=r"pypi\.org/pypi/torch/json"):
+        watch.Lookups({}).get(watch.PYPI.format(package="torch"))

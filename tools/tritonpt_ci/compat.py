@@ -25,7 +25,7 @@ from pathlib import Path
 from tritonpt import backend, reference, scratch
 from tritonpt.doctor import compat
 from tritonpt.doctor.compat import NOT_BUILT
-from tritonpt.errors import BuildError, TritonPtError
+from tritonpt.errors import BackendError, BuildError, TritonPtError, first_line
 from tritonpt.repository import models as models_of
 from tritonpt.repository import pt2_models
 from tritonpt.server.local import LocalServer, TritonFlags
@@ -71,9 +71,10 @@ def leg(repository: Path, out: Path, reports: Path) -> int:
     reports.mkdir(parents=True, exist_ok=True)
     try:
         built = backend.ensure(pins=pins, step=_say)
-    except BuildError as exc:  # a verdict of its own: the torch cannot build this line
-        _say(f"the build failed: {exc.first_error} ({exc.log})")
-        error = f"{NOT_BUILT}: {exc.first_error}"
+    except BackendError as exc:  # a verdict of its own: the torch (or this machine) cannot build this line
+        first = exc.first_error if isinstance(exc, BuildError) else first_line(exc)
+        _say(f"the build failed: {first}")
+        error = f"{NOT_BUILT}: {first}"
         states: dict[str, tuple[bool, str]] = dict.fromkeys(served, (False, error))
         rows: dict[str, list[dict[str, object]]] = {}
     else:
@@ -234,6 +235,9 @@ def plan(minors: Sequence[str] = ()) -> list[tuple[str, str]]:
 
 def run(reports: Path, *, write: bool, minors: Sequence[str] = ()) -> int:
     reports.mkdir(parents=True, exist_ok=True)
+    scratch.remove(
+        reports / "legs"
+    )  # the pairs of this run's legs only: an earlier run's (other legs) would stay
     unknown = sorted(set(minors) - {c.minor for c in VERSIONS.compat})
     if unknown:
         known = ", ".join(c.minor for c in VERSIONS.compat)

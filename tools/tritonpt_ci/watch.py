@@ -29,7 +29,8 @@ from tritonpt.versions import VERSIONS, Versions, minor_of
 ROOT = Path(__file__).resolve().parents[2]
 TOML = ROOT / "src" / "tritonpt" / "versions.toml"
 VERSIONS_PAGE = ROOT / "docs" / "reference" / "versions.md"
-CHANGED = (TOML, compat.TABLE, ROOT / compat.PAGE, VERSIONS_PAGE)
+PYPROJECT = ROOT / "pyproject.toml"
+CHANGED = (TOML, compat.TABLE, ROOT / compat.PAGE, VERSIONS_PAGE, PYPROJECT)
 """What a run may change: the pull request's files."""
 PYPI = "https://pypi.org/pypi/{package}/json"
 RELEASES = "https://api.github.com/repos/triton-inference-server/server/releases/latest"
@@ -54,8 +55,16 @@ class Lookups:
             return self.recorded[url]
         headers = {"Accept": "application/json", "User-Agent": "tritonpt-watch"}
         request = urllib.request.Request(url, headers=headers)  # noqa: S310 - the https URLs above
-        with urllib.request.urlopen(request, timeout=60) as answer:  # noqa: S310 - the https URLs above
-            return json.load(answer)
+        try:
+            with urllib.request.urlopen(request, timeout=60) as answer:  # noqa: S310 - the https URLs above
+                return json.load(answer)
+        except (OSError, ValueError) as exc:  # URLError and HTTPError are OSErrors; a body that is not JSON
+            msg = f"cannot ask {url} ({exc}); the table is left as it is. Run it again later, or give --lookups."
+            raise LookupFailedError(msg) from exc
+
+
+class LookupFailedError(Exception):
+    """PyPI or GitHub did not answer: nothing is proposed."""
 
 
 def _key(version: str) -> tuple[int, ...]:
@@ -126,6 +135,18 @@ def _insert_after_last(text: str, header: str, block: str) -> str:
         lines.pop()
     head = "\n".join(lines) + "\n"
     return head + block + text[len(head) :]
+
+
+def admit(text: str, torch: NewTorch) -> str:
+    """pyproject.toml whose torch and torchvision ranges admit the new torch (the package installs beside it)."""
+    minor = int(torch.minor.split(".")[1])
+    vision = int(torch.torchvision.split(".")[1])
+    text = re.sub(
+        r'("torch>=[\d.]+,<2\.)(\d+)(")', lambda m: f"{m[1]}{max(int(m[2]), minor + 1)}{m[3]}", text
+    )
+    return re.sub(
+        r'("torchvision>=[\d.]+,<0\.)(\d+)(")', lambda m: f"{m[1]}{max(int(m[2]), vision + 1)}{m[3]}", text
+    )
 
 
 def add_rows(text: str, torch: NewTorch | None, release: NewRelease | None) -> str:
@@ -199,6 +220,8 @@ def run(lookups: Lookups, reports: Path) -> int:
         return 0
     before = {path: path.read_text(encoding="utf-8") for path in CHANGED}
     TOML.write_text(add_rows(TOML.read_text(encoding="utf-8"), torch, release), encoding="utf-8")
+    if torch is not None:
+        PYPROJECT.write_text(admit(PYPROJECT.read_text(encoding="utf-8"), torch), encoding="utf-8")
     said = ""
     if torch is not None:
         _say(f"torch {torch.torch} is new: its compat legs")
@@ -218,7 +241,9 @@ def run(lookups: Lookups, reports: Path) -> int:
             tail = (reports / "compat.log").read_text(encoding="utf-8", errors="replace").splitlines()[-20:]
             said = f"`python -m tritonpt_ci.compat --minor {torch.minor}` exited {code}:\n" + "\n".join(tail)
     _pages(reports)
-    (reports / "pull-request.md").write_text(body(torch, release, compat.load(), said), encoding="utf-8")
+    measured = reports / "compat" / "compat.json"  # this run's own table: none where its legs did not end
+    table = compat.load(measured) if torch is not None and measured.is_file() else None
+    (reports / "pull-request.md").write_text(body(torch, release, table, said), encoding="utf-8")
     (reports / "changes.patch").write_text(_patch(before), encoding="utf-8")
     _say(f"written: {reports / 'pull-request.md'}, {reports / 'changes.patch'}")
     return 0
@@ -244,7 +269,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--reports", type=Path, default=Path("reports/watch"))
     args = parser.parse_args(argv)
     recorded = json.loads(args.lookups.read_text(encoding="utf-8")) if args.lookups else None
-    return run(Lookups(recorded), args.reports)
+    try:
+        return run(Lookups(recorded), args.reports)
+    except LookupFailedError as exc:
+        _say(f"error: {exc}")
+        return 1
 
 
 if __name__ == "__main__":

@@ -164,6 +164,8 @@ def _describe(path: Path) -> _File:
         raise ExportError(msg)
     try:
         module = jit.load(str(path))
+    except jit.TorchScriptRefusedError:
+        raise  # this torch reads no TorchScript at all: the file is not what is wrong
     except Exception as exc:  # torch raises many kinds for a file that is not TorchScript
         torchscript = first_line(exc)
     else:

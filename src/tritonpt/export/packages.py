@@ -26,14 +26,15 @@ FILE = "model.pt2"
 
 
 def key(program: torch.export.ExportedProgram) -> str | None:
-    """The digest of what AOTInductor makes a package from, on this torch and this machine; None where a weight
+    """The digest of what AOTInductor makes a package from (the graph with every tensor's device and strides, the
+    weights and where they live), on this torch and this machine; None where a weight
     cannot be read as bytes (then nothing is kept: the package is compiled as if there were no cache)."""
     digest = hashlib.sha256()
     for part in (
         torch.__version__,
         torch.version.git_version,
         machine(),
-        program.graph_module.print_readable(print_output=False),
+        program.graph_module.print_readable(print_output=False, include_stride=True, include_device=True),
         str(program.graph_signature),
         str(sorted((str(k), str(v)) for k, v in program.range_constraints.items())),
     ):
@@ -45,8 +46,10 @@ def key(program: torch.export.ExportedProgram) -> str | None:
                 value = group[name]
                 digest.update(name.encode())
                 if isinstance(value, torch.Tensor):
-                    tensor = value.detach().cpu().contiguous().reshape(-1)  # a scalar buffer has no axis to view
-                    digest.update(f"{tensor.dtype}{list(value.shape)}".encode())
+                    tensor = (
+                        value.detach().cpu().contiguous().reshape(-1)
+                    )  # a scalar buffer has no axis to view
+                    digest.update(f"{tensor.dtype}{list(value.shape)}{value.device}".encode())
                     digest.update(tensor.view(torch.uint8).numpy().tobytes())
                 else:
                     digest.update(repr(value).encode())

@@ -8,6 +8,7 @@ file in-process. Then perf_analyzer measures both at batch 1 and under the confi
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -87,9 +88,24 @@ def prove(
     window_ms: int = 1000,
     step: Step = lambda _: None,
 ) -> list[Proof]:
-    """Serve every moved model beside its original on one server and compare them (see the module docstring)."""
+    """Serve every moved model beside its original on one server and compare them (see the module docstring). What
+    stops the proof (the backend's build, the server's start) is each model's :attr:`Proof.error`, in its words;
+    perf_analyzer that cannot be had (an offline host without $TRITONPT_WHEELS) leaves the speed unmeasured."""
     if not moved:
         return []
+    try:
+        return _serve_both(
+            moved, pt2_build=pt2_build, reports=reports, speed=speed, window_ms=window_ms, step=step
+        )
+    except TritonPtError as exc:
+        said = f"the proof could not be served: {first_line(exc)}"
+        step(said)
+        return [Proof(name=one.name, error=said) for one in moved]
+
+
+def _serve_both(
+    moved: Sequence[Migrated], *, pt2_build: Pt2Build, reports: Path, speed: bool, window_ms: int, step: Step
+) -> list[Proof]:
     pins = VERSIONS.pt2.build
     flavor = backend.patched(pins) if pt2_build == "patched" else backend.STOCK
     built = backend.ensure(pins=pins, flavor=flavor, step=step)
@@ -115,8 +131,14 @@ def prove(
         )
         with server:
             states = {m.name: m for m in server.repository_index()}
-            tool = perf_analyzer.locate(step) if speed else None
-            return [_prove_one(server, view, one, states, tool, window_ms, step) for one in moved]
+            tool, unmeasured = None, ""
+            if speed:
+                try:
+                    tool = perf_analyzer.locate(step)
+                except TritonPtError as exc:  # the speed is the report's, not the proof's
+                    unmeasured = f"perf_analyzer cannot be had here: {first_line(exc)}"
+            found = [_prove_one(server, view, one, states, tool, window_ms, step) for one in moved]
+            return [dataclasses.replace(p, speed_error=p.speed_error or unmeasured) for p in found]
 
 
 def _link(model: ModelDir, into: Path, *, rename: str = "", skip: tuple[str, ...] = ()) -> None:

@@ -119,8 +119,11 @@ def run(
             refused.append(
                 Refused(
                     name=proof.name,
-                    reason=f"served beside its original, it does not answer the same: {_why(proof)}",
-                    fix="look at the proof's lines in the report; keep this model on pytorch_libtorch meanwhile.",
+                    reason=f"not proven: {proof.error}"
+                    if proof.error
+                    else f"served beside its original, it does not answer the same: {_why(proof)}",
+                    fix="look at the proof's lines in the report (and the server's log beside it); keep this model "
+                    "on pytorch_libtorch meanwhile.",
                 )
             )
     return Outcome(

@@ -114,6 +114,8 @@ def check(model: ModelDir, config: ModelConfig, model_file: Path, findings: Find
     path = model.config
     try:
         module = jit.load(str(model_file))
+    except jit.TorchScriptRefusedError:
+        raise  # this torch reads no TorchScript at all: the file is not what is wrong
     except Exception as exc:  # torch raises RuntimeError, ValueError, zipfile errors, ... for a bad file
         findings.add(
             UNLOADABLE,
