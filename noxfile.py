@@ -394,11 +394,11 @@ def merge_reports(session: nox.Session) -> None:
     """Merge the shards' reports (`nox -s integration -- --shard K/N`) into reports/merged/: summary.md and .json,
     junit.xml; a missing or failed shard is named and fails the session (standard library only, no install).
 
-    Arguments after `--` go to `python -m tritonpt.merge` (what `tritonpt merge-reports` runs): the shards' report
+    Arguments after `--` go to `python -m tritonpt.reporting.merge` (what `tritonpt merge-reports` runs): the shards' report
     folders or globs (default: reports/shard-*-of-*), --into DIR, --expect N (the split's shard count: a shard with
     no folder at all is named missing; CI passes its plan's count).
     """
-    session.run(sys.executable, "-m", "tritonpt.merge", *session.posargs, env=_BARE, external=True)
+    session.run(sys.executable, "-m", "tritonpt.reporting.merge", *session.posargs, env=_BARE, external=True)
 
 
 @session(name="triton-qa")

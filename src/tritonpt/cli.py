@@ -8,17 +8,18 @@ neither torch nor docker-py (tests/unit/test_layout.py checks it).
 from __future__ import annotations
 
 import contextlib
+import shlex
 import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.markup import escape
 
 from tritonpt import shards
 from tritonpt.console import Progress, err, guard, out, print_problems
-from tritonpt.errors import ImageError, ServerError, ShardError, SpecError, ValidationError
+from tritonpt.errors import ImageError, ServerError, ShardError, SpecError
 from tritonpt.options import (
     OPTIONS,
     BackendChoice,
@@ -29,7 +30,6 @@ from tritonpt.options import (
     Pt2Build,
     Sanitizer,
     Target,
-    command_line,
     formats_of,
     one_of,
     parse_assignments,
@@ -39,8 +39,9 @@ from tritonpt.options import (
     resolve_target,
 )
 
-WINDOW_MS, SMOKE_WINDOW_MS = 1000, 150
-"""perf_analyzer's measurement window for migrate's speed figures, and with --smoke."""
+if TYPE_CHECKING:
+    from tritonpt import selection
+
 SERVE_TARGETS: tuple[Target, ...] = ("local", "container")
 """What `invoke serve` can start (a server at a URL is already running)."""
 
@@ -335,23 +336,32 @@ def check(
     that server through its load API and is unloaded after, also on a failure or a stop; a restricted server's
     key comes from $TRITONPT_ADMIN_KEY (header $TRITONPT_ADMIN_HEADER, default admin-key), never printed.
     """
-    import shlex  # noqa: PLC0415
-
-    from invoke.exceptions import Exit  # noqa: PLC0415
-
     from tritonpt.matrix import run  # noqa: PLC0415 - loads torch and pytest: only this task needs them
+    from tritonpt.matrix.settings import Settings  # noqa: PLC0415
 
-    given = dict(locals())  # the options as given: the matrix's command line, as OPTIONS spells them
-    # those left at their default are left out: the matrix declares the same defaults, and decides some of its own
-    # (a shard's reports folder)
-    options = {
-        name: value
-        for name, value in given.items()
-        if name in OPTIONS and name != "pytest" and value != OPTIONS[name].default
-    }
-    code = run.main([*command_line(options), *shlex.split(pytest)])
-    if code:
-        raise Exit(code=code)
+    with guard(debug=False):
+        settings = Settings.of(
+            {
+                "repository": repository,
+                "target": target,
+                "url": url,
+                "grpc_url": grpc_url,
+                "metrics_url": metrics_url,
+                "image": image,
+                "gpus": gpus,
+                "mount": mount,
+                "tritonserver": tritonserver,
+                # a shard's reports go to its own folder unless --reports says where, as in the matrix's command
+                "reports": None if reports == OPTIONS["reports"].default else reports,
+                "shard": shard,
+                "shard_costs": shard_costs,
+                "pt2_build": pt2_build,
+                "upload": upload,
+                "replace_loaded": replace_loaded,
+                "export_builtin": export_builtin,
+            }
+        )
+    sys.exit(run.run(settings, shlex.split(pytest)))
 
 
 def serve(
@@ -376,23 +386,24 @@ def serve(
     """
     ports = Ports(http_port, grpc_port, metrics_port)
     from tritonpt import backend, server  # noqa: PLC0415
-    from tritonpt.repository import models, pt2_models  # noqa: PLC0415
+    from tritonpt.repository import pt2_models  # noqa: PLC0415
+    from tritonpt.selection import select  # noqa: PLC0415
     from tritonpt.versions import VERSIONS  # noqa: PLC0415
 
     progress = Progress()
     with guard(debug=debug):
         part, costs = shards.given(shard, shard_costs)
         build = pt2_build
-        served = [m.name for m in models(repository)]
+        chosen = select(repository, shard=part, costs=costs, pt2_build=build)
+        served = list(chosen.names)
         if part is not None:
-            served, total = shards.mine(repository, served, part, costs)
             if not served:
-                msg = (
-                    f"Cannot serve {part.describe()}: the split gives all {total} models to the other shards."
-                )
+                msg = f"Cannot serve {part.describe()}: the split gives all {chosen.total} models to the other shards."
                 raise ShardError(msg)
-            progress(f"{part.describe()}: serving {len(served)} of {total} model(s): {', '.join(served)}")
-        _validate(repository, only=served if part is not None else None, pt2_build=build)
+            progress(
+                f"{part.describe()}: serving {len(served)} of {chosen.total} model(s): {', '.join(served)}"
+            )
+        _validate(repository, pt2_build=build, chosen=chosen)
         where = one_of(  # serve starts a server: there is no URL for auto to pick
             resolve_target(target, url=None, image=image), SERVE_TARGETS, option="--target", error=SpecError
         )
@@ -484,7 +495,7 @@ def tune(
     <reports>/tune/<name>/, and --apply writes the winner.
     """
     from tritonpt import tune as tuning  # noqa: PLC0415
-    from tritonpt.matrix.run import export_builtin as export_the_builtin_set  # noqa: PLC0415
+    from tritonpt.export.builtin_set import export_builtin_set  # noqa: PLC0415
 
     progress = Progress()
     with guard(debug=debug):
@@ -492,7 +503,7 @@ def tune(
             msg = "tune needs --name NAME: the model of the repository to tune."
             raise SpecError(msg)
         if export_builtin:
-            export_the_builtin_set(repository, pt2_build=pt2_build, step=progress)
+            export_builtin_set(repository, pt2_build=pt2_build, step=progress)
         report = tuning.run(
             repository,
             name,
@@ -514,24 +525,22 @@ def validate(*, repository: Path, pt2_build: Pt2Build, debug: bool) -> None:
         _validate(repository, pt2_build=pt2_build)
 
 
-def _validate(repository: Path, *, only: Sequence[str] | None = None, pt2_build: Pt2Build = "stock") -> None:
-    from tritonpt import validate as validating  # noqa: PLC0415
-    from tritonpt.repository import models  # noqa: PLC0415
+def _validate(repository: Path, *, pt2_build: Pt2Build, chosen: selection.Selection | None = None) -> None:
+    """The validator's findings on the models a run serves (``chosen``; every model of ``repository`` by default),
+    and that they are valid; ``ValidationError`` with every problem where one is an error."""
+    from tritonpt.selection import select  # noqa: PLC0415
 
-    problems = validating.validate_repository(repository, only=only, pt2_build=pt2_build)
-    errors = [p for p in problems if p.severity == "error"]
-    if errors:
-        raise ValidationError(problems)
-    print_problems(problems)
-    count = len(models(repository)) if only is None else len(only)
-    err.print(f"[green]{repository}: valid[/green] ({count} model(s))")
+    chosen = chosen or select(repository, shard=None, costs=None, pt2_build=pt2_build)
+    chosen.require_valid()
+    print_problems(list(chosen.problems))
+    err.print(f"[green]{chosen.repository}: valid[/green] ({len(chosen.names)} model(s))")
 
 
 def merge_reports(*, shards: str, into: Path | None) -> None:
     """Merge the reports of `--shard K/N` runs into one; a missing or failed shard is named and exits 1."""
-    from tritonpt import merge  # noqa: PLC0415
+    from tritonpt.reporting import merge  # noqa: PLC0415
 
-    sys.exit(merge.gather([part.strip() for part in shards.split(",")], into or Path("reports/merged")))
+    sys.exit(merge.gather([part.strip() for part in shards.split(",")], into or merge.MERGED))
 
 
 def migrate(
@@ -571,7 +580,7 @@ def migrate(
             force=force,
             pt2_build=pt2_build,
             reports=reports / "migrate",
-            window_ms=SMOKE_WINDOW_MS if smoke else WINDOW_MS,
+            smoke=smoke,
             step=progress,
         )
         page = migrating.report.write(outcome, reports / "migrate")

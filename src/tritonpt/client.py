@@ -340,7 +340,7 @@ def forget_answered(endpoints: Endpoints, model: str) -> None:
 def answered(endpoints: Endpoints, model: str) -> int:
     """How many of this process's :func:`infer` requests the server at ``endpoints`` answered for ``model``. Triton
     counts a request in its statistics after it has sent the response, so a count read right after an answer can
-    lag it: wait for this many (:func:`tritonpt.checks.settled_statistics`) before reading counters as a baseline."""
+    lag it: wait for this many (:func:`tritonpt.assertions.settled_statistics`) before reading counters as a baseline."""
     with _ANSWERED_LOCK:
         return _ANSWERED[endpoints.http, model]
 

@@ -7,8 +7,9 @@ only, so that reading a command line never loads torch.
 
 from __future__ import annotations
 
+import argparse
 import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, TypeVar, get_args
@@ -192,6 +193,7 @@ class Option:
     default: Value = ""
     choices: tuple[str, ...] = ()
     repeatable: bool = False  # --mount A --mount B: a list
+    path: bool = False  # a folder or file: a Path where a parser reads it (None where left empty)
 
     @property
     def flag(self) -> str:
@@ -290,7 +292,8 @@ OPTIONS = _options(
     Option(name="debug", help="show tracebacks", default=False),
     Option(
         name="smoke",
-        help="short measurement windows: the run proves the measuring works, its figures are rough (CI)",
+        help="a short run, for CI: it proves that the run works (shorter windows, fewer requests, cycles or "
+        "models), and its figures are rough",
         default=False,
     ),
     Option(
@@ -363,6 +366,7 @@ OPTIONS = _options(
         help="folder for the reports (and the server's log); the matrix's default for a --shard K/N run is "
         "reports/shard-K-of-N",
         default="reports",
+        path=True,
     ),
     Option(
         name="export_builtin",
@@ -383,6 +387,25 @@ OPTIONS = _options(
         default=False,
     ),
     Option(name="pytest", help='more pytest arguments, as one string, e.g. "-k parity -x"'),
+    Option(
+        name="strict_backend",
+        help="fail unless every model is served by libtriton_pytorch.so (the default, on every target); "
+        "--no-strict-backend records, but does not require, the backend library a server at --url reports",
+        default=True,
+    ),
+    Option(name="memory", help="target container: a memory limit, as docker run --memory (e.g. 2g)"),
+    Option(
+        name="skip_validation",
+        help="start the server even when validation finds errors, and let Triton have its say",
+        default=False,
+    ),
+    Option(name="start_timeout", help="seconds to wait for the server and models", default=240.0),
+    Option(
+        name="rerun",
+        help="a run the server's known crash (one with an upstream reproduction) aborted is run once more; "
+        "--no-rerun does not (nox -s crash-hunt counts every crash)",
+        default=True,
+    ),
     Option(
         name="http_port",
         help=f"the HTTP port on 127.0.0.1 (Triton's own: {TRITON_PORTS.http}; 0 picks a free one)",
@@ -409,26 +432,41 @@ OPTIONS = _options(
         name="into",
         help="where the result goes: merge-reports' summary.md, summary.json and junit.xml (default "
         "reports/merged); migrate's new torch_aoti repository (a folder outside --repository)",
+        path=True,
     ),
 )
 """Every option of every task, once; tritonpt.tasks composes each task's signature and help from it."""
 
 
-def add_arguments(add: Callable[..., object], names: Iterable[str]) -> None:
+def add_arguments(
+    add: Callable[..., object],
+    names: Iterable[str],
+    *,
+    defaults: Mapping[str, Value] | None = None,
+    many: Collection[str] = (),
+) -> None:
     """Declare the named options on an argparse parser or a pytest option group (``add``: its ``add_argument``
-    or ``addoption``), as OPTIONS says: a flag, a repeatable option, or a value within its choices."""
+    or ``addoption``), as OPTIONS says: a flag (``--no-X`` too where it is on by default), a repeatable option, or
+    a value within its choices. ``defaults`` gives a program its own default for an option (a CI program's reports
+    folder), ``many`` the options it takes more than once (a list, each value within the choices): the help stays
+    the registry's."""
     for name in names:
         option = OPTIONS[name]
-        if isinstance(option.default, bool):
-            add(option.flag, action="store_true", default=option.default, help=option.help)
+        default = option.default if defaults is None else defaults.get(name, option.default)
+        if name in many:
+            add(option.flag, action="append", default=[], choices=option.choices or None, help=option.help)
+        elif isinstance(option.default, bool):
+            action = argparse.BooleanOptionalAction if option.default else "store_true"
+            add(option.flag, action=action, default=default, help=option.help)
         elif option.repeatable:
             add(option.flag, action="append", default=[], help=option.help)
+        elif option.path:
+            add(option.flag, type=Path, default=Path(str(default)) if default else None, help=option.help)
         else:
-            kind = type(option.default)
             add(
                 option.flag,
-                type=kind,
-                default=option.default,
+                type=type(option.default),
+                default=default,
                 choices=option.choices or None,
                 help=option.help,
             )
@@ -440,7 +478,9 @@ def command_line(values: Mapping[str, object]) -> list[str]:
     line: list[str] = []
     for name, value in values.items():
         option = OPTIONS[name]
-        if isinstance(option.default, bool):
+        if isinstance(option.default, bool) and option.default:
+            line += [] if value else ["--no-" + option.flag.removeprefix("--")]
+        elif isinstance(option.default, bool):
             line += [option.flag] if value else []
         elif option.repeatable:
             line += [part for each in value or () for part in (option.flag, str(each))]  # type: ignore[attr-defined]

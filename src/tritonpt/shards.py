@@ -17,7 +17,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tritonpt.errors import HINT, ShardError
-from tritonpt.report import ShardIdentity
 
 STAGES = ("export_s", "load_s", "matrix_s")
 """The per-model seconds summary.json records under ``costs``, and what the split balances."""
@@ -127,20 +126,6 @@ def select(names: Sequence[str], shard: Shard | None, costs: Costs | None = None
         return list(names)
     mine = set(split(names, shard.count, costs)[shard.index - 1])
     return [n for n in names if n in mine]
-
-
-def identity(shard: Shard, names: Sequence[str], total: int, costs: Costs | None) -> ShardIdentity:
-    """What a shard's report says of it (``names``: its models, of ``total`` in the split), for merge-reports."""
-    return {
-        "index": shard.index,
-        "count": shard.count,
-        "models": sorted(names),
-        "total": total,
-        "balanced_by": f"measured costs ({costs.source}, digest {costs.digest})"
-        if costs and costs.seconds
-        else "a stable hash of the names",
-        "costs_digest": costs.digest if costs else "",
-    }
 
 
 def universe(repository: Path, present: Sequence[str]) -> list[str]:

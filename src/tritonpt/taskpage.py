@@ -28,11 +28,11 @@ PROGRAMS = (
      "with itself once"),
     ("tritonpt.backend", "docker/pytorch.Dockerfile's build stage",
      "build-backend's options and builds on the standard library only: the stage has no invoke, no rich"),
-    ("tritonpt.tether", "ContainerServer, beside each run that starts a container",
+    ("tritonpt.server.reaper", "ContainerServer, beside each run that starts a container",
      "outlives a killed run to remove its container (no Ryuk here)"),
     ("tritonpt.bench", "`nox -s bench`, `bench-smoke`", "starts perf_analyzer and the server, pinned to cores"),
     ("tritonpt.bench.eager", "tritonpt.bench", "the eager side, in a process pinned to its own core"),
-    ("tritonpt.merge", "`nox -s merge-reports`, CI's merge jobs", "merges shards' reports before any install "
+    ("tritonpt.reporting.merge", "`nox -s merge-reports`, CI's merge jobs", "merges shards' reports before any install "
      "(standard library only); `tritonpt merge-reports` is the same code"),
     ("tritonpt.validate.reference, tritonpt.doctor.compat, tritonpt.taskpage", "`nox -s lint` (`--check`)",
      "the generated pages: written, or held to what is committed"),

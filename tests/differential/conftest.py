@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from tritonpt.options import add_arguments
+
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    parser.getgroup("tritonpt").addoption(
-        "--reports", default="reports", help="folder for differential.md (default reports/)"
-    )
+    add_arguments(parser.getgroup("tritonpt").addoption, ("reports",))  # differential.md goes there

@@ -18,7 +18,7 @@ import pytest
 
 from tritonpt import image
 from tritonpt.errors import DockerUnavailable
-from tritonpt.parts import count_tracebacks, write_part
+from tritonpt.reporting.reliability import count_tracebacks, write_part
 from tritonpt_ci import standin
 
 LOCKDOWN_MODULE = "test_lockdown.py"

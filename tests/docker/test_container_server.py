@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 from testcontainers.core.config import testcontainers_config
 
-from tritonpt import checks, client, export, reference, repository
+from tritonpt import assertions, client, export, reference, repository
 from tritonpt.errors import ServerStartError
 from tritonpt.server.container import ContainerServer
 from tritonpt.server.engine import (
@@ -115,7 +115,9 @@ def test_an_inference_equals_the_reference(
         inputs = {info.name: array for info, array in zip(expected.inputs, case.inputs, strict=True)}
         names = [o.name for o in expected.outputs]
         got = client.infer(served.endpoints, protocol, "multi_io", inputs, names)
-        failures = checks.mismatches(checks.compare_outputs(expected.outputs, got, case.outputs, gpu=False))
+        failures = assertions.mismatches(
+            assertions.compare_outputs(expected.outputs, got, case.outputs, gpu=False)
+        )
         assert not failures, f"{case.id}: " + "\n".join(failures)
 
 
@@ -244,7 +246,7 @@ def test_the_containers_of_a_killed_process_are_removed(
     ngc_image: str, model_repository: Path, docker_client: Any, tmp_path: Path
 ) -> None:
     """SIGKILL to the process and its whole group (a CI runner's tree kill): no exit hook runs, the tether
-    (tritonpt.tether) removes the container, and then ends itself."""
+    (tritonpt.server.reaper) removes the container, and then ends itself."""
     with reaper_or_labels(docker_client) as ryuk:
         if ryuk:
             pytest.skip(
@@ -279,8 +281,8 @@ def test_the_containers_of_a_killed_process_are_removed(
 
 
 def tethers(session: str) -> list[str]:
-    """The tethers (tritonpt.tether) of ``session`` that still run."""
-    return [p.command for p in procs.every() if p.names("tritonpt.tether") and p.names(session)]
+    """The tethers (tritonpt.server.reaper) of ``session`` that still run."""
+    return [p.command for p in procs.every() if p.names("tritonpt.server.reaper") and p.names(session)]
 
 
 # --- failures that teach ------------------------------------------------------------------------------------------

@@ -23,7 +23,7 @@ import tritonclient.grpc as grpcclient
 import tritonclient.http as httpclient
 from tritonclient.utils import InferenceServerException
 
-from tritonpt import checks, client, export, reference
+from tritonpt import assertions, client, export, reference
 from tritonpt.repository import ModelDir
 from tritonpt.server.container import CONTAINER_MODELS, ContainerServer
 from tritonpt.server.engine import HARNESS, HARNESS_LABEL, SESSION_ID, SESSION_LABEL
@@ -232,7 +232,9 @@ def test_the_image_serves_clients_and_locks_the_admin_apis_behind_the_operators_
         {i.name: a for i, a in zip(reference_case.inputs, case.inputs, strict=True)},
         [o.name for o in reference_case.outputs],
     )
-    assert not checks.mismatches(checks.compare_outputs(reference_case.outputs, got, case.outputs, gpu=False))
+    assert not assertions.mismatches(
+        assertions.compare_outputs(reference_case.outputs, got, case.outputs, gpu=False)
+    )
     assert key not in server.log_tail(lines=100_000)
 
 

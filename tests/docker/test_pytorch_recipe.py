@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from tritonpt import backend, checks, client, export, reference, repository
+from tritonpt import assertions, backend, client, export, reference, repository
 from tritonpt.server import LocalServer, TritonFlags
 from tritonpt.versions import VERSIONS
 from tritonpt_ci import standin
@@ -94,8 +94,8 @@ def test_the_recipes_pt2_backend_serves_a_pt2_model_with_parity(
             got = client.infer(
                 server.endpoints, "grpc", model.name, inputs, [o.name for o in expected.outputs]
             )
-            failures = checks.mismatches(
-                checks.compare_outputs(expected.outputs, got, case.outputs, gpu=False)
+            failures = assertions.mismatches(
+                assertions.compare_outputs(expected.outputs, got, case.outputs, gpu=False)
             )
             assert not failures, "\n".join(failures)
 
@@ -124,8 +124,8 @@ def test_the_recipes_backend_serves_a_model_with_parity(
             got = client.infer(
                 server.endpoints, "grpc", "multi_io", inputs, [o.name for o in expected.outputs]
             )
-            failures = checks.mismatches(
-                checks.compare_outputs(expected.outputs, got, case.outputs, gpu=False)
+            failures = assertions.mismatches(
+                assertions.compare_outputs(expected.outputs, got, case.outputs, gpu=False)
             )
             assert not failures, "\n".join(failures)
     assert json.loads((taken_out.directory / backend.MANIFEST).read_text())["key"] == taken_out.key

@@ -23,7 +23,7 @@ import pytest
 
 from tritonpt import image
 from tritonpt.errors import DockerUnavailable, ImageError
-from tritonpt.parts import PARTS, write_part
+from tritonpt.reporting.reliability import PARTS, write_part
 from tritonpt_ci import standin
 from tritonpt_ci.contracts import LEFTOVER_KINDS
 

@@ -41,7 +41,7 @@ from tritonpt.backend.layout import CACHE_ENV, LIBRARY, MANIFEST
 from tritonpt.backend.serving import PT2_LIBRARY, PT2_NAME
 from tritonpt.client import Endpoints
 from tritonpt.image import LABEL_HARNESS
-from tritonpt.parts import count_tracebacks
+from tritonpt.reporting.reliability import count_tracebacks
 from tritonpt_ci import procs
 from tritonpt_ci.contracts import LEFTOVER_KINDS
 from tritonpt_ci.qa.generate import RECORD

@@ -26,7 +26,7 @@ from typing import Any
 import pytest
 
 from tritonpt import export
-from tritonpt.parts import count_tracebacks, write_part
+from tritonpt.reporting.reliability import count_tracebacks, write_part
 
 from . import contract_models
 

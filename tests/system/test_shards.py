@@ -1,5 +1,5 @@
 """Shards on real runs: the integration matrix on a repository, once whole and as shards of it, each with its own
-server; the merge (tritonpt.merge) of the shards' reports must be what the whole run reported, check for check
+server; the merge (tritonpt.reporting.merge) of the shards' reports must be what the whole run reported, check for check
 and count for count: on small models, as 2 shards and as 4 (one of them empty); on a split whose shards send
 their bad requests to different probe models; and on the built-in set in both formats, whose figures
 docs/guide/matrix.md states."""
@@ -17,7 +17,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from tritonpt import builtin, export, merge, shards
+from tritonpt import builtin, export, shards
+from tritonpt.reporting import merge
 from tritonpt.repository import models as model_folders
 
 from ..helpers import ROOT, matrix_command

@@ -3,13 +3,18 @@ the matrix's pytest options, and a value outside an option's choices refused in 
 
 from __future__ import annotations
 
+import ast
 import subprocess
 import sys
 from collections import defaultdict
 from pathlib import Path
 
+import pytest
+
 from tritonpt import taskpage
-from tritonpt.matrix import conftest as matrix_options
+from tritonpt.errors import TritonPtError
+from tritonpt.export.builtin_set import export_builtin_set
+from tritonpt.matrix import settings
 from tritonpt.options import OPTIONS
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -39,19 +44,30 @@ def test_no_task_has_a_short_flag_and_each_flag_is_the_options_own() -> None:
             assert argument.names == (flag,), f"{task.name}: {argument.names}"  # no made-up letters
 
 
-def test_the_matrix_declares_its_shared_options_as_the_tasks_do() -> None:
-    declared: dict[str, object] = {}
-
-    class Options:  # pytest's parser as the conftest uses it: one group, addoption
-        def getgroup(self, *_: object) -> Options:
-            return self
-
-        def addoption(self, *flags: str, **kwargs: object) -> None:
-            declared[flags[0]] = kwargs.get("help")
-
-    matrix_options.pytest_addoption(Options())  # type: ignore[arg-type]
-    for name in matrix_options.SHARED:
+def test_the_matrix_reads_its_options_from_the_registry_and_checks_them_once() -> None:
+    """The matrix's command line is the registry's options (help included); a value outside an option's choices,
+    a bad shard or a bad mount is refused when the settings are built, before anything starts."""
+    declared = {action.option_strings[0]: action.help for action in settings.parser()._actions[1:]}
+    for name in settings.NAMES:
         assert declared[OPTIONS[name].flag] == OPTIONS[name].help
+    given, rest = settings.parse(
+        ["--target", "local", "-k", "parity", "--no-rerun", "-x", "--pt2-build=patched"]
+    )
+    assert (given.target, given.rerun, given.pt2_build, given.strict_backend) == (
+        "local",
+        False,
+        "patched",
+        True,
+    )
+    assert rest == ["-k", "parity", "-x"]
+    assert given.line == ("--target", "local", "--pt2-build", "patched", "--no-rerun")
+    for bad, said in (
+        (["--shard", "3/2"], "Cannot use --shard '3/2'"),
+        (["--mount", "nowhere"], "--mount"),
+        (["--shard-costs", "x.json"], "--shard-costs balances shards"),
+    ):
+        with pytest.raises(TritonPtError, match=said):
+            settings.parse(bad)
 
 
 def test_the_tasks_page_is_what_the_declarations_make() -> None:
@@ -83,9 +99,9 @@ def _run(*command: str, cwd: Path) -> subprocess.CompletedProcess[str]:
 
 
 def test_merge_has_one_door_and_says_no_folders_the_same_way_in_each(tmp_path: Path) -> None:
-    """`nox -s merge-reports` runs `python -m tritonpt.merge`; `tritonpt merge-reports` calls the same function:
+    """`nox -s merge-reports` runs `python -m tritonpt.reporting.merge`; `tritonpt merge-reports` calls the same function:
     with no shard folders, both exit 1 with the same paragraph, and nothing is written."""
-    module = _run("-m", "tritonpt.merge", cwd=tmp_path)
+    module = _run("-m", "tritonpt.reporting.merge", cwd=tmp_path)
     task = _run("-m", "tritonpt", "merge-reports", cwd=tmp_path)
     for done in (module, task):
         assert done.returncode == 1, done.stderr
@@ -96,22 +112,18 @@ def test_merge_has_one_door_and_says_no_folders_the_same_way_in_each(tmp_path: P
 
 
 def test_a_shards_reports_go_to_its_own_folder_unless_reports_says_where() -> None:
-    from tritonpt.matrix import run  # noqa: PLC0415
-
-    assert run.reports_of(run.read_options(["--shard", "2/3"])) == Path("reports/shard-2-of-3")
-    assert run.reports_of(run.read_options(["--shard=2/3", "--reports", "x"])) == Path("x")
-    assert run.reports_of(run.read_options(["-k", "parity"])) == Path("reports")
+    assert settings.parse(["--shard", "2/3"])[0].reports == Path("reports/shard-2-of-3")
+    assert settings.parse(["--shard=2/3", "--reports", "x"])[0].reports == Path("x")
+    assert settings.parse(["-k", "parity"])[0].reports == Path("reports")
 
 
 def test_export_builtin_leaves_a_users_repository_as_it_is(tmp_path: Path) -> None:
     """The built-in set goes into model_repository/ only: a folder of the user's is checked as it is (here it is
     empty, so the matrix stops at validation; what matters is that nothing was exported into it)."""
-    from tritonpt.matrix import run  # noqa: PLC0415
-
     said: list[str] = []
     mine = tmp_path / "mine"
     mine.mkdir()
-    run.export_builtin(mine, pt2_build="stock", step=said.append)
+    export_builtin_set(mine, pt2_build="stock", step=said.append)
     assert said == [f"--export-builtin: {mine} is not model_repository/, so it is checked as it is"]
     assert list(mine.iterdir()) == []
 
@@ -131,3 +143,44 @@ def test_a_tasks_literal_parameter_is_exactly_its_options_choices() -> None:
             literals += [hint] if typing.get_origin(hint) is typing.Literal else []
             for literal in literals:
                 assert OPTIONS[name].choices == typing.get_args(literal), f"{work.__name__}: --{name}"
+
+
+def _declared_flags(path: Path) -> list[tuple[int, str]]:
+    """The flags a file declares by hand: the literal first argument of an ``add_argument`` or ``addoption``."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr in ("add_argument", "addoption")
+            and node.args
+            and isinstance(node.args[0], ast.Constant)
+            and isinstance(node.args[0].value, str)
+        ):
+            found.append((node.lineno, node.args[0].value))
+    return found
+
+
+def test_no_program_declares_a_registered_option_a_second_time() -> None:
+    """Every program, the CI's and the tests' included, takes a registered option (tritonpt.options.OPTIONS) from
+    the registry (add_arguments, with a default of its own where it needs one), never by hand."""
+    registered = {option.flag for option in OPTIONS.values()}
+    registered |= {"--no-" + o.flag.removeprefix("--") for o in OPTIONS.values() if o.default is True}
+    # the same flag with a meaning of its own, which its users have typed for long: a model of the repository by
+    # name (bench), an architecture of the zoo, the seed of the soak's draws
+    own = {("bench/__main__.py", "--model"), ("zoo/__main__.py", "--only"), ("soak/__main__.py", "--seed")}
+    files = [
+        *(ROOT / "src").rglob("*.py"),
+        *(ROOT / "tools").rglob("*.py"),
+        *(ROOT / "tests").rglob("*.py"),
+        ROOT / "noxfile.py",
+        ROOT / "tasks.py",
+    ]
+    again = [
+        f"{path.relative_to(ROOT)}:{line}: {flag}"
+        for path in files
+        if path.name != "test_doors.py"
+        for line, flag in _declared_flags(path)
+        if flag in registered and (f"{path.parent.name}/{path.name}", flag) not in own
+    ]
+    assert not again, "declared again by hand (use tritonpt.options.add_arguments):\n" + "\n".join(again)

@@ -11,7 +11,7 @@ import pytest
 import torch
 from tritonclient.grpc.model_config_pb2 import DataType, ModelInstanceGroup
 
-from tritonpt import checks, export, reference, spec
+from tritonpt import assertions, export, reference, spec
 from tritonpt.errors import ExportError, SpecError
 from tritonpt.repository import ModelDir, read_config
 
@@ -87,7 +87,9 @@ def test_reference_outputs_are_eager_outputs_of_the_saved_model(exported_small: 
     for case in ref.cases:
         assert case.inputs[0].shape == (case.batch_size, 16)
         outputs = [o.detach().numpy() for o in loaded(*(torch.from_numpy(a) for a in case.inputs))]
-        failures = checks.mismatches(checks.compare_outputs(ref.outputs, outputs, case.outputs, gpu=False))
+        failures = assertions.mismatches(
+            assertions.compare_outputs(ref.outputs, outputs, case.outputs, gpu=False)
+        )
         assert not failures, "\n".join(failures)
 
 

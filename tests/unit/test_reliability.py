@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from tritonpt.matrix import crash
-from tritonpt.parts import folder_in
+from tritonpt.reporting.reliability import folder_in
 from tritonpt_ci import contracts, reliability
 
 CLEAN = dict.fromkeys(contracts.LEFTOVER_KINDS, 0)

@@ -3,7 +3,7 @@ expect (a dynamic batcher with nothing to combine), told in summary.md and summa
 
 from __future__ import annotations
 
-from tritonpt.report import Report
+from tritonpt.reporting.report import Report
 
 SAID = (
     "48 concurrent requests ran as 48 executions: the dynamic batcher combined none (every response had parity): "

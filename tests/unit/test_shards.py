@@ -1,4 +1,4 @@
-"""Shards (tritonpt.shards) and their merge (tritonpt.merge): one split, disjoint and whole, balanced by cost where
+"""Shards (tritonpt.shards) and their merge (tritonpt.reporting.merge): one split, disjoint and whole, balanced by cost where
 costs are known; the merge of N shards' reports is, case for case, what one unsharded run of the same models
 reports; a missing, failed or foreign shard is named."""
 
@@ -10,9 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from tritonpt import merge, shards
+from tritonpt import shards
 from tritonpt.errors import ShardError
-from tritonpt.report import ParityRow, Report
+from tritonpt.reporting import merge
+from tritonpt.reporting.report import ParityRow, Report, shard_identity
 from tritonpt.repository import SPLIT_FILE, Split, clear_split, read_split, write_split
 
 NAMES = [f"model_{i:02d}" for i in range(23)]
@@ -104,7 +105,7 @@ def _run(models: list[str], folder: Path, shard: shards.Shard | None, total: int
         checks={f"{c}::{n}": [o] for c, n, o in cases},
     )
     if shard is not None:
-        report.shard = shards.identity(shard, models, total, None)
+        report.shard = shard_identity(shard, models, total, None)
     report.write(folder)
     suites = ET.Element("testsuites")
     suite = ET.SubElement(suites, "testsuite", {"name": "pytest", "tests": str(len(cases)), "time": "1.5"})
@@ -287,7 +288,7 @@ def test_a_shard_that_ran_models_and_recorded_no_checks_makes_the_merge_incomple
 
 def test_an_empty_shard_that_recorded_no_checks_is_whole(tmp_path: Path) -> None:
     _run(NAMES[:2], tmp_path / "s1", shards.Shard(index=1, count=2), 2)
-    Report(shard=shards.identity(shards.Shard(index=2, count=2), [], 2, None)).write(tmp_path / "s2")
+    Report(shard=shard_identity(shards.Shard(index=2, count=2), [], 2, None)).write(tmp_path / "s2")
     (tmp_path / "s2" / "junit.xml").write_text("<testsuites><testsuite/></testsuites>")
     assert merge.merge([tmp_path / "s1", tmp_path / "s2"]).complete
 

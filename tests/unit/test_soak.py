@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from tritonpt import repository
-from tritonpt.parts import TRACEBACK, count_tracebacks, write_part
+from tritonpt.reporting.reliability import TRACEBACK, count_tracebacks, write_part
 from tritonpt_ci import soak
 
 

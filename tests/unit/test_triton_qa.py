@@ -12,7 +12,7 @@ import pytest
 
 from tritonpt.backend.sources import unpack_source
 from tritonpt.errors import QaError
-from tritonpt.parts import folder_in, write_part
+from tritonpt.reporting.reliability import folder_in, write_part
 from tritonpt_ci import reliability
 from tritonpt_ci.qa import adapt, generate, ledger, report, run
 from tritonpt_ci.qa.plan import LIBTORCH, PLANS, TORCH_AOTI, Plan, UpstreamTest, lay_overlay

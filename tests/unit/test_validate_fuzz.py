@@ -41,7 +41,7 @@ from tritonclient.grpc.model_config_pb2 import DataType, ModelConfig
 
 from tritonpt import spec
 from tritonpt.errors import Problem
-from tritonpt.parts import count_tracebacks, write_part
+from tritonpt.reporting.reliability import count_tracebacks, write_part
 from tritonpt.repository import parse_config
 from tritonpt.validate import validate_repository
 

@@ -26,6 +26,7 @@ from tritonpt import backend, reference, scratch
 from tritonpt.doctor import compat
 from tritonpt.doctor.compat import NOT_BUILT
 from tritonpt.errors import BackendError, BuildError, TritonPtError, first_line
+from tritonpt.options import add_arguments
 from tritonpt.repository import models as models_of
 from tritonpt.repository import pt2_models
 from tritonpt.server.local import LocalServer, TritonFlags
@@ -335,10 +336,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tritonpt_ci.compat", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command")
     one = sub.add_parser("leg", help="serve one exported set on this environment's torch")
-    one.add_argument("--repository", type=Path, required=True)
+    add_arguments(one.add_argument, ("repository", "reports"))
     one.add_argument("--out", type=Path, required=True)
-    one.add_argument("--reports", type=Path, required=True)
-    parser.add_argument("--reports", type=Path, default=Path("reports/compat"), dest="run_reports")
+    add_arguments(parser.add_argument, ("reports",), defaults={"reports": "reports/compat"})
     parser.add_argument(
         "--write", action="store_true", help="write the table and its page instead of holding the run to them"
     )
@@ -354,8 +354,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         if args.command == "leg":
-            return leg(args.repository, args.out, args.reports)
-        return run(args.run_reports, write=args.write, minors=args.minors)
+            return leg(Path(args.repository), args.out, Path(args.reports))
+        return run(Path(args.reports), write=args.write, minors=args.minors)
     except TritonPtError as exc:
         _say(f"error: {exc}")
         return 1

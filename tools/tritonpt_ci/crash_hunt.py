@@ -21,8 +21,9 @@ from pathlib import Path
 
 from tritonpt import stopping
 from tritonpt.errors import TritonPtError
-from tritonpt.matrix import run as matrix_run
+from tritonpt.export.builtin_set import export_builtin_set
 from tritonpt.matrix.crash import crash_in, findings
+from tritonpt.matrix.settings import parse
 from tritonpt.options import add_arguments
 
 DEFAULT_RUNS = 50
@@ -163,10 +164,10 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--runs", type=int, default=DEFAULT_RUNS, help=f"matrix runs (default {DEFAULT_RUNS})"
     )
-    parser.add_argument(
-        "--reports", type=Path, default=DEFAULT_REPORTS, help="where the report and kept runs go"
+    # --export-builtin once, before the runs (each run gets the rest)
+    add_arguments(
+        parser.add_argument, ("reports", "export_builtin"), defaults={"reports": str(DEFAULT_REPORTS)}
     )
-    add_arguments(parser.add_argument, ("export_builtin",))  # once, before the runs (each run gets the rest)
     return parser
 
 
@@ -175,12 +176,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     options, matrix_args = parser.parse_known_args(argv)
     if options.runs < 1:
         parser.error(f"--runs: expected a count of at least 1, got {options.runs}")
-    reports: Path = options.reports.resolve()
+    reports = Path(options.reports).resolve()
     runs: list[Run] = []
     if options.export_builtin:
-        known = matrix_run.read_options(matrix_args)
         try:
-            matrix_run.export_builtin(Path(known.repository), pt2_build=known.pt2_build)
+            known, _ = parse(matrix_args)
+            export_builtin_set(known.repository, pt2_build=known.pt2_build)
         except TritonPtError as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 1

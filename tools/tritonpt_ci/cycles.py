@@ -21,12 +21,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from tritonpt import checks, client, reference, repository, stopping
+from tritonpt import assertions, client, reference, repository
 from tritonpt.errors import TritonPtError
-from tritonpt.matrix.run import export_builtin
+from tritonpt.export.builtin_set import export_builtin_set
 from tritonpt.options import add_arguments
 from tritonpt.server.local import LocalServer, TritonFlags
 from tritonpt.server.memory import rss_mb
+from tritonpt_ci.program import say, work
 
 CYCLES = 50
 SMOKE_CYCLES = 6
@@ -160,7 +161,9 @@ def run(
                     {i.name: a for i, a in zip(ref.inputs, case.inputs, strict=True)},
                     [o.name for o in ref.outputs],
                 )
-                wrong = checks.mismatches(checks.compare_outputs(ref.outputs, got, case.outputs, gpu=False))
+                wrong = assertions.mismatches(
+                    assertions.compare_outputs(ref.outputs, got, case.outputs, gpu=False)
+                )
                 if wrong:
                     msg = f"cycle {index}: {name} answered wrong after its load:\n" + "\n".join(wrong)
                     raise TritonPtError(msg)
@@ -214,12 +217,14 @@ def _plot(result: Result, path: Path) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tritonpt_ci.cycles", description=__doc__.splitlines()[0])
     parser.add_argument("--cycles", type=int, default=None, help=f"default {CYCLES}; --smoke {SMOKE_CYCLES}")
-    parser.add_argument("--smoke", action="store_true", help=f"{SMOKE_CYCLES} cycles, for CI")
     parser.add_argument(
         "--models", default=",".join(MODELS), help=f"comma-separated (default {','.join(MODELS)})"
     )
-    add_arguments(parser.add_argument, ("repository", "export_builtin"))
-    parser.add_argument("--reports", type=Path, default=Path("reports/cycles"))
+    add_arguments(
+        parser.add_argument,
+        ("repository", "export_builtin", "reports", "smoke"),
+        defaults={"reports": "reports/cycles"},
+    )
     parser.add_argument(
         "--bound-mib",
         type=float,
@@ -231,28 +236,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not options.smoke and cycles <= WARMUP + 1:
         parser.error(f"--cycles must be more than {WARMUP + 1}: the fit leaves out the first {WARMUP}")
 
-    def say(line: str) -> None:
-        print(line, file=sys.stderr, flush=True)
-
-    try:
-        with stopping.stop_signals_interrupt():
-            if options.export_builtin:
-                export_builtin(Path(options.repository), pt2_build="stock", step=say)
-            result = run(
-                Path(options.repository),
-                names=[n for n in options.models.split(",") if n],
-                cycles=cycles,
-                bound=options.bound_mib,
-                reports=options.reports,
-                say=say,
-                judged=not options.smoke,
-            )
-    except TritonPtError as exc:
-        say(f"error: {exc}")
-        return 1
-    except KeyboardInterrupt:
-        say("stopped: the server was stopped with the run")
-        return 130
+    with work("cycles"):
+        if options.export_builtin:
+            export_builtin_set(Path(options.repository), pt2_build="stock", step=say)
+        result = run(
+            Path(options.repository),
+            names=[n for n in options.models.split(",") if n],
+            cycles=cycles,
+            bound=options.bound_mib,
+            reports=options.reports,
+            say=say,
+            judged=not options.smoke,
+        )
     say(
         f"{len(result.cycles)} cycles, parity every time: {result.verdict()}; {options.reports / 'cycles.md'}"
     )

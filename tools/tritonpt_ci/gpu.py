@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from tritonpt import stopping
-from tritonpt.matrix import run as matrix
+from tritonpt.matrix import settings
 from tritonpt.options import DEFAULT_REPOSITORY, add_arguments
 from tritonpt.versions import VERSIONS
 
@@ -26,20 +26,21 @@ def steps(argv: Sequence[str]) -> list[list[str]]:
     parser = argparse.ArgumentParser(prog="python -m tritonpt_ci.gpu", add_help=False)
     add_arguments(parser.add_argument, ("recipe",))
     options, rest = parser.parse_known_args(list(argv))
-    known = matrix.read_options(rest)
+    known, _ = settings.parser().parse_known_args(
+        rest
+    )  # as the matrix declares them; the matrix itself checks them
+    repository = known.repository or str(DEFAULT_REPOSITORY)
     shard = ["--shard", known.shard] if known.shard else []
     shard += ["--shard-costs", known.shard_costs] if known.shard_costs else []
     tag = f"{VERSIONS.image_repository}:{options.recipe}-ci"
     front_door = [sys.executable, "-m", "tritonpt"]
     in_a_gpu_container = ["--target", "container", "--image", tag, "--gpus", "all", "--strict-backend"]
-    ours = (
-        Path(known.repository).resolve() == DEFAULT_REPOSITORY.resolve()
-    )  # else the user's, checked as it is
-    export = [[*front_door, "export", "--repository", known.repository, *shard]] if ours else []
+    ours = Path(repository).resolve() == DEFAULT_REPOSITORY.resolve()  # else the user's, checked as it is
+    export = [[*front_door, "export", "--repository", repository, *shard]] if ours else []
     return [
         *export,
         [*front_door, "build-image", "--recipe", options.recipe, "--tag", tag],
-        [*front_door, "doctor", "--image", tag, "--repository", known.repository],
+        [*front_door, "doctor", "--image", tag, "--repository", repository],
         [sys.executable, "-m", "tritonpt.matrix", *in_a_gpu_container, *rest],
     ]
 

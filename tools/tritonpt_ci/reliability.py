@@ -19,7 +19,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tritonpt.parts import folder_in
+from tritonpt.options import add_arguments
+from tritonpt.reporting.reliability import folder_in
 from tritonpt_ci.contracts import CONTRACTS, LEFTOVER_KINDS, PartError, read_part
 
 PARTS = tuple(CONTRACTS)
@@ -369,7 +370,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         prog="python -m tritonpt_ci.reliability",
         description="Merge reports/reliability/parts/*.json into reports/reliability.md and .json.",
     )
-    parser.add_argument("--reports", default="reports", help="the reports folder (default: reports)")
+    add_arguments(parser.add_argument, ("reports",))
     options = parser.parse_args(argv)
     reports = Path(options.reports)
     result = merge(reports)

@@ -19,6 +19,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from tritonpt import caches
+from tritonpt.options import add_arguments
 
 RUN_ENV = "TRITONPT_RUN"
 FOLDER = Path("reports") / "timings"
@@ -105,9 +106,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m tritonpt_ci.timings", description=__doc__.splitlines()[0]
     )
-    parser.add_argument(
-        "--reports", type=Path, default=FOLDER.parent, help="the reports folder (default: reports)"
-    )
+    add_arguments(parser.add_argument, ("reports",), defaults={"reports": str(FOLDER.parent)})
     parser.add_argument("--record", metavar="NAME", help="record a step of the run that is not a session")
     parser.add_argument("--seconds", type=float, default=0.0, help="with --record: how long it took")
     options = parser.parse_args(argv)

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from tritonpt.doctor import compat
+from tritonpt.options import add_arguments
 from tritonpt.versions import VERSIONS, Versions, minor_of
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -266,7 +267,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--lookups", type=Path, help="answer the lookups from this JSON file ({url: document})"
     )
-    parser.add_argument("--reports", type=Path, default=Path("reports/watch"))
+    add_arguments(parser.add_argument, ("reports",), defaults={"reports": "reports/watch"})
     args = parser.parse_args(argv)
     recorded = json.loads(args.lookups.read_text(encoding="utf-8")) if args.lookups else None
     try:

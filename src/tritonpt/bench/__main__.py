@@ -13,7 +13,7 @@ from pathlib import Path
 import torch
 
 from tritonpt import perf_analyzer, repository, stopping
-from tritonpt.bench import (
+from tritonpt.bench.measure import (
     BenchError,
     Measurement,
     Pinning,
@@ -27,7 +27,7 @@ from tritonpt.bench import (
 from tritonpt.bench.report import BenchReport
 from tritonpt.client import PROTOCOLS
 from tritonpt.errors import TritonPtError
-from tritonpt.matrix.run import export_builtin
+from tritonpt.export.builtin_set import export_builtin_set
 from tritonpt.options import Pt2Build, add_arguments
 from tritonpt.versions import VERSIONS
 
@@ -136,12 +136,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         prog="python -m tritonpt.bench",
         description="What serving costs against eager PyTorch, measured side by side with NVIDIA's perf_analyzer.",
     )
-    add_arguments(parser.add_argument, ("repository", "pt2_build", "export_builtin"))
-    parser.add_argument("--model", action="append", default=[], help="benchmark only this model (repeatable)")
-    parser.add_argument("--reports", type=Path, default=Path("reports/bench"))
-    parser.add_argument(
-        "--smoke", action="store_true", help="short windows: checks that the bench runs, not how fast"
+    add_arguments(
+        parser.add_argument,
+        ("repository", "pt2_build", "export_builtin", "reports", "smoke"),
+        defaults={"reports": "reports/bench"},
     )
+    # not the registry's --model (MODULE:ATTR): a model of the repository, by name, as `nox -s bench` has always taken it
+    parser.add_argument("--model", action="append", default=[], help="benchmark only this model (repeatable)")
     parser.add_argument(
         "--pin",
         metavar="SERVER:CLIENT",
@@ -172,7 +173,7 @@ def _main(options: argparse.Namespace, say: Callable[[str], None]) -> int:
             say(f"perf_analyzer installed at {perf_analyzer.install(options.install_perf_analyzer)}")
             return 0
         if options.export_builtin:
-            export_builtin(Path(options.repository), pt2_build=options.pt2_build, step=say)
+            export_builtin_set(Path(options.repository), pt2_build=options.pt2_build, step=say)
         report = run(
             Path(options.repository),
             names=options.model,

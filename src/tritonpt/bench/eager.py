@@ -14,7 +14,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 from tritonpt import repository
-from tritonpt.bench import Case, measure_eager
+from tritonpt.bench.measure import Case, measure_eager
 from tritonpt.repository import ModelDir
 
 

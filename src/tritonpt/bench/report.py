@@ -7,7 +7,7 @@ import statistics
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from tritonpt.bench import SIDES, FirstRequest, Measurement, write_reports
+from tritonpt.bench.measure import SIDES, FirstRequest, Measurement, write_reports
 
 
 @dataclass(frozen=True, kw_only=True)

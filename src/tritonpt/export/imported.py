@@ -20,10 +20,10 @@ import torch
 
 from tritonpt import dtypes, in_process, jit, reference, spec, validate
 from tritonpt.errors import HINT, ExportError, InProcessError, first_line
-from tritonpt.export import ExportResult
 from tritonpt.export import pt2 as pt2_export
 from tritonpt.export.config import add_warmup, build_config
 from tritonpt.export.eager import other_length
+from tritonpt.export.exporting import ExportResult
 from tritonpt.options import InstanceKind, Pt2Build
 from tritonpt.repository import (
     MODEL_FILE,

@@ -1,8 +1,8 @@
 """The integration matrix's harness: validate, start one Triton for the session, collect the report.
 
-Its options (after `nox -s integration --`; `pytest --help` lists them) choose what runs the server
-(`--target auto|local|url|container` and that target's settings), the repository and the reports folder, the
-backend builds (`--strict-backend`, `--pt2-build`, `--sanitize`) and a shard of the models (`--shard K/N`).
+What the run is asked to do comes typed from its door (:class:`tritonpt.matrix.settings.Settings`, stashed by the
+plugin ``python -m tritonpt.matrix`` hands pytest): what runs the server, the repository and the reports folder,
+the backend builds and a shard of the models. The harness parses no option.
 """
 
 from __future__ import annotations
@@ -22,16 +22,17 @@ from tritonpt import client, in_process, reference, repository, server, shards, 
 from tritonpt.backend import PT2_NAME
 from tritonpt.errors import InProcessError, ReferenceDataError, TritonPtError, first_line
 from tritonpt.export.stamp import export_seconds
-from tritonpt.options import Pt2Build, add_arguments, parse_mounts
-from tritonpt.report import Report
+from tritonpt.options import Pt2Build
+from tritonpt.reporting.report import Report, shard_identity
+from tritonpt.selection import select
 from tritonpt.server.base import Server
 from tritonpt.server.logtext import load_seconds
 from tritonpt.server.watchdog import Ending, Watchdog, end_now, left_behind
-from tritonpt.validate import validate_repository
 from tritonpt.versions import VERSIONS
 
 from . import crash, run
 from .models import PROBES, Model, OwnFile, held_to
+from .settings import KEY, Settings
 
 FAILURE_GRACE_S = 8.0
 """After a failed check, how long the run waits while the server does not answer, so that a server going down
@@ -47,87 +48,35 @@ OWN_FILES = pytest.StashKey[
 WATCHDOG = pytest.StashKey[Watchdog]()
 
 
-SHARED = (
-    "target", "url", "grpc_url", "metrics_url", "repository", "upload", "replace_loaded", "image", "gpus", "mount",
-    "tritonserver", "reports", "shard", "shard_costs", "pt2_build", "sanitize", "export_builtin",
-)  # fmt: skip
-"""The options the matrix shares with the tasks, as tritonpt.options.OPTIONS declares them."""
-
-
-def pytest_addoption(parser: pytest.Parser) -> None:
-    group = parser.getgroup("tritonpt", "Triton integration matrix")
-    add_arguments(group.addoption, SHARED)
-    group.addoption(
-        "--strict-backend",
-        action="store_true",
-        default=True,
-        help="fail unless every model is served by libtriton_pytorch.so (the default, on every target)",
-    )
-    group.addoption(
-        "--no-strict-backend",
-        action="store_false",
-        dest="strict_backend",
-        help="record, but do not require, the backend library a server at --url reports",
-    )
-    group.addoption(
-        "--memory", default=None, help="target container: a memory limit, as docker run --memory (e.g. 2g)"
-    )
-    group.addoption(
-        "--skip-validation",
-        action="store_true",
-        help="start the server even when validation finds errors, and let Triton have its say",
-    )
-    group.addoption(
-        "--start-timeout", type=float, default=240.0, help="seconds to wait for the server and models"
-    )
-    group.addoption(
-        "--no-rerun",
-        action="store_false",
-        dest="rerun",
-        default=True,
-        help="a run the server's known crash (one with an upstream reproduction) aborted is not run once more "
-        "(nox -s crash-hunt counts every crash)",
-    )
-
-
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", "probe(kind): a check sent to the probe model of that kind (matrix.PROBES)"
     )
-    if not hasattr(config.option, "target") or config.option.help:
-        return  # not the matrix's own run, or `--help`: nothing to validate or start
+    if KEY not in config.stash or config.option.help:
+        return  # not the matrix's own run (python -m tritonpt.matrix hands it its settings), or `--help`
     # SIGTERM, SIGHUP and a SIGINT ignored on entry (a background job) end the run as Ctrl-C does: pytest's
     # teardown stops the server or the container.
     stopping.install_stop_signals()
     started = time.perf_counter()
-    folder = Path(config.option.repository)
+    given = config.stash[KEY]
+    folder = given.repository
     held = repository.models(folder)
     try:
-        shard = shards.Shard.parse(config.option.shard) if config.option.shard else None
-        costs = shards.Costs.read(Path(config.option.shard_costs)) if config.option.shard_costs else None
+        chosen = select(folder, shard=given.shard, costs=given.costs, pt2_build=given.pt2_build)
     except TritonPtError as exc:
         pytest.exit(str(exc), returncode=4)
-    chosen, total = [m.name for m in held], len(held)
-    if shard is not None:
-        try:
-            chosen, total = shards.mine(folder, chosen, shard, costs)
-        except TritonPtError as exc:
-            pytest.exit(str(exc), returncode=4)
-        if not chosen:
-            _nothing_to_run(config, shard, total, costs)
-    problems = validate_repository(
-        folder, only=chosen if shard is not None else None, pt2_build=config.option.pt2_build
-    )
-    errors = [p for p in problems if p.severity == "error"]
-    if errors and not config.option.skip_validation:
-        rendered = "\n\n".join(p.render() for p in errors)
+    shard = given.shard
+    if shard is not None and not chosen.names:
+        _nothing_to_run(config, shard, chosen.total, given.costs)
+    if chosen.errors and not given.skip_validation:
+        rendered = "\n\n".join(p.render() for p in chosen.errors)
         pytest.exit(
             f"The model repository {folder} fails validation; no server was started.\n\n{rendered}",
             returncode=1,
         )
     models, unchecked, own_files = [], [], []
     for m in held:
-        if m.name not in chosen:
+        if m.name not in chosen.names:
             continue
         model_config = repository.read_config(m.config)
         none = not m.reference_json.exists() and not m.reference_npz.exists()
@@ -175,11 +124,11 @@ def pytest_configure(config: pytest.Config) -> None:
             report.probes[kind] = {"model": probe.name, "batches": probe.batching}
     report.timings["validation"] = time.perf_counter() - started
     if shard is not None:
-        report.shard = shards.identity(shard, chosen, total, costs)
+        report.shard = shard_identity(shard, chosen.names, chosen.total, given.costs)
     report.costs = {
         m.name: {"export_s": export_seconds(m) or 0.0, "load_s": 0.0, "matrix_s": 0.0}
         for m in held
-        if m.name in chosen
+        if m.name in chosen.names
     }
     config.stash[REPORT] = report
 
@@ -189,8 +138,8 @@ def _nothing_to_run(
 ) -> None:
     """A shard the split gave no model (more shards than models): its report says so, with an empty junit.xml,
     and it ends passing without starting a server, so that merge-reports finds it whole."""
-    reports = Path(config.option.reports)
-    report = Report(shard=shards.identity(shard, [], total, costs))
+    reports = config.stash[KEY].reports
+    report = Report(shard=shard_identity(shard, [], total, costs))
     report.write(reports)
     xml = getattr(config.option, "xmlpath", None)
     if xml:
@@ -239,6 +188,12 @@ def models(pytestconfig: pytest.Config) -> list[Model]:
 
 
 @pytest.fixture(scope="session")
+def settings(pytestconfig: pytest.Config) -> Settings:
+    """What this run was asked to do (tritonpt.matrix.settings)."""
+    return pytestconfig.stash[KEY]
+
+
+@pytest.fixture(scope="session")
 def report(pytestconfig: pytest.Config) -> Report:
     return pytestconfig.stash[REPORT]
 
@@ -254,34 +209,34 @@ def _lost_at_start(instance: Server, exc: Exception) -> str:
 @pytest.fixture(scope="session")
 def triton(pytestconfig: pytest.Config, report: Report) -> Iterator[Server]:
     """One Triton for the whole session, started on free ports and always torn down."""
-    option = pytestconfig.option
-    reports = Path(option.reports)
+    given = pytestconfig.stash[KEY]
+    reports = given.reports
     reports.mkdir(parents=True, exist_ok=True)
     models = [m.name for m in _models(pytestconfig)]
     instance = server.create(
-        option.target,
-        repository=Path(option.repository),
-        url=option.url,
-        grpc_url=option.grpc_url,
-        metrics_url=option.metrics_url,
-        image=option.image,
-        tritonserver=option.tritonserver,
+        given.target,
+        repository=given.repository,
+        url=given.url,
+        grpc_url=given.grpc_url,
+        metrics_url=given.metrics_url,
+        image=given.image,
+        tritonserver=given.tritonserver,
         log_path=reports / "tritonserver.log",
-        gpus=option.gpus,
-        mounts=parse_mounts(option.mount, option="--mount", error=TritonPtError),
-        memory=option.memory,
-        models=models if option.shard else (),
-        upload=option.upload,
-        replace=option.replace_loaded,
-        pt2_build=option.pt2_build,
-        sanitizer=option.sanitize or None,
+        gpus=given.gpus,
+        mounts=given.mounts,
+        memory=given.memory,
+        models=models if given.shard else (),
+        upload=given.upload,
+        replace=given.replace_loaded,
+        pt2_build=given.pt2_build,
+        sanitizer=given.sanitize,
     )
     started = time.perf_counter()
     try:
         instance.start()
-        instance.wait_ready(option.start_timeout)
+        instance.wait_ready(given.start_timeout)
         report.timings["server start to ready"] = time.perf_counter() - started
-        instance.wait_models_ready(models, option.start_timeout)
+        instance.wait_models_ready(models, given.start_timeout)
         report.timings["server start to all models ready"] = time.perf_counter() - started
         # The server can die between its readiness and the watchdog's start: a failure here is a start failure.
         metadata = client.server_metadata(instance.endpoints)
@@ -372,7 +327,7 @@ def _abort(config: pytest.Config, instance: Server, report: Report, reports: Pat
         sys.stderr.flush()
 
     def policy() -> None:  # the one rerun after a known crash, for every way of running the matrix
-        crash.after_abort(reports, run.RERUN_COMMAND if config.option.rerun else None, say=say)
+        crash.after_abort(reports, run.RERUN_COMMAND if config.stash[KEY].rerun else None, say=say)
 
     end_now(instance, ending, what="run", write_reports=write, then=policy)
 
@@ -416,7 +371,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     """A check of a kind of model the repository (or the shard) has none of (no PT2 model, none that batches) is
     reported skipped, saying so: a model filter that stops matching shows up as a skip, not as nothing. (The merge
     of shards counts such a check only where no shard ran it on a model, as one unsharded run would.)"""
-    where = "this shard's models" if config.option.shard else "the repository's models"
+    where = (
+        "this shard's models"
+        if KEY in config.stash and config.stash[KEY].shard
+        else "the repository's models"
+    )
     # Where every model has reference data (an export's), none is held to its own file: that check is left out,
     # not skipped, since there is nothing it could have run on in a repository of exports.
     own = [i for i in items if "own_file" in getattr(i, "fixturenames", ())]
@@ -470,14 +429,13 @@ def gpus_expected(triton: Server) -> bool:
 @pytest.fixture(scope="session")
 def pt2_build(pytestconfig: pytest.Config) -> Pt2Build:
     """The PT2 build this run asked for (--pt2-build): what a server we start serves torch_aoti models with."""
-    build: Pt2Build = pytestconfig.option.pt2_build
-    return build
+    return pytestconfig.stash[KEY].pt2_build
 
 
 @pytest.fixture(scope="session")
 def strict_backend(pytestconfig: pytest.Config) -> bool:
     """The official libtriton_pytorch.so must serve every model, unless --no-strict-backend says otherwise."""
-    return bool(pytestconfig.option.strict_backend)
+    return pytestconfig.stash[KEY].strict_backend
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, config: pytest.Config) -> None:
@@ -489,7 +447,7 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, config: p
         for key in ("passed", "failed", "skipped", "error")
         if terminalreporter.stats.get(key)
     }
-    markdown, data = report.write(Path(config.option.reports))
+    markdown, data = report.write(config.stash[KEY].reports)
     terminalreporter.write_sep("=", "Triton integration report")
     terminalreporter.write(report.to_markdown())
     terminalreporter.write_line(f"written: {markdown}, {data}")

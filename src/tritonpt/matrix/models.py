@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from tritonclient.grpc.model_config_pb2 import ModelConfig
 from tritonclient.utils import InferenceServerException
 
-from tritonpt import checks, client, reference
+from tritonpt import assertions, client, reference
 from tritonpt.repository import PT2_PLATFORM
 from tritonpt.server.base import Server
 
@@ -94,7 +94,7 @@ PROBES: dict[str, Callable[[Sequence[Model]], Model | None]] = {
     "unbatched": unbatched_model,
 }
 """Each kind of probe and how a run picks it from its models. Which model that is depends on the run's models,
-so a shard's probe can differ from an unsharded run's: the report records each (tritonpt.merge takes a probe's
+so a shard's probe can differ from an unsharded run's: the report records each (tritonpt.reporting.merge takes a probe's
 checks from the shard whose probe one run would pick)."""
 
 
@@ -123,9 +123,9 @@ def aftermath(triton: Server, model: Model, protocol: client.Protocol) -> Afterm
             triton.endpoints, protocol, model.name, dict(zip(model.input_names, case.inputs, strict=True)),
             model.output_names,
         )  # fmt: skip
-        gpu = checks.served_on_gpu(triton.model_config(model.name))
-        comparisons = checks.compare_outputs(model.reference.outputs, got, case.outputs, gpu=gpu)
-        failures = tuple(checks.mismatches(comparisons))
+        gpu = assertions.served_on_gpu(triton.model_config(model.name))
+        comparisons = assertions.compare_outputs(model.reference.outputs, got, case.outputs, gpu=gpu)
+        failures = tuple(assertions.mismatches(comparisons))
     except (OSError, InferenceServerException) as exc:
         failures = (f"the good request after it failed: {type(exc).__name__}: {exc}",)
     return Aftermath(live=live, ready=ready, failures=failures)

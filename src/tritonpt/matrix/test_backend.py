@@ -6,11 +6,11 @@ import pytest
 from google.protobuf import text_format
 from tritonclient.grpc.model_config_pb2 import ModelConfig, ModelInstanceGroup
 
-from tritonpt import checks, client
+from tritonpt import assertions, client
 from tritonpt.backend import PT2_LIBRARY, PT2_NAME
 from tritonpt.client import ModelState
 from tritonpt.options import Pt2Build
-from tritonpt.report import Report
+from tritonpt.reporting.report import Report
 from tritonpt.repository import PLATFORM, PT2_PLATFORM, platform_of
 from tritonpt.server.base import Server
 from tritonpt.versions import VERSIONS
@@ -39,7 +39,7 @@ def test_served_by_the_pytorch_backend(
     )
     runtime = triton.model_runtime(model.name)
     report.runtimes[model.name] = runtime.library
-    report.devices[model.name] = "gpu" if checks.served_on_gpu(config) else "cpu"
+    report.devices[model.name] = "gpu" if assertions.served_on_gpu(config) else "cpu"
     if strict_backend:
         assert runtime.official, (
             f"{model.name} is served by {runtime.library} (runtime {runtime.runtime!r}), not the official "
@@ -110,4 +110,4 @@ def test_instance_groups_resolve_to_gpu(triton: Server, model: Model, gpus_expec
         pytest.skip(f"{model.name} asks for KIND_CPU in its config")
     served = triton.model_config(model.name)
     kinds = [ModelInstanceGroup.Kind.Name(group.kind) for group in served.instance_group]
-    assert checks.served_on_gpu(served), f"{model.name} runs on {kinds} although the server has GPUs"
+    assert assertions.served_on_gpu(served), f"{model.name} runs on {kinds} although the server has GPUs"

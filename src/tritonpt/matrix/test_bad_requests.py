@@ -13,7 +13,6 @@ import json
 import urllib.parse
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import grpc  # type: ignore[import-untyped]  # grpcio ships no stubs
@@ -24,10 +23,11 @@ from tritonclient.utils import InferenceServerException
 
 from tritonpt import client, dtypes
 from tritonpt.client import Array
-from tritonpt.parts import count_tracebacks, folder_in, write_part
+from tritonpt.reporting.reliability import count_tracebacks, folder_in, write_part
 from tritonpt.server.base import Server
 
 from .models import CLIENT_ERROR, Model, aftermath, probe_model, unbatched_model
+from .settings import Settings
 
 OK = {"http": "200", "grpc": "StatusCode.OK"}
 BIG = 64 * 2**20
@@ -297,12 +297,12 @@ PAIRS = [
 
 
 @pytest.fixture(scope="module")
-def cases_seen(pytestconfig: pytest.Config) -> Iterator[list[dict[str, Any]]]:
+def cases_seen(settings: Settings) -> Iterator[list[dict[str, Any]]]:
     """Every case's answer, written as the reliability part ``bad-requests`` when the module ends."""
     seen: list[dict[str, Any]] = []
     yield seen
     if seen:
-        folder = folder_in(Path(pytestconfig.option.reports))
+        folder = folder_in(settings.reports)
         tracebacks = count_tracebacks(str(entry.pop("message")) for entry in seen)
         write_part("bad-requests", {"tracebacks": tracebacks, "cases": seen}, folder=folder)
 

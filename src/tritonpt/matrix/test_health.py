@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tritonpt import checks, client
+from tritonpt import assertions, client
 from tritonpt.server.base import Server
 
 from .models import Model
@@ -29,7 +29,7 @@ def test_metrics_count_the_models_requests(triton: Server, model: Model) -> None
     samples = max(case.batch_size, 1)
     for metric, sent in (("nv_inference_count", samples), ("nv_inference_request_success", 1)):
         start = client.model_metric(before, metric, model.name)
-        settled = checks.settled_metric(triton.endpoints, metric, model.name, expected=start + sent)
+        settled = assertions.settled_metric(triton.endpoints, metric, model.name, expected=start + sent)
         assert settled - start == sent, f"{metric} rose by {settled - start}, {sent} were sent"
 
 

@@ -7,8 +7,8 @@ import time
 import pytest
 from tritonclient.utils import InferenceServerException
 
-from tritonpt import checks, client
-from tritonpt.report import Report
+from tritonpt import assertions, client
+from tritonpt.reporting.report import Report
 from tritonpt.server.base import Server
 
 from .models import Model
@@ -39,6 +39,8 @@ def test_unload_and_load_again(triton: Server, model: Model, report: Report) -> 
         dict(zip(model.input_names, case.inputs, strict=True)),
         model.output_names,
     )
-    gpu = checks.served_on_gpu(triton.model_config(model.name))
-    failures = checks.mismatches(checks.compare_outputs(model.reference.outputs, got, case.outputs, gpu=gpu))
+    gpu = assertions.served_on_gpu(triton.model_config(model.name))
+    failures = assertions.mismatches(
+        assertions.compare_outputs(model.reference.outputs, got, case.outputs, gpu=gpu)
+    )
     assert not failures, "\n".join(failures)

@@ -7,10 +7,10 @@ import itertools
 
 import pytest
 
-from tritonpt import checks, client
+from tritonpt import assertions, client
 from tritonpt.client import Array
 from tritonpt.parity import Comparison
-from tritonpt.report import ParityRow, Report
+from tritonpt.reporting.report import ParityRow, Report
 from tritonpt.server.base import Server
 
 from .models import Model
@@ -19,8 +19,8 @@ from .models import Model
 def _compare_outputs(
     triton: Server, model: Model, got: list[Array], expected: tuple[Array, ...]
 ) -> list[Comparison]:
-    gpu = checks.served_on_gpu(triton.model_config(model.name))
-    return checks.compare_outputs(model.reference.outputs, got, expected, gpu=gpu)
+    gpu = assertions.served_on_gpu(triton.model_config(model.name))
+    return assertions.compare_outputs(model.reference.outputs, got, expected, gpu=gpu)
 
 
 def test_parity(triton: Server, model: Model, case: str, protocol: client.Protocol, report: Report) -> None:
@@ -38,7 +38,7 @@ def test_parity(triton: Server, model: Model, case: str, protocol: client.Protoc
                 comparison=comparison,
             )
         )
-    failures = checks.mismatches(comparisons)
+    failures = assertions.mismatches(comparisons)
     assert not failures, f"{model.name} {case} over {protocol}:\n" + "\n".join(failures)
 
 
@@ -71,7 +71,7 @@ def test_parity_under_dynamic_batching(triton: Server, batched_model: Model, rep
     ]
     starts = [(i * 5) % max(1, largest.batch_size - size + 1) for i, size in enumerate(sizes)]
     # Triton counts a request after it answers it: the checks before this one may not all be counted yet.
-    before = checks.settled_statistics(
+    before = assertions.settled_statistics(
         triton.endpoints, model.name, requests=client.answered(triton.endpoints, model.name)
     )
 
@@ -92,7 +92,7 @@ def test_parity_under_dynamic_batching(triton: Server, batched_model: Model, rep
 
     with concurrent.futures.ThreadPoolExecutor(max_workers=16) as pool:
         failures = [line for lines in pool.map(one, range(REQUESTS)) for line in lines]
-    after = checks.settled_statistics(triton.endpoints, model.name, requests=before.requests + REQUESTS)
+    after = assertions.settled_statistics(triton.endpoints, model.name, requests=before.requests + REQUESTS)
     assert not failures, "\n".join(failures)
     requests = after.requests - before.requests
     executions = after.executions - before.executions
@@ -137,6 +137,6 @@ def test_pt2_parity_at_every_batch_size(triton: Server, pt2_model: Model, protoc
         expected = tuple(a[rows] for a in largest.outputs)
         failures += [
             f"batch {size}: {line}"
-            for line in checks.mismatches(_compare_outputs(triton, model, got, expected))
+            for line in assertions.mismatches(_compare_outputs(triton, model, got, expected))
         ]
     assert not failures, f"{model.name} over {protocol}:\n" + "\n".join(failures)

@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from tritonpt import client
-from tritonpt.report import Report
+from tritonpt.reporting.report import Report
 from tritonpt.server.base import Server
 from tritonpt.versions import VERSIONS
 

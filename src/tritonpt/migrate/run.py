@@ -23,6 +23,10 @@ from tritonpt.repository import PLATFORM, PT2_PLATFORM, ModelDir, models, platfo
 
 Step = Callable[[str], None]
 
+WINDOW_MS, SMOKE_WINDOW_MS = 1000, 150
+"""perf_analyzer's measurement window for the speed figures, and with ``smoke`` (short: the measuring is proven, its
+figures rough)."""
+
 
 @dataclass(frozen=True, kw_only=True)
 class Refused:
@@ -76,7 +80,7 @@ def run(
     pt2_build: Pt2Build = "stock",
     reports: Path,
     speed: bool = True,
-    window_ms: int = 1000,
+    smoke: bool = False,
     step: Step = lambda _: None,
 ) -> Outcome:
     """Move every TorchScript model of ``repository`` (or ``name`` alone) into ``into`` as torch_aoti, prove each
@@ -111,6 +115,7 @@ def run(
                     fix=f"fix what it names, then `--name {model.name}` again.",
                 )
             )
+    window_ms = SMOKE_WINDOW_MS if smoke else WINDOW_MS
     proofs = prove(moved, pt2_build=pt2_build, reports=reports, speed=speed, window_ms=window_ms, step=step)
     for proof in proofs:
         if not proof.ok:  # served, it does not answer as the original does: it does not move

@@ -5,7 +5,7 @@
       inside, published on random host ports (or those asked for), our labels, GPUs (auto | all | none)
     verdicts  docker inspect: exited with code N | killed by signal S | OOMKilled | removed | the engine gone
     stop()    SIGTERM, the whole container log to log_path, the container removed (reap_later() without an engine)
-Every container carries our labels: what a killed process left is removed without Ryuk (tritonpt.tether).
+Every container carries our labels: what a killed process left is removed without Ryuk (tritonpt.server.reaper).
 """
 
 from __future__ import annotations
@@ -28,14 +28,14 @@ from testcontainers.core.exceptions import ContainerStartException
 from testcontainers.core.labels import SESSION_ID
 from testcontainers.core.wait_strategies import LogMessageWaitStrategy
 
-from tritonpt import image, scratch, stopping, tether
+from tritonpt import image, scratch, stopping
 from tritonpt.backend import PT2_NAME, Origin
 from tritonpt.client import GRPC_PORT, HTTP_PORT, METRICS_PORT, Endpoints
 from tritonpt.errors import HINT, ServerError, ServerStartError
 from tritonpt.image import DockerClient
 from tritonpt.options import FREE_PORTS, GPUS, Gpus, Mount, Ports
 from tritonpt.repository import pt2_models, write_served_copy
-from tritonpt.server import engine
+from tritonpt.server import engine, reaper
 from tritonpt.server.base import Server, ServerKind, State
 from tritonpt.server.local import TritonFlags
 from tritonpt.server.logtext import STARTED_LINES, holding_all
@@ -422,7 +422,7 @@ class ContainerServer(Server):
         engine.hook_exit()
         with engine.reaper_or_labels(client) as self.reaper:
             if not self.reaper:
-                tether.tether(SESSION_ID)  # what removes the container should this process be killed
+                reaper.tether(SESSION_ID)  # what removes the container should this process be killed
             try:
                 container.start()
             except (RuntimeError, TimeoutError):

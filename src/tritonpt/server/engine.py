@@ -24,10 +24,11 @@ from typing import Any, Protocol
 from testcontainers.core.config import testcontainers_config
 from testcontainers.core.labels import SESSION_ID
 
-from tritonpt import image, tether
+from tritonpt import image
 from tritonpt.errors import HINT, ServerStartError, TritonPtError
 from tritonpt.image import DockerClient, engine_errors
 from tritonpt.options import Gpus
+from tritonpt.server import reaper
 
 HARNESS_LABEL = image.LABEL_HARNESS
 HARNESS = "integration"
@@ -168,8 +169,8 @@ def _at_exit() -> None:
     for server in list(LIVE):
         with contextlib.suppress(*failures):
             server.stop()
-    tether.remove_session(SESSION_ID)
-    tether.release()  # this process cleaned up itself: its tether (if it has one) ends without acting
+    reaper.remove_session(SESSION_ID)
+    reaper.release()  # this process cleaned up itself: its tether (if it has one) ends without acting
 
 
 def remove_when_back(container_id: str, *, within: float = REAP_WITHIN_S) -> None:

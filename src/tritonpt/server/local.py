@@ -479,13 +479,7 @@ class LocalServer(Server):
                     _kill_group(process.pid)
         finally:
             _kill_group(process.pid)  # anything the server started shares the group
-            process.wait()
-            waiting.within(waiting.GroupGone(process.pid), GROUP_EXIT_TIMEOUT_S, interval=GROUP_POLL_S)
-            if self._finalizer is not None:
-                self._finalizer.detach()
-            if self.served_copy is not None:
-                scratch.remove(self.served_copy)
-                self.served_copy = None
+            self._reap(process)
             if ours and self._temporary_log and self._log_path is not None:
                 # Nobody asked for this log and it tells of no failure: it is not left in the temporary folder.
                 # A server that failed to start or ended on its own keeps it: its messages name the file.
@@ -497,6 +491,10 @@ class LocalServer(Server):
         if process is None:
             return
         _kill_group(process.pid)
+        self._reap(process)
+
+    def _reap(self, process: subprocess.Popen[bytes]) -> None:
+        """After its group was killed: the process waited for, the group gone, what it served from let go."""
         process.wait()
         waiting.within(waiting.GroupGone(process.pid), GROUP_EXIT_TIMEOUT_S, interval=GROUP_POLL_S)
         if self._finalizer is not None:

@@ -15,7 +15,7 @@ import numpy as np
 from tritonclient.grpc.model_config_pb2 import ModelConfig
 from tritonclient.utils import InferenceServerException
 
-from tritonpt import bench, checks, client, perf_analyzer, reference, repository
+from tritonpt import assertions, bench, client, perf_analyzer, reference, repository
 from tritonpt.client import Array
 from tritonpt.errors import ModelLoadError, TritonPtError, first_line
 from tritonpt.options import Pt2Build
@@ -132,7 +132,7 @@ def parity_failures(model: ModelDir, config: ModelConfig, *, pt2_build: Pt2Build
     largest = max(1, config.max_batch_size)
     failures = []
     with serving(model, config, pt2_build=pt2_build) as endpoints:
-        gpu = checks.served_on_gpu(config)
+        gpu = assertions.served_on_gpu(config)
         for case in ref.cases:
             rows = case.batch_size if config.max_batch_size > 0 else 0
             chunks = [(0, None)] if rows == 0 else [(i, i + largest) for i in range(0, rows, largest)]
@@ -142,6 +142,8 @@ def parity_failures(model: ModelDir, config: ModelConfig, *, pt2_build: Pt2Build
                     inputs = {n: a[start:stop] for n, a in zip(names, case.inputs, strict=True)}
                     parts.append(client.infer(endpoints, protocol, model.name, inputs, outputs))
                 got = [np.concatenate(pieces) if rows else pieces[0] for pieces in zip(*parts, strict=True)]
-                comparisons = checks.compare_outputs(ref.outputs, got, case.outputs, gpu=gpu)
-                failures += [f"{case.id} over {protocol}: {line}" for line in checks.mismatches(comparisons)]
+                comparisons = assertions.compare_outputs(ref.outputs, got, case.outputs, gpu=gpu)
+                failures += [
+                    f"{case.id} over {protocol}: {line}" for line in assertions.mismatches(comparisons)
+                ]
     return failures

@@ -28,7 +28,7 @@ from tritonpt.errors import first_line
 from tritonpt.options import Pt2Build
 from tritonpt.repository import ModelDir
 from tritonpt.validate import feeds
-from tritonpt.validate.rules import Findings, config_type, model_dims, output_fits, rule
+from tritonpt.validate.rules import Findings, check_output_shape, config_type, rule
 from tritonpt.versions import VERSIONS
 
 NOT_A_PACKAGE = rule(
@@ -394,16 +394,9 @@ def _run(
                 f"declare {actual}.",
             )
         shape = tuple(value.shape[1:]) if batch else tuple(value.shape)
-        if not output_fits(tensor, shape):
-            findings.add(
-                OUTPUT_DIMS,
-                "error",
-                model.config,
-                f"output {tensor.name!r} {'reshape' if tensor.HasField('reshape') else 'dims'}",
-                f"{model_dims(tensor)} is declared, the package returns shape {list(shape)}; Triton serves the "
-                "package's shape, not the declared one.",
-                f"declare dims {list(shape)}.",
-            )
+        check_output_shape(
+            findings, OUTPUT_DIMS, model.config, tensor, shape, batch=batch, what="the package"
+        )
 
 
 def outputs(result: Any) -> list[Any]:  # noqa: ANN401 - what a package returned

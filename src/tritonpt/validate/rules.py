@@ -181,3 +181,28 @@ def output_fits(tensor: ModelOutput, shape: tuple[int, ...]) -> bool:
     if -1 not in tensor.dims:
         return bool(math.prod(shape) == math.prod(tensor.dims))
     return dims_match(tensor.reshape.shape, shape)
+
+
+def check_output_shape(
+    findings: Findings,
+    found: Rule,
+    path: Path,
+    tensor: ModelOutput,
+    shape: tuple[int, ...],
+    *,
+    batch: bool,
+    what: str,
+) -> None:
+    """``found`` (an error) where an output that ``what`` ("the model", "the package") returns in ``shape`` (after
+    the batch axis where it batches) is not served as ``tensor`` declares it (:func:`output_fits`)."""
+    if output_fits(tensor, shape):
+        return
+    findings.add(
+        found,
+        "error",
+        path,
+        f"output {tensor.name!r} {'reshape' if tensor.HasField('reshape') else 'dims'}",
+        f"{model_dims(tensor)} is declared, {what} returns shape {list(shape)}"
+        f"{' after the batch axis' if batch else ''}; Triton serves that shape, not the declared one.",
+        f"declare dims {list(shape)} (with -1 on variable-length axes).",
+    )

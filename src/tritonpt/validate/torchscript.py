@@ -20,10 +20,9 @@ from tritonpt.validate import feeds
 from tritonpt.validate.rules import (
     Findings,
     all_indexed,
+    check_output_shape,
     config_type,
-    model_dims,
     named_index,
-    output_fits,
     rule,
 )
 
@@ -292,14 +291,5 @@ def check_outputs(
                 f"declare {actual}.",
             )
         shape = tuple(value.shape[1:]) if batch else tuple(value.shape)
-        if not output_fits(tensor, shape):
-            findings.add(
-                OUTPUT_DIMS,
-                "error",
-                path,
-                f"output {tensor.name!r} {'reshape' if tensor.HasField('reshape') else 'dims'}",
-                f"{model_dims(tensor)} is declared, the model returns shape {list(shape)}"
-                f"{' after the batch axis' if batch else ''}; Triton serves the model's shape, not the declared one.",
-                f"declare dims {list(shape)} (with -1 on variable-length axes).",
-            )
+        check_output_shape(findings, OUTPUT_DIMS, path, tensor, shape, batch=batch, what="the model")
     return not findings.errors_since(found)

@@ -12,6 +12,7 @@ from pathlib import Path
 from tritonpt import stopping
 from tritonpt.backend.serving import PT2_NAME
 from tritonpt.errors import TritonPtError
+from tritonpt.options import add_arguments
 from tritonpt_ci.qa import report, run
 from tritonpt_ci.qa.plan import PLANS, Plan
 from tritonpt_ci.qa.run import QaResult, control_held, run_plan
@@ -19,7 +20,7 @@ from tritonpt_ci.qa.run import QaResult, control_held, run_plan
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tritonpt_ci.qa", description=__doc__)
-    parser.add_argument("--reports", type=Path, default=Path("reports"))
+    add_arguments(parser.add_argument, ("reports",))
     refs = [plan.suite.source.ref for plan in PLANS]
     parser.add_argument(
         "--suite",
@@ -28,14 +29,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         choices=refs,
         help=f"run only this suite ({', '.join(refs)}; repeatable)",
     )
-    parser.add_argument(
-        "--pt2-build",
-        action="append",
-        default=[],
-        choices=("stock", "patched"),
-        help="the PT2 build(s) the r26.05 suite runs against (repeatable; default both: stock, where our tests "
-        "of the fixes must fail, and patched, where every test must pass)",
-    )
+    # the PT2 build(s) the r26.05 suite runs against; default both: stock, where our tests of the fixes must fail,
+    # and patched, where every test must pass
+    add_arguments(parser.add_argument, ("pt2_build",), many=("pt2_build",))
     options = parser.parse_args(argv)
 
     def say(line: str) -> None:

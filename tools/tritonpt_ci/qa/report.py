@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import asdict
 from pathlib import Path
 
-from tritonpt import parts
+from tritonpt.reporting import reliability as parts
 from tritonpt_ci.qa import adapt
 from tritonpt_ci.qa.plan import PLANS
 from tritonpt_ci.qa.run import EXPECTED, QaResult, control_held

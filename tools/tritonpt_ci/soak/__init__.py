@@ -20,10 +20,10 @@ from pathlib import Path
 
 import torch
 
-from tritonpt import checks, client, reference, repository
+from tritonpt import assertions, client, reference, repository
 from tritonpt.client import Endpoints
 from tritonpt.errors import HINT
-from tritonpt.parts import PARTS
+from tritonpt.reporting.reliability import PARTS
 from tritonpt.server import LocalServer, TritonFlags
 from tritonpt.server.memory import rss_mb
 from tritonpt.server.watchdog import Ending, Watchdog, end_now
@@ -118,7 +118,7 @@ def _count(
     samples = sum(r.samples for r in sent)
     wanted = {"nv_inference_request_success": len(sent), "nv_inference_count": samples}
     settled = {
-        name: checks.settled_metric(endpoints, name, model, expected=baseline[name] + wanted[name])
+        name: assertions.settled_metric(endpoints, name, model, expected=baseline[name] + wanted[name])
         for name in COUNTERS
     }
     rose = {name: round(settled[name] - baseline[name]) for name in COUNTERS}
@@ -157,7 +157,7 @@ def soak(
         if pid is None:  # pragma: no cover - a started LocalServer has its process
             msg = f"{server.describe()} has no process to measure."
             raise SoakError(msg)
-        models = [replace(m, gpu=checks.served_on_gpu(server.model_config(m.name))) for m in loaded]
+        models = [replace(m, gpu=assertions.served_on_gpu(server.model_config(m.name))) for m in loaded]
         origin = server.backend_origin()
         report.environment = {
             "server": f"tritonserver {server.install.version if server.install else 'unknown'} (pid {pid})",

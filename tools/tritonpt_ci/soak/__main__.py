@@ -7,11 +7,10 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from tritonpt import stopping
-from tritonpt.errors import TritonPtError
-from tritonpt.matrix.run import export_builtin
+from tritonpt.export.builtin_set import export_builtin_set
 from tritonpt.options import add_arguments
-from tritonpt.parts import PARTS
+from tritonpt.reporting.reliability import PARTS
+from tritonpt_ci.program import say, work
 from tritonpt_ci.soak import CONCURRENCY, REQUESTS, SMOKE_REQUESTS, soak
 
 
@@ -27,15 +26,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--concurrency", type=int, default=CONCURRENCY, help=f"threads sending (default {CONCURRENCY})"
     )
-    add_arguments(parser.add_argument, ("repository", "export_builtin"))
-    parser.add_argument("--reports", type=Path, default=Path("reports/soak"))
+    add_arguments(
+        parser.add_argument,
+        ("repository", "export_builtin", "reports", "smoke"),
+        defaults={"reports": "reports/soak"},
+    )
     parser.add_argument(
         "--parts", type=Path, default=PARTS, help=f"where the reliability part goes (default {PARTS})"
     )
     parser.add_argument("--seed", type=int, default=0, help="seeds the batch sizes and rows drawn")
-    parser.add_argument(
-        "--smoke", action="store_true", help=f"a short soak ({SMOKE_REQUESTS} requests) for CI"
-    )
     options = parser.parse_args(argv)
     requests = (
         options.requests if options.requests is not None else SMOKE_REQUESTS if options.smoke else REQUESTS
@@ -43,30 +42,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     if requests < 1 or not 1 <= options.concurrency <= CONCURRENCY * 4:
         parser.error(f"--requests must be at least 1 and --concurrency between 1 and {CONCURRENCY * 4}")
 
-    def say(line: str) -> None:
-        print(line, file=sys.stderr, flush=True)
-
-    try:
-        with stopping.stop_signals_interrupt():
-            if options.export_builtin:
-                export_builtin(Path(options.repository), pt2_build="stock", step=say)
-            report = soak(
-                Path(options.repository),
-                requests=requests,
-                concurrency=options.concurrency,
-                smoke=options.smoke,
-                reports=options.reports,
-                parts=options.parts,
-                seed=options.seed,
-                say=say,
-            )
+    with work("soak"):
+        if options.export_builtin:
+            export_builtin_set(Path(options.repository), pt2_build="stock", step=say)
+        report = soak(
+            Path(options.repository),
+            requests=requests,
+            concurrency=options.concurrency,
+            smoke=options.smoke,
+            reports=options.reports,
+            parts=options.parts,
+            seed=options.seed,
+            say=say,
+        )
         written = report.write(options.reports, options.parts)
-    except TritonPtError as exc:
-        say(f"error: {exc}")
-        return 1
-    except KeyboardInterrupt as interrupt:
-        say("soak: interrupted; the server was stopped and no report was written")
-        return stopping.exit_code(interrupt)
     print(report.to_markdown())
     say("written: " + ", ".join(str(p) for p in written))
     for problem in report.problems():

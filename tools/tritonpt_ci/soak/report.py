@@ -7,7 +7,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tritonpt.parts import PARTS, count_tracebacks, write_part
+from tritonpt.reporting.reliability import PARTS, count_tracebacks, write_part
 from tritonpt_ci.soak.plan import RSS_BOUND_MB
 
 # --- The counters ------------------------------------------------------------------------------------------------

@@ -7,7 +7,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
-from tritonpt import checks, client
+from tritonpt import assertions, client
 from tritonpt.client import Connection, Endpoints
 from tritonpt_ci.soak.plan import PROGRESS_S, Request, SoakModel
 
@@ -112,8 +112,8 @@ class Runner:
         names = [o.name for o in model.reference.outputs]
         got = client.infer_on(connection, request.protocol, model.name, inputs, names)
         seconds = time.perf_counter() - began
-        comparisons = checks.compare_outputs(model.reference.outputs, got, expected, gpu=model.gpu)
-        return Outcome(request=request, seconds=seconds, mismatches=tuple(checks.mismatches(comparisons)))
+        comparisons = assertions.compare_outputs(model.reference.outputs, got, expected, gpu=model.gpu)
+        return Outcome(request=request, seconds=seconds, mismatches=tuple(assertions.mismatches(comparisons)))
 
 
 def _words(exc: BaseException) -> str:

@@ -11,9 +11,10 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from tritonpt import backend, image
+from tritonpt import image
 from tritonpt.errors import ImageError, TritonPtError
 from tritonpt.image import DockerClient
+from tritonpt.options import add_arguments
 from tritonpt.versions import VERSIONS
 from tritonpt_ci.standin.debian import base_tag, cannot_debootstrap, debian_mirror
 from tritonpt_ci.standin.images import existing, prune
@@ -56,11 +57,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--mirror", help="Debian mirror for debootstrap (default: the one apt uses)")
-    parser.add_argument(
-        "--sources",
-        type=Path,
-        help=f"folder of the pytorch backend's source tarballs (default ${backend.SOURCES_ENV}, else GitHub)",
-    )
+    add_arguments(parser.add_argument, ("sources", "force"))
     parser.add_argument(
         "--no-recipe", action="store_true", help="do not build docker/ngc.Dockerfile on the stand-in"
     )
@@ -68,9 +65,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--pytorch-devel",
         action="store_true",
         help="also build the stand-in of the pytorch recipe's devel base (Debian + g++ + this torch)",
-    )
-    parser.add_argument(
-        "--force", action="store_true", help="rebuild even when images with the same inputs exist"
     )
     parser.add_argument(
         "--workdir", type=Path, help="where the rootfs and build contexts go (default: $TMPDIR)"
@@ -115,7 +109,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         built = build_all(
             client,
             mirror=options.mirror,
-            sources=options.sources,
+            sources=Path(options.sources) if options.sources else None,
             recipe=not options.no_recipe,
             force=options.force,
             workdir=options.workdir,

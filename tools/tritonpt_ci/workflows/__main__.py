@@ -9,6 +9,7 @@ from pathlib import Path
 
 from tritonpt import stopping
 from tritonpt.errors import TritonPtError
+from tritonpt.options import add_arguments
 from tritonpt_ci.workflows import actions
 from tritonpt_ci.workflows.runner import Lane, run
 
@@ -42,9 +43,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--concurrent-jobs", type=int, help="jobs at once (default: act's, the number of CPUs)"
     )
-    parser.add_argument(
-        "--reports", type=Path, default=Path("reports/workflows"), help="where the report goes"
-    )
+    add_arguments(parser.add_argument, ("reports",), defaults={"reports": "reports/workflows"})
     parser.add_argument("--timeout", type=float, help="cancel the run after this many seconds")
     parser.add_argument(
         "--repo", type=Path, default=Path(), help="the checkout whose workflows run (default: here)"

@@ -39,7 +39,7 @@ GITHUB_CANCEL_S = (7.5, 2.5)
 ACT_GRACE_S = 30.0
 SETTLE_S = 20.0
 """After a cancel, how long what the killed processes held may take to go on its own before it counts as left
-behind: a tether (tritonpt.tether) removing a killed job's containers, on a busy machine a few seconds."""
+behind: a tether (tritonpt.server.reaper) removing a killed job's containers, on a busy machine a few seconds."""
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from tritonpt import checks, client, export, reference
+from tritonpt import assertions, client, export, reference
 from tritonpt.errors import ModelLoadError, TritonPtError
 from tritonpt.repository import ModelDir
 from tritonpt.server import LocalServer, TritonFlags
@@ -114,7 +114,7 @@ def serve_all(rows: Sequence[Row], repository: Path, reports: Path, step: Step) 
 def _parity(row: Row, model: ModelDir, endpoints: client.Endpoints, server: LocalServer) -> None:
     ref = reference.load(model)
     config = server.model_config(row.name)
-    gpu = checks.served_on_gpu(config)
+    gpu = assertions.served_on_gpu(config)
     names = [t.name for t in config.input]
     by_name = {info.name: i for i, info in enumerate(ref.inputs)}
     worst = -1.0
@@ -127,7 +127,7 @@ def _parity(row: Row, model: ModelDir, endpoints: client.Endpoints, server: Loca
                 row.parity_failures.append(f"{case.id} over {protocol}: {type(exc).__name__}: {exc}"[:300])
                 continue
             row.checks += 1
-            for comparison in checks.compare_outputs(ref.outputs, got, case.outputs, gpu=gpu):
+            for comparison in assertions.compare_outputs(ref.outputs, got, case.outputs, gpu=gpu):
                 if not comparison.ok:
                     row.parity_failures.append(f"{case.id} over {protocol}: {comparison.describe()}"[:300])
                 if comparison.max_abs_error > worst:

@@ -8,35 +8,24 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from tritonpt import stopping
-from tritonpt.errors import TritonPtError
+from tritonpt.options import add_arguments
+from tritonpt_ci.program import say, work
 from tritonpt_ci.zoo import PAGE, chosen, run
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tritonpt_ci.zoo", description=__doc__)
-    parser.add_argument("--smoke", action="store_true", help="only the few architectures marked for CI")
+    add_arguments(parser.add_argument, ("smoke", "reports"), defaults={"reports": "reports/zoo"})
     parser.add_argument("--only", action="append", default=[], help="only this architecture (repeatable)")
-    parser.add_argument("--reports", type=Path, default=Path("reports/zoo"))
     parser.add_argument(
         "--page", type=Path, help=f"write the table between the zoo markers of this page ({PAGE})"
     )
     options = parser.parse_args(argv)
 
-    def say(line: str) -> None:
-        print(line, file=sys.stderr, flush=True)
-
     architectures = chosen(smoke=options.smoke, only=options.only)
     shutil.rmtree(options.reports / "repository", ignore_errors=True)  # each run exports afresh
-    try:
-        with stopping.stop_signals_interrupt():
-            report = run(architectures, reports=options.reports, step=say)
-    except TritonPtError as exc:
-        say(f"error: {exc}")
-        return 1
-    except KeyboardInterrupt as interrupt:
-        say("zoo: interrupted; the server was stopped and no report was written")
-        return stopping.exit_code(interrupt)
+    with work("zoo"):
+        report = run(architectures, reports=options.reports, step=say)
     written = report.write(options.reports)
     if options.page:
         report.into_page(options.page)

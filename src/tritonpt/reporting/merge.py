@@ -20,9 +20,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
 
-from tritonpt import parts as reliability_parts
 from tritonpt.errors import HINT, ShardError, TritonPtError
-from tritonpt.report import Report, ShardState
+from tritonpt.options import add_arguments
+from tritonpt.reporting import reliability
+from tritonpt.reporting.report import Report, ShardState
 
 SUMMARY = "summary.json"
 JUNIT = "junit.xml"
@@ -392,7 +393,7 @@ def merged_parts(
         return isinstance(kind, str) and kind in chosen and chosen[kind] != folder
 
     for folder in folders:
-        for path in sorted(reliability_parts.folder_in(folder).glob("*.json")):
+        for path in sorted(reliability.folder_in(folder).glob("*.json")):
             try:
                 data = json.loads(path.read_text(encoding="utf-8"))
             except (OSError, ValueError):
@@ -439,7 +440,7 @@ def write(merged: Merged, into: Path, parts: dict[str, dict[str, object]] | None
     ET.ElementTree(merged.junit).write(junit, encoding="utf-8", xml_declaration=True)
     written = [markdown, data, junit]
     for name, body in (parts or {}).items():
-        folder = reliability_parts.folder_in(into)
+        folder = reliability.folder_in(into)
         folder.mkdir(parents=True, exist_ok=True)
         target = folder / f"{name}.json"
         target.write_text(json.dumps(body, indent=2) + "\n", encoding="utf-8")
@@ -448,17 +449,21 @@ def write(merged: Merged, into: Path, parts: dict[str, dict[str, object]] | None
 
 
 SHARD_FOLDERS = "reports/shard-*-of-*"
+MERGED = Path("reports/merged")
+"""Where the merge goes unless --into says where."""
 """Where `nox -s integration -- --shard K/N` writes each shard's reports: what a merge takes by default."""
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """`python -m tritonpt.merge` (what `nox -s merge-reports` runs before any install): the same door as
+    """`python -m tritonpt.reporting.merge` (what `nox -s merge-reports` runs before any install): the same door as
     `tritonpt merge-reports`, :func:`gather`."""
-    parser = argparse.ArgumentParser(prog="python -m tritonpt.merge", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m tritonpt.reporting.merge", description=__doc__.splitlines()[0]
+    )
     parser.add_argument(
         "folders", nargs="*", help=f"the shards' report folders or globs (default: {SHARD_FOLDERS})"
     )
-    parser.add_argument("--into", type=Path, default=Path("reports/merged"), help="where the merge goes")
+    add_arguments(parser.add_argument, ("into",), defaults={"into": str(MERGED)})
     parser.add_argument(
         "--expect",
         type=int,

@@ -3,7 +3,7 @@
     tether(session)          before the first container: a process outside this one's tree holds a pipe's read end
     release()                at a normal exit, once this process removed its containers: the tether just ends
     remove_session(session)  force-remove every container labelled ``io.tritonpt.session=SESSION``
-    python -m tritonpt.tether SESSION   reads until end of file (its owner ended), then removes the containers
+    python -m tritonpt.server.reaper SESSION   reads until end of file (its owner ended), then removes the containers
 
 Started through a launcher that exits at once (parent init, session its own) and without ``RUNNER_TRACKING_ID``,
 so no runner's cancel or orphan clean-up kills it first (docs/guide/ci-and-gpu.md).
@@ -26,7 +26,7 @@ ENGINE_WAIT_S = 120.0
 RELEASED = b"released\n"
 LAUNCH = (
     "import subprocess, sys; "
-    "subprocess.Popen([sys.executable, '-m', 'tritonpt.tether', sys.argv[1]], stdin=0, "
+    "subprocess.Popen([sys.executable, '-m', 'tritonpt.server.reaper', sys.argv[1]], stdin=0, "
     "stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)"
 )
 """The launcher: it starts the tether and exits, so the tether is reparented to init."""

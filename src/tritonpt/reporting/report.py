@@ -9,18 +9,20 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, NotRequired, TypedDict
 
 from tritonpt.backend import PT2_LIBRARY, Origin
+from tritonpt.shards import Costs, Shard
 
 if TYPE_CHECKING:  # the report reads with the standard library alone (nox -s merge-reports installs nothing)
     from tritonpt.parity import Comparison
 
 
 class ShardIdentity(TypedDict):
-    """Which part of a split a sharded run was (tritonpt.shards.identity)."""
+    """Which part of a split a sharded run was (:func:`shard_identity`)."""
 
     index: int
     count: int
@@ -28,6 +30,20 @@ class ShardIdentity(TypedDict):
     total: int  # models in the whole split, every shard's together
     balanced_by: str
     costs_digest: str
+
+
+def shard_identity(shard: Shard, names: Sequence[str], total: int, costs: Costs | None) -> ShardIdentity:
+    """What a shard's report says of it (``names``: its models, of ``total`` in the split), for merge-reports."""
+    return {
+        "index": shard.index,
+        "count": shard.count,
+        "models": sorted(names),
+        "total": total,
+        "balanced_by": f"measured costs ({costs.source}, digest {costs.digest})"
+        if costs and costs.seconds
+        else "a stable hash of the names",
+        "costs_digest": costs.digest if costs else "",
+    }
 
 
 class ShardState(TypedDict):
@@ -87,7 +103,7 @@ class Report:
     outcomes: dict[str, int] = field(default_factory=dict)  # passed / failed / skipped / error
     aborted: str = ""  # why the run stopped before the end (the server died), else ""
     costs: dict[str, dict[str, float]] = field(default_factory=dict)  # model -> export_s, load_s, matrix_s
-    shard: ShardIdentity | None = None  # tritonpt.shards.identity() of a sharded run
+    shard: ShardIdentity | None = None  # shard_identity() of a sharded run
     server_memory_mb: float | None = None  # the server's resident memory at the end, where it can be read
     shards: list[ShardState] = field(default_factory=list)  # a merged report: each shard and its state
     checks: dict[str, list[str]] = field(
