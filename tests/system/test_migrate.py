@@ -236,3 +236,24 @@ def test_an_out_that_holds_a_folder_is_not_overwritten_without_force(
     assert "--force" in said
     assert "Traceback" not in said
     assert _digests(out) == before
+
+
+def test_force_replaces_a_folder_only_with_a_model_that_moved(torchscript: Path, tmp_path: Path) -> None:
+    """--force sets the folder it would replace aside: a model that does not move (here the loop the converter
+    refuses) leaves OUT's folder of that name as it was."""
+    out = tmp_path / "out"
+    (out / "loop" / "1").mkdir(parents=True)
+    (out / "loop" / "config.pbtxt").write_text('name: "loop"\n# deployed before\n', encoding="utf-8")
+    before = _digests(out)
+    done = _migrate(
+        "--repository", str(torchscript), "--into", str(out), "--name", "loop", "--force", cwd=tmp_path
+    )
+    said = done.stdout + done.stderr
+    assert done.returncode == 1, said[-3000:]
+    assert "refused loop" in said
+    assert "Traceback" not in said
+    assert _digests(out) == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "out",
+        "reports",
+    ]  # nothing set aside is left behind

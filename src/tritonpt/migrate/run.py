@@ -8,13 +8,15 @@ that says why and what to do; the others go on.
 
 from __future__ import annotations
 
+import contextlib
 import shutil
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from google.protobuf import text_format
 
+from tritonpt import scratch, stopping
 from tritonpt.errors import MigrateError, RefusedError, TritonPtError
 from tritonpt.migrate.convert import Migrated, migrate_model
 from tritonpt.migrate.proof import Proof, prove
@@ -95,6 +97,50 @@ def run(
             "Hint: pass --force to replace them, or choose another --into; nothing was written."
         )
         raise MigrateError(msg)
+    with kept_until_proven(into, taken):
+        return _move(
+            repository, into, wanted, left, module=module, samples=samples, pt2_build=pt2_build, reports=reports,
+            speed=speed, smoke=smoke, step=step,
+        )  # fmt: skip
+
+
+@contextlib.contextmanager
+def kept_until_proven(into: Path, taken: Sequence[str]) -> Iterator[None]:
+    """The folders of ``into`` that --force replaces, set aside while their models move: each comes back where its
+    model did not move (refused, not proven, or the run stopped), and goes only where the proven one took its
+    place."""
+    if not taken:
+        yield
+        return
+    with scratch.folder(f".{into.name}.kept-", inside=into.parent) as aside:
+        try:
+            with stopping.ctrl_c_held():
+                for name in taken:
+                    (into / name).replace(aside / name)
+            yield
+        finally:
+            with stopping.ctrl_c_held():
+                for name in taken:
+                    if (aside / name).exists() and not (into / name).exists():
+                        (aside / name).replace(into / name)
+
+
+def _move(
+    repository: Path,
+    into: Path,
+    wanted: Sequence[ModelDir],
+    left: tuple[tuple[str, str], ...],
+    *,
+    module: Callable[[], object] | None,
+    samples: Path | None,
+    pt2_build: Pt2Build,
+    reports: Path,
+    speed: bool,
+    smoke: bool,
+    step: Step,
+) -> Outcome:
+    """Each wanted model converted into ``into``, then proven served beside its original; one that is not proven
+    leaves ``into``."""
     moved: list[Migrated] = []
     refused: list[Refused] = []
     for model in wanted:
