@@ -18,9 +18,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 import torchvision
+
+from tritonpt import reference
+from tritonpt.repository import ModelDir
 
 from ..helpers import ROOT, matrix_command
 from .test_own_files import ARTICLE_CONFIG
@@ -127,6 +131,10 @@ def torchscript(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return repository
 
 
+SAMPLE_LENGTH = 9
+"""The sequence length of the samples given for tokens (generated inputs are shorter)."""
+
+
 def _digests(folder: Path) -> dict[str, str]:
     return {
         str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
@@ -144,7 +152,13 @@ def _migrate(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
 def migrated(torchscript: Path) -> tuple[Path, subprocess.CompletedProcess[str], dict[str, object]]:
     before = _digests(torchscript)
     work = torchscript.parent
-    done = _migrate("--repository", "torchscript", "--into", "aoti", "--smoke", cwd=work)
+    # a team's inputs for tokens alone, longer than the generated ones; the others take their own
+    (work / "samples").mkdir()
+    ids = np.random.default_rng(0).integers(0, 64, (3, SAMPLE_LENGTH), dtype=np.int64)
+    np.savez(work / "samples" / "tokens.npz", input_ids=ids, attention_mask=np.ones_like(ids))
+    done = _migrate(
+        "--repository", "torchscript", "--into", "aoti", "--samples", "samples", "--smoke", cwd=work
+    )
     assert _digests(torchscript) == before, "migrate wrote into its --repository"
     report = json.loads((work / "reports" / "migrate" / "migrate.json").read_text(encoding="utf-8"))
     return work / "aoti", done, report
@@ -257,3 +271,14 @@ def test_force_replaces_a_folder_only_with_a_model_that_moved(torchscript: Path,
         "out",
         "reports",
     ]  # nothing set aside is left behind
+
+
+def test_a_samples_folder_feeds_the_models_it_names_and_the_others_take_their_own(
+    migrated: tuple[Path, subprocess.CompletedProcess[str], dict[str, object]],
+) -> None:
+    out, done, _ = migrated
+    said = done.stdout + done.stderr
+    assert "[branch] samples has no branch.npz" in said
+    assert "[tokens] samples has no" not in said
+    tokens = reference.load(ModelDir(root=out / "tokens"))
+    assert {case.inputs[0].shape[-1] for case in tokens.cases} == {SAMPLE_LENGTH}

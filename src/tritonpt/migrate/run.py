@@ -145,6 +145,11 @@ def _move(
     refused: list[Refused] = []
     for model in wanted:
         per_model = samples / f"{model.name}.npz" if samples is not None and samples.is_dir() else samples
+        if per_model is not None and samples is not None and samples.is_dir() and not per_model.is_file():
+            step(
+                f"[{model.name}] {samples} has no {per_model.name}: its inputs are its samples.npz, else the config's"
+            )
+            per_model = None
         try:
             moved.append(
                 migrate_model(model, into, module=module, samples=per_model, pt2_build=pt2_build, step=step)
