@@ -231,6 +231,8 @@ def test_a_torch_whose_headers_refuse_cxx17_is_built_as_cxx20_under_a_key_of_its
     newer = _torch_with(ATEN_2_15, tmp_path / "new")
     older = _torch_with(ATEN_2_9, tmp_path / "old")
     assert (newer.cxx_standard, older.cxx_standard) == (20, 17)
+    later = ATEN_2_15.replace("202002L", "202302L").replace("C++20", "C++23")  # what a later torch may ask
+    assert _torch_with(later, tmp_path / "later").cxx_standard == 23
     chain = Toolchain.find("cpu")
     assert backend.build_key(older, chain, "cpu") == backend.build_key(
         here, chain, "cpu"

@@ -41,14 +41,16 @@ class Torch:
 
     @property
     def cxx_standard(self) -> int:
-        """The C++ standard code that includes this torch's headers must compile as: 20 where ``ATen/ATen.h``
-        refuses anything older (``#error C++20 or later ...``, torch 2.14 on, pytorch#178150), else 17, the
-        pytorch backend's own floor (its CMakeLists' ``TRITON_MIN_CXX_STANDARD``)."""
+        """The C++ standard code that includes this torch's headers must compile as: the one ``ATen/ATen.h``
+        demands (its ``__cplusplus < 202002L`` guard before ``#error C++20 or later ...``, torch 2.14 on,
+        pytorch#178150; 2023 for C++23, and so on), at least 17, the pytorch backend's own floor (its CMakeLists'
+        ``TRITON_MIN_CXX_STANDARD``)."""
         try:
             header = (self.root / "include" / "ATen" / "ATen.h").read_text(encoding="utf-8", errors="replace")
         except OSError:
             return 17
-        return 20 if re.search(r"__cplusplus\s*<\s*202002L", header) else 17
+        years = [int(year) for year in re.findall(r"__cplusplus\s*<\s*(20\d\d)\d\dL", header)]
+        return max([17, *(year % 100 for year in years)])
 
     @classmethod
     def locate(cls) -> Torch:
