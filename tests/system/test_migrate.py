@@ -282,3 +282,19 @@ def test_a_samples_folder_feeds_the_models_it_names_and_the_others_take_their_ow
     assert "[tokens] samples has no" not in said
     tokens = reference.load(ModelDir(root=out / "tokens"))
     assert {case.inputs[0].shape[-1] for case in tokens.cases} == {SAMPLE_LENGTH}
+
+
+def test_a_factory_that_raises_refuses_its_model_in_a_line(torchscript: Path, tmp_path: Path) -> None:
+    """--model's code is the team's: what it raises refuses the model with its words, never a traceback."""
+    (tmp_path / "team_models.py").write_text(
+        "def branch():\n    raise ValueError('the weights are on another disk')\n", encoding="utf-8"
+    )
+    done = _migrate(
+        "--repository", str(torchscript), "--into", "out", "--name", "branch", "--model", "team_models:branch",
+        cwd=tmp_path,
+    )  # fmt: skip
+    said = done.stdout + done.stderr
+    assert done.returncode == 1, said[-3000:]
+    assert "refused branch: --model's factory raised ValueError: the weights are on another disk" in said
+    assert "Traceback" not in said
+    assert not (tmp_path / "out" / "branch").exists()

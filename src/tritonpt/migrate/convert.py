@@ -243,9 +243,18 @@ def _converted(module: Any, arguments: tuple[torch.Tensor, ...], name: str) -> t
 
 
 def _module(factory: Callable[[], object], name: str) -> torch.nn.Module:
-    """The module ``--model`` gives (a factory's module, or a ModelSpec's), in eval mode."""
-    model_spec = spec.coerce(factory(), name=name)
-    return model_spec.module.eval()
+    """The module ``--model`` gives (a factory's module, or a ModelSpec's), in eval mode; ``RefusedError`` where the
+    factory raises (the user's code: whatever it raises is theirs to fix)."""
+    try:
+        built = factory()
+    except Exception as exc:
+        msg = f"--model's factory raised {type(exc).__name__}: {first_line(exc)}"
+        fix = (
+            "call it yourself to see the traceback; it must take no arguments and return (torch.nn.Module, example "
+            "inputs) or a tritonpt.spec.ModelSpec."
+        )
+        raise RefusedError(msg, fix) from exc
+    return spec.coerce(built, name=name).module.eval()
 
 
 class _Flat(torch.nn.Module):
