@@ -337,31 +337,32 @@ def check(
     key comes from $TRITONPT_ADMIN_KEY (header $TRITONPT_ADMIN_HEADER, default admin-key), never printed.
     """
     from tritonpt.matrix import run  # noqa: PLC0415 - loads torch and pytest: only this task needs them
-    from tritonpt.matrix.settings import Settings  # noqa: PLC0415
+    from tritonpt.matrix.settings import parse  # noqa: PLC0415
 
-    with guard(debug=False):
-        settings = Settings.of(
-            {
-                "repository": repository,
-                "target": target,
-                "url": url,
-                "grpc_url": grpc_url,
-                "metrics_url": metrics_url,
-                "image": image,
-                "gpus": gpus,
-                "mount": mount,
-                "tritonserver": tritonserver,
-                # a shard's reports go to its own folder unless --reports says where, as in the matrix's command
-                "reports": None if reports == OPTIONS["reports"].default else reports,
-                "shard": shard,
-                "shard_costs": shard_costs,
-                "pt2_build": pt2_build,
-                "upload": upload,
-                "replace_loaded": replace_loaded,
-                "export_builtin": export_builtin,
-            }
-        )
-    sys.exit(run.run(settings, shlex.split(pytest)))
+    options = {
+        "repository": repository,
+        "target": target,
+        "url": url,
+        "grpc_url": grpc_url,
+        "metrics_url": metrics_url,
+        "image": image,
+        "gpus": gpus,
+        "mount": list(mount),
+        "tritonserver": tritonserver,
+        # a shard's reports go to its own folder unless --reports says where, as in the matrix's command
+        "reports": None if reports == OPTIONS["reports"].default else reports,
+        "shard": shard,
+        "shard_costs": shard_costs,
+        "pt2_build": pt2_build,
+        "upload": upload,
+        "replace_loaded": replace_loaded,
+        "export_builtin": export_builtin,
+    }
+    with guard(
+        debug=False
+    ):  # the matrix's own options in --pytest (--no-strict-backend, --sanitize) count too
+        settings, rest = parse(shlex.split(pytest), options)
+    sys.exit(run.run(settings, rest))
 
 
 def serve(

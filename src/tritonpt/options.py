@@ -1,8 +1,8 @@
 """The vocabulary of choices the front doors accept, and how a typed string becomes one of them.
 
 Each set of choices is defined here once, as a ``Literal`` and the tuple of its values; the stages import the
-type, the front doors (tasks.py, noxfile.py, tritonpt.cli, the pytest options) the values. Standard library
-only, so that reading a command line never loads torch.
+type, the front doors (tasks.py, noxfile.py, tritonpt.cli, the matrix's settings, every program's parser) the
+values. Standard library only, so that reading a command line never loads torch.
 """
 
 from __future__ import annotations
@@ -186,7 +186,7 @@ Value = str | int | float | bool | None
 @dataclass(frozen=True, kw_only=True)
 class Option:
     """One option of the front doors: its help, its default and what it accepts, in every door that offers it
-    (the `tritonpt`/`invoke` tasks, the matrix's pytest options, the tasks reference page)."""
+    (the `tritonpt`/`invoke` tasks, the matrix's settings, every program's parser, the tasks reference page)."""
 
     name: str  # the Python name ("pt2_build"); the flag is --pt2-build
     help: str
@@ -448,27 +448,28 @@ def add_arguments(
     """Declare the named options on an argparse parser or a pytest option group (``add``: its ``add_argument``
     or ``addoption``), as OPTIONS says: a flag (``--no-X`` too where it is on by default), a repeatable option, or
     a value within its choices. ``defaults`` gives a program its own default for an option (a CI program's reports
-    folder), ``many`` the options it takes more than once (a list, each value within the choices): the help stays
-    the registry's."""
+    folder; its help says so), ``many`` the options it takes more than once (a list, each value within the
+    choices): the help is the registry's."""
     for name in names:
         option = OPTIONS[name]
         default = option.default if defaults is None else defaults.get(name, option.default)
+        said = option.help + (f" (here: default {default})" if default != option.default and default else "")
         if name in many:
-            add(option.flag, action="append", default=[], choices=option.choices or None, help=option.help)
+            add(option.flag, action="append", default=[], choices=option.choices or None, help=said)
         elif isinstance(option.default, bool):
             action = argparse.BooleanOptionalAction if option.default else "store_true"
-            add(option.flag, action=action, default=default, help=option.help)
+            add(option.flag, action=action, default=default, help=said)
         elif option.repeatable:
-            add(option.flag, action="append", default=[], help=option.help)
+            add(option.flag, action="append", default=[], help=said)
         elif option.path:
-            add(option.flag, type=Path, default=Path(str(default)) if default else None, help=option.help)
+            add(option.flag, type=Path, default=Path(str(default)) if default else None, help=said)
         else:
             add(
                 option.flag,
                 type=type(option.default),
                 default=default,
                 choices=option.choices or None,
-                help=option.help,
+                help=said,
             )
 
 

@@ -26,11 +26,6 @@ class Selection:
     problems: tuple[Problem, ...]  # the validator's, on these models (the rules across models see them all)
 
     @property
-    def only(self) -> tuple[str, ...] | None:
-        """The names, where a shard chose them; None where the run serves the whole repository."""
-        return self.names if self.shard is not None else None
-
-    @property
     def errors(self) -> list[Problem]:
         return [p for p in self.problems if p.severity == "error"]
 

@@ -23,6 +23,7 @@ from testcontainers.core.config import testcontainers_config
 
 from tritonpt import assertions, client, export, reference, repository
 from tritonpt.errors import ServerStartError
+from tritonpt.server import reaper
 from tritonpt.server.container import ContainerServer
 from tritonpt.server.engine import (
     HARNESS,
@@ -282,7 +283,7 @@ def test_the_containers_of_a_killed_process_are_removed(
 
 def tethers(session: str) -> list[str]:
     """The tethers (tritonpt.server.reaper) of ``session`` that still run."""
-    return [p.command for p in procs.every() if p.names("tritonpt.server.reaper") and p.names(session)]
+    return [p.command for p in procs.every() if p.names(reaper.__file__) and p.names(session)]
 
 
 # --- failures that teach ------------------------------------------------------------------------------------------

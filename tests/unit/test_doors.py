@@ -4,6 +4,7 @@ the matrix's pytest options, and a value outside an option's choices refused in 
 from __future__ import annotations
 
 import ast
+import inspect
 import subprocess
 import sys
 from collections import defaultdict
@@ -184,3 +185,34 @@ def test_no_program_declares_a_registered_option_a_second_time() -> None:
         if flag in registered and (f"{path.parent.name}/{path.name}", flag) not in own
     ]
     assert not again, "declared again by hand (use tritonpt.options.add_arguments):\n" + "\n".join(again)
+
+
+def test_check_and_the_matrix_command_build_the_same_settings(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`tritonpt check` hands the matrix what `python -m tritonpt.matrix` builds from the same options, the matrix's
+    own options in --pytest included (--no-strict-backend, --sanitize, --mount twice), and pytest the rest."""
+    from tritonpt import cli  # noqa: PLC0415
+    from tritonpt.matrix import run  # noqa: PLC0415
+
+    handed: list[tuple[settings.Settings, list[str]]] = []
+    monkeypatch.setattr(run, "run", lambda given, rest: handed.append((given, list(rest))) or 0)
+    values = {name: OPTIONS[name].default for name in inspect.signature(cli.check).parameters}
+    values |= {"target": "url", "url": "http://127.0.0.1:8000", "shard": "1/2", "mount": [f"{ROOT}:/a"]}
+    values["pytest"] = f"--no-strict-backend -k parity --sanitize address --mount {ROOT}:/b -x"
+    with pytest.raises(SystemExit) as ended:
+        cli.check(**values)
+    assert ended.value.code == 0
+    [(given, rest)] = handed
+    expected, _ = settings.parse(
+        [
+            "--target", "url", "--url", "http://127.0.0.1:8000", "--shard", "1/2", "--mount", f"{ROOT}:/a",
+            "--no-strict-backend", "--sanitize", "address", "--mount", f"{ROOT}:/b",
+        ]
+    )  # fmt: skip
+    assert given == expected
+    assert (given.strict_backend, given.sanitize, given.reports) == (
+        False,
+        "address",
+        Path("reports/shard-1-of-2"),
+    )
+    assert [m.target for m in given.mounts] == ["/a", "/b"]
+    assert rest == ["-k", "parity", "-x"]

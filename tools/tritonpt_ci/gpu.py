@@ -29,7 +29,7 @@ def steps(argv: Sequence[str]) -> list[list[str]]:
     known, _ = settings.parser().parse_known_args(
         rest
     )  # as the matrix declares them; the matrix itself checks them
-    repository = known.repository or str(DEFAULT_REPOSITORY)
+    repository = known.repository
     shard = ["--shard", known.shard] if known.shard else []
     shard += ["--shard-costs", known.shard_costs] if known.shard_costs else []
     tag = f"{VERSIONS.image_repository}:{options.recipe}-ci"

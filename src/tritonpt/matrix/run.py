@@ -35,9 +35,8 @@ def _say(line: str) -> None:
 
 
 def pytest_args_of(args: Sequence[str]) -> list[str]:
-    """pytest's command line for the matrix: this package's folder (a path, not ``--pyargs``: pytest reads the
-    harness's options from the conftest.py of the paths it is given, before it parses the rest), its own settings,
-    then ``args``."""
+    """pytest's command line for the matrix: this package's folder (a path, not ``--pyargs``: pytest loads the
+    conftest.py of the paths it is given as the harness), its own settings, then ``args``."""
     return [
         str(PACKAGE),
         "-c",
@@ -94,6 +93,8 @@ def run(given: Settings, pytest_args: Sequence[str] = ()) -> int:
     global RERUN_COMMAND  # noqa: PLW0603 - one command per process, read by the conftest it loads
     args = list(pytest_args)
     RERUN_COMMAND = [sys.executable, "-m", "tritonpt.matrix", *given.line, *args]
+    if any(arg in ("-h", "--help") for arg in args):  # pytest's help: nothing exported, built or recorded
+        return int(pytest.main(pytest_args_of(args), plugins=[Plugin(given)]))
     try:
         if given.export_builtin:
             export_builtin_set(

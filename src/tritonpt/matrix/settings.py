@@ -81,7 +81,13 @@ class Settings:
             msg = f"The matrix has no option {', '.join(OPTIONS[n].flag for n in unknown)}."
             raise SpecError(msg)
         given = {name: values.get(name, OPTIONS[name].default) for name in NAMES}
-        given["mount"] = list(cast("Sequence[str]", given["mount"] or ()))
+        mounts = given["mount"] or ()
+        given["mount"] = [mounts] if isinstance(mounts, str) else list(cast("Sequence[str]", mounts))
+        try:
+            given["start_timeout"] = float(cast("float", given["start_timeout"]))
+        except (TypeError, ValueError):
+            msg = f"--start-timeout {given['start_timeout']!r}: expected a number of seconds, e.g. 240."
+            raise SpecError(msg) from None
 
         def text(name: str) -> str | None:
             return str(given[name]) if given[name] not in ("", None) else None
@@ -113,7 +119,7 @@ class Settings:
             strict_backend=bool(given["strict_backend"]),
             memory=text("memory"),
             skip_validation=bool(given["skip_validation"]),
-            start_timeout=float(cast("float", given["start_timeout"])),
+            start_timeout=cast("float", given["start_timeout"]),
             rerun=bool(given["rerun"]),
             line=tuple(command_line({n: v for n, v in given.items() if v != OPTIONS[n].default and v != []})),
         )
@@ -130,9 +136,10 @@ def parser() -> argparse.ArgumentParser:
     return declared
 
 
-def parse(args: Sequence[str]) -> tuple[Settings, list[str]]:
-    """The settings a command line gives, and the rest of it (pytest's own arguments), in their order."""
-    known, rest = parser().parse_known_args(list(args))
+def parse(args: Sequence[str], given: Mapping[str, object] | None = None) -> tuple[Settings, list[str]]:
+    """The settings a command line gives, and the rest of it (pytest's own arguments), in their order. ``given``:
+    option values a door already holds (`tritonpt check`'s), which the command line's own options override."""
+    known, rest = parser().parse_known_args(list(args), namespace=argparse.Namespace(**(given or {})))
     return Settings.of(vars(known)), rest
 
 

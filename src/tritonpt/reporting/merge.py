@@ -449,9 +449,9 @@ def write(merged: Merged, into: Path, parts: dict[str, dict[str, object]] | None
 
 
 SHARD_FOLDERS = "reports/shard-*-of-*"
+"""Where `nox -s integration -- --shard K/N` writes each shard's reports: what a merge takes by default."""
 MERGED = Path("reports/merged")
 """Where the merge goes unless --into says where."""
-"""Where `nox -s integration -- --shard K/N` writes each shard's reports: what a merge takes by default."""
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -3,7 +3,8 @@
     tether(session)          before the first container: a process outside this one's tree holds a pipe's read end
     release()                at a normal exit, once this process removed its containers: the tether just ends
     remove_session(session)  force-remove every container labelled ``io.tritonpt.session=SESSION``
-    python -m tritonpt.server.reaper SESSION   reads until end of file (its owner ended), then removes the containers
+    reaper.py SESSION        the tether itself (run by its path): reads until end of file (its owner ended), then
+                             removes the containers
 
 Started through a launcher that exits at once (parent init, session its own) and without ``RUNNER_TRACKING_ID``,
 so no runner's cancel or orphan clean-up kills it first (docs/guide/ci-and-gpu.md).
@@ -24,9 +25,13 @@ TRACKING = "RUNNER_TRACKING_ID"
 ENGINE_WAIT_S = 120.0
 """How long a tether waits for an engine that does not answer when its owner ended (one restarting)."""
 RELEASED = b"released\n"
+RUN = "import runpy, sys; runpy.run_path(sys.argv.pop(1), run_name='__main__')"
+"""How the tether runs: this file by its path, so that it loads what it needs (tritonpt.image, docker-py) and not
+tritonpt.server's package, whose servers and clients bring torch (seconds and hundreds of MB, for the whole life
+of every container)."""
 LAUNCH = (
     "import subprocess, sys; "
-    "subprocess.Popen([sys.executable, '-m', 'tritonpt.server.reaper', sys.argv[1]], stdin=0, "
+    f"subprocess.Popen([sys.executable, '-c', {RUN!r}, sys.argv[1], sys.argv[2]], stdin=0, "
     "stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)"
 )
 """The launcher: it starts the tether and exits, so the tether is reparented to init."""
@@ -46,7 +51,7 @@ def tether(session: str) -> None:
     env = {name: value for name, value in os.environ.items() if name != TRACKING}
     try:
         subprocess.run(
-            [sys.executable, "-c", LAUNCH, session],
+            [sys.executable, "-c", LAUNCH, __file__, session],
             stdin=read_end,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,

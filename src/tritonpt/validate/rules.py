@@ -203,6 +203,6 @@ def check_output_shape(
         path,
         f"output {tensor.name!r} {'reshape' if tensor.HasField('reshape') else 'dims'}",
         f"{model_dims(tensor)} is declared, {what} returns shape {list(shape)}"
-        f"{' after the batch axis' if batch else ''}; Triton serves that shape, not the declared one.",
+        f"{' after the batch axis' if batch else ''}; Triton serves {what}'s shape, not the declared one.",
         f"declare dims {list(shape)} (with -1 on variable-length axes).",
     )
