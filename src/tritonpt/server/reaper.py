@@ -3,8 +3,7 @@
     tether(session)          before the first container: a process outside this one's tree holds a pipe's read end
     release()                at a normal exit, once this process removed its containers: the tether just ends
     remove_session(session)  force-remove every container labelled ``io.tritonpt.session=SESSION``
-    reaper.py SESSION        the tether itself (run by its path): reads until end of file (its owner ended), then
-                             removes the containers
+    reaper.py SESSION        the tether, run by its path: at end of file (its owner ended) it removes the containers
 
 Started through a launcher that exits at once (parent init, session its own) and without ``RUNNER_TRACKING_ID``,
 so no runner's cancel or orphan clean-up kills it first (docs/guide/ci-and-gpu.md).
