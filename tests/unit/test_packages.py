@@ -3,6 +3,9 @@ package gives another (a cache that hit on another model's weights would serve w
 
 from __future__ import annotations
 
+import importlib.util
+from pathlib import Path
+
 import torch
 
 from tritonpt.export import packages
@@ -35,3 +38,27 @@ def test_the_same_program_gives_the_same_key_and_other_weights_or_shapes_another
     assert None not in others
     assert first not in others
     assert len(others) == 2
+
+
+def test_the_same_model_in_another_folder_gives_the_same_key(tmp_path: Path) -> None:
+    """The graph's comments name the source line of each node (``# File: /path/model.py:4``): a model's own file in
+    another checkout is the same program, so a fresh clone takes its package from the cache."""
+    keys = set()
+    for folder in ("one", "two"):
+        source = tmp_path / folder / "model_file.py"
+        source.parent.mkdir()
+        source.write_text(
+            "import torch\n\nclass Twice(torch.nn.Module):\n    def forward(self, x):\n        return x * 2 + 1\n",
+            encoding="utf-8",
+        )
+        found = importlib.util.spec_from_file_location(f"model_file_{folder}", source)
+        assert found is not None
+        assert found.loader is not None
+        module = importlib.util.module_from_spec(found)
+        found.loader.exec_module(module)
+        program = torch.export.export(module.Twice(), (torch.randn(2, 3),), strict=False)
+        assert str(source) in program.graph_module.print_readable(
+            print_output=False
+        )  # what the key leaves out
+        keys.add(packages.key(program))
+    assert len(keys) == 1

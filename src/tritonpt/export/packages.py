@@ -34,7 +34,7 @@ def key(program: torch.export.ExportedProgram) -> str | None:
         torch.__version__,
         torch.version.git_version,
         machine(),
-        program.graph_module.print_readable(print_output=False, include_stride=True, include_device=True),
+        _graph(program),
         str(program.graph_signature),
         str(sorted((str(k), str(v)) for k, v in program.range_constraints.items())),
     ):
@@ -56,6 +56,16 @@ def key(program: torch.export.ExportedProgram) -> str | None:
     except (RuntimeError, TypeError, ValueError):  # a quantized, sparse or meta tensor: no bytes to hash
         return None
     return digest.hexdigest()[:24]
+
+
+def _graph(program: torch.export.ExportedProgram) -> str:
+    """The program's graph as code, every tensor with its dtype, shape, strides and device; without the comments
+    that say which source line made each node (``# File: /path/model.py:4 in forward``), so that the same model in
+    another checkout or folder is the same program."""
+    readable = program.graph_module.print_readable(
+        print_output=False, include_stride=True, include_device=True
+    )
+    return "\n".join(line for line in readable.splitlines() if not line.lstrip().startswith("#"))
 
 
 def compile_package(
