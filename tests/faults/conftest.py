@@ -10,6 +10,11 @@ fixture) that was skipped, deselected, or gave up before its fault (a preconditi
 not run, with pytest's reason; one whose test failed after the fault did not survive. The part also holds
 pytest's exit status, so the reliability report reads "met" only when every collected fault ran and survived and
 pytest passed.
+
+Under pytest-xdist (`nox -s faults` runs the faults side by side: each is marked by its own environment, folder and
+repository, so what one leaves is never counted as another's) each worker hands its rows to the controller, which
+keeps, per fault, what the worker that ran it said, and alone prints the table and writes the part. The faults
+that use the Docker engine run on one worker (``xdist_group("docker")``): one of them stops it.
 """
 
 from __future__ import annotations
@@ -31,11 +36,17 @@ from .injector import FaultRun, Outcome
 
 OUTCOMES = pytest.StashKey[dict[str, Outcome]]()  # test id -> the fault's outcome, once it was injected
 FAULTS = pytest.StashKey[dict[str, str]]()  # test id of every collected fault -> what pytest said of it
+FROM_WORKERS = pytest.StashKey[
+    list[list[dict[str, Any]]]
+]()  # under xdist, the controller's: each worker's rows
+WORKER_ROWS = "fault_rows"
+"""The key of a worker's rows in xdist's ``workeroutput``."""
 
 
 def pytest_configure(config: pytest.Config) -> None:
     config.stash[OUTCOMES] = {}
     config.stash[FAULTS] = {}
+    config.stash[FROM_WORKERS] = []
 
 
 def _is_fault(item: pytest.Item) -> bool:
@@ -184,8 +195,45 @@ def _table(found: list[dict[str, Any]]) -> list[str]:
     return ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)) for row in [header, *lines]]
 
 
+def merged(workers: list[list[dict[str, Any]]]) -> list[dict[str, Any]]:
+    """One row per fault from the rows of xdist's workers, in collection order. Every worker collects every fault,
+    so each has a row for each: the row of the worker that injected it, else one that says why it did not run
+    (skipped, failed before its fault), else "not reached" (no worker ran it: the run ended first)."""
+
+    def rank(row: dict[str, Any]) -> int:
+        return 2 if row["ran"] else 0 if "not reached" in row["pytest"] else 1
+
+    best: dict[str, dict[str, Any]] = {}
+    for found in workers:
+        for row in found:
+            if row["test"] not in best or rank(row) > rank(best[row["test"]]):
+                best[row["test"]] = row
+    return list(best.values())
+
+
+def _found(config: pytest.Config) -> list[dict[str, Any]]:
+    """The fault table's rows: this process's, or on xdist's controller, its workers' merged."""
+    if config.stash.get(FROM_WORKERS, []):
+        return merged(config.stash[FROM_WORKERS])
+    return rows(config.stash.get(FAULTS, {}), config.stash.get(OUTCOMES, {}))
+
+
+def _is_worker(config: pytest.Config) -> bool:
+    return hasattr(config, "workerinput")
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: Any, error: object) -> None:
+    """xdist's controller, as a worker ends: its rows."""
+    found = getattr(node, "workeroutput", {}).get(WORKER_ROWS)
+    if found:
+        node.config.stash[FROM_WORKERS].append(found)
+
+
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, config: pytest.Config) -> None:
-    found = rows(config.stash[FAULTS], config.stash[OUTCOMES])
+    if _is_worker(config):
+        return
+    found = _found(config)
     if not found:
         return
     ran = [r for r in found if r["ran"]]
@@ -198,7 +246,11 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, config: p
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
-    found = rows(session.config.stash.get(FAULTS, {}), session.config.stash.get(OUTCOMES, {}))
+    if _is_worker(session.config):  # the controller writes the part, from every worker's rows
+        found = rows(session.config.stash.get(FAULTS, {}), session.config.stash.get(OUTCOMES, {}))
+        session.config.workeroutput[WORKER_ROWS] = found  # type: ignore[attr-defined]
+        return
+    found = _found(session.config)
     if not found:
         return
     write_part(

@@ -28,7 +28,10 @@ from tritonpt import image
 from ..helpers import ROOT, matrix_command
 from .injector import MATRIX_MOMENTS, FaultRun, Outcome, marked_processes
 
-pytestmark = pytest.mark.slow
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.xdist_group("docker"),
+]  # one worker: a fault here stops the engine
 
 STARTUP_S = 240.0
 DEAD_BOUND_S = 10.0

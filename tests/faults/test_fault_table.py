@@ -4,7 +4,7 @@ that did not run.)"""
 
 from __future__ import annotations
 
-from .conftest import rows
+from .conftest import merged, rows
 from .injector import Outcome
 
 
@@ -40,3 +40,26 @@ def test_every_collected_fault_is_a_row_and_only_an_injected_passing_one_survive
     assert found["t.py::test_gave_up_before_its_fault"]["exit"].startswith("not run: failed: SIGKILL")
     assert found["t.py::test_skipped"]["exit"] == "not run: skipped: no Docker engine answers"
     assert all(set(r["leftovers"]) >= {"processes", "partial_cache"} for r in found.values() if not r["ran"])
+
+
+def test_side_by_side_each_fault_keeps_the_row_of_the_worker_that_ran_it() -> None:
+    """Under xdist every worker collects every fault and reports a row for each; the table keeps what the worker
+    that ran a fault said, else why it did not run, and "not reached" only where no worker reached it."""
+    unreached = "not run: not reached (the run ended before it)"
+    collected = ["t.py::test_injected", "t.py::test_skipped", "t.py::test_never_reached"]
+    first = rows(dict.fromkeys(collected, unreached), {})
+    second = rows(
+        {
+            "t.py::test_injected": "passed",
+            "t.py::test_skipped": "not run: skipped: no Docker engine answers",
+            "t.py::test_never_reached": unreached,
+        },
+        {"t.py::test_injected": _outcome("a", passed=True)},
+    )
+    for workers in ([first, second], [second, first]):
+        found = {r["test"]: r for r in merged(workers)}
+        assert sorted(found) == sorted(collected)
+        assert found["t.py::test_injected"]["ran"]
+        assert found["t.py::test_injected"]["passed"]
+        assert found["t.py::test_skipped"]["exit"] == "not run: skipped: no Docker engine answers"
+        assert found["t.py::test_never_reached"]["exit"] == unreached

@@ -134,6 +134,7 @@ def test_the_users_cache_counts_what_the_fault_left_and_not_what_was_there(tmp_p
     )
 
 
+@pytest.mark.xdist_group("docker")  # beside the container faults: one of them stops the engine
 def test_a_container_left_mounting_the_repository_is_counted(docker_engine: Any, tmp_path: Path) -> None:
     images = [tag for image in docker_engine.images.list() for tag in image.tags]
     if not images:
