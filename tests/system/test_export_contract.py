@@ -1,9 +1,10 @@
 """The user-model contract of `invoke export --model MODULE:ATTR`, through the front door: every way a model
 breaks it ends in one paragraph (no traceback), exit code 1, and the repository exactly as it was.
 
-Each case runs `python -m invoke export` in a subprocess against a repository that already holds a model
-exported under the same name (a failed re-export must keep it), and a few run against a repository folder
-that does not exist yet (a failed export must not create it). A tree listing with a sha256 of every file is
+Each case runs `python -m invoke export` in a process of its own (torch imported before it starts: preloaded.py;
+the control case and the structured outputs start `python -m invoke` itself) against a repository that already
+holds a model exported under the same name (a failed re-export must keep it), and a few run against a repository
+folder that does not exist yet (a failed export must not create it). A tree listing with a sha256 of every file is
 taken before and after. The cases and what they showed go to the reliability report's ``export-contract``
 part when this module ends.
 """
@@ -28,7 +29,7 @@ import pytest
 from tritonpt import export
 from tritonpt.reporting.reliability import count_tracebacks, write_part
 
-from . import contract_models
+from . import contract_models, preloaded
 
 pytestmark = pytest.mark.slow
 
@@ -99,7 +100,8 @@ def _is_one_paragraph(stderr: str) -> bool:
 
 
 def _run(case: str, model: str, repository: Path, cwd: Path, *extra: str) -> subprocess.CompletedProcess[str]:
-    """`invoke export --model MODEL` as a person runs it; records the case for the reliability report."""
+    """`python -m invoke export --model MODEL` in a process of its own, started with torch imported
+    (tests/system/preloaded.py); records the case for the reliability report."""
     for module, source in IMPORT_FAILURES.items():
         (cwd / f"{module}.py").write_text(textwrap.dedent(source), encoding="utf-8")
     env = {
@@ -109,11 +111,10 @@ def _run(case: str, model: str, repository: Path, cwd: Path, *extra: str) -> sub
     # The outermost folder that does not exist yet (a failed export must not create it), else the repository.
     watched = next((p for p in reversed([repository, *repository.parents]) if not p.exists()), repository)
     before = _tree(watched)
-    command = [sys.executable, "-m", "invoke", "--search-root", str(ROOT), "export", "--model", model]
-    done = subprocess.run(
-        [*command, "--name", NAME, "--repository", str(repository), *extra],
-        cwd=cwd, env=env, capture_output=True, text=True, check=False, timeout=300,
-    )  # fmt: skip
+    arguments = ["--search-root", str(ROOT), "export", "--model", model, "--name", NAME]
+    done = preloaded.run(
+        "invoke", [*arguments, "--repository", str(repository), *extra], cwd=cwd, env=env, timeout=300
+    )
     _outputs.append(done.stdout + done.stderr)
     _results.append(
         {
@@ -163,7 +164,7 @@ CASES = [
 # One failure before anything is written, one inside the staged folder, one at import: none creates a folder.
 FRESH = ["factory-raises", "trace-freezes-a-branch", "dropout-in-train-mode", "module-syntax-error"]
 SIDE_BY_SIDE = 3
-"""Cases run at once: each is a process of its own in folders of its own, most of its time torch's import."""
+"""Cases run at once: each is a process of its own in folders of its own."""
 
 
 @dataclass(frozen=True, kw_only=True)
