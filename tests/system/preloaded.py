@@ -1,15 +1,15 @@
-"""A front door run many times, each a process of its own, without paying torch's import each time.
+"""Front doors run many times, each a process of its own, without paying torch's import each time.
 
-`python -m invoke export ...` spends 4 to 5 s of its run on two cores importing torch, before the user's module
-is even read. A test that runs the door once per case (the export contract: 33 cases) would spend minutes on that
-alone. :func:`run` starts each case as a child of a server process that imported torch once
-(:mod:`multiprocessing`'s forkserver, preloaded with torch; the server is a fresh interpreter, not a fork of
-pytest). The child is the front door's own process: its own pid, working folder, environment, argv, stdout and
+`python -m invoke export ...` or `python -m tritonpt.matrix ...` spends 4 to 5 s of its run on two cores importing
+torch, before the user's module is even read. The system tier runs them about 70 times (the export contract's 33
+cases, the matrix on shards, teams' own files, migrated repositories): minutes on that alone. :func:`run` starts
+each as a child of a server process that imported torch once (:mod:`multiprocessing`'s forkserver, preloaded with
+torch; the server is a fresh interpreter, not a fork of pytest). The child is the front door's own process: its own pid, working folder, environment, argv, stdout and
 stderr (files), and exit code, running ``python -m MODULE`` through :mod:`runpy` as the interpreter does. Only
 torch is preloaded: tritonpt, invoke and the user's module are imported by the child, as a person's run does.
 
-What the preloading leaves out (the interpreter's start, torch's import) is what the export contract does not
-test; the tests that hold the door's first seconds (its import, its first warning) start ``python -m`` itself.
+What the preloading leaves out (the interpreter's start, torch's import) is what these tests do not test; the
+tests that hold a door's first seconds (its import, its first warning) or its signals start ``python -m`` itself.
 """
 
 from __future__ import annotations
@@ -78,3 +78,16 @@ def run(
         stderr = err.read_text(encoding="utf-8", errors="replace") if err.exists() else ""
     # a negative code for a signal, as subprocess gives it
     return subprocess.CompletedProcess([sys.executable, "-m", module, *args], child.exitcode, stdout, stderr)
+
+
+def run_command(
+    command: Sequence[str], *, cwd: Path, timeout: float, env: Mapping[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """:func:`run` for a ``[sys.executable, "-m", MODULE, *args]`` command (``tests.helpers.matrix_command``'s):
+    what ``subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)`` returns,
+    ``env`` this process's environment where not given."""
+    executable, flag, module, *args = command
+    if executable != sys.executable or flag != "-m":
+        message = f"not a `python -m MODULE` command of this interpreter ({sys.executable}): {command}"
+        raise ValueError(message)
+    return run(module, args, cwd=cwd, env=dict(os.environ) if env is None else env, timeout=timeout)

@@ -23,6 +23,7 @@ import pytest
 from tritonpt.versions import VERSIONS
 
 from ..helpers import ROOT, USER_MODULE, installed_venv, matrix_command, outside_environment
+from . import preloaded
 
 pytestmark = pytest.mark.slow
 
@@ -103,14 +104,7 @@ def test_check_in_a_teams_own_folder_runs_the_matrix(venv: Path, project: Path, 
 
     # the same matrix as this checkout's, on the same repository: the same checks, the same outcomes
     here = tmp_path / "checkout-reports"
-    ran = subprocess.run(
-        matrix_command(project / "model_repository", here),
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=1800,
-    )
+    ran = preloaded.run_command(matrix_command(project / "model_repository", here), cwd=ROOT, timeout=1800)
     assert ran.returncode == 0, ran.stdout[-4000:]
     assert _outcomes(here / "junit.xml") == installed
 
@@ -149,14 +143,7 @@ def test_an_ensemble_beside_its_model_is_valid_served_and_named_as_unchecked(
     shutil.copytree(exported_small / "multi_io", repository / "multi_io")
     (repository / "pipeline" / "1").mkdir(parents=True)
     (repository / "pipeline" / "config.pbtxt").write_text(ENSEMBLE, encoding="utf-8")
-    ran = subprocess.run(
-        matrix_command(repository, tmp_path / "reports"),
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=1800,
-    )
+    ran = preloaded.run_command(matrix_command(repository, tmp_path / "reports"), cwd=ROOT, timeout=1800)
     assert ran.returncode == 0, ran.stdout[-4000:] + ran.stderr[-4000:]
     assert "Traceback" not in ran.stdout + ran.stderr
     assert "Not checked by the matrix" in ran.stdout

@@ -15,13 +15,14 @@ import pytest
 import torch
 
 from ..helpers import ROOT, matrix_command
+from . import preloaded
 
 pytestmark = pytest.mark.slow
 
 
 def _matrix(repository: Path, reports: Path, *args: str) -> subprocess.CompletedProcess[str]:
     command = matrix_command(repository, reports, *args)
-    return subprocess.run(command, cwd=ROOT, capture_output=True, text=True, check=False, timeout=600)
+    return preloaded.run_command(command, cwd=ROOT, timeout=600)
 
 
 def test_invalid_repository_stops_before_any_server_starts(

@@ -27,6 +27,7 @@ from tritonpt import reference
 from tritonpt.repository import ModelDir
 
 from ..helpers import ROOT, matrix_command
+from . import preloaded
 from .test_own_files import ARTICLE_CONFIG
 
 pytestmark = pytest.mark.slow
@@ -145,7 +146,7 @@ def _digests(folder: Path) -> dict[str, str]:
 
 def _migrate(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     command = [sys.executable, "-m", "tritonpt", "migrate", *args]
-    return subprocess.run(command, cwd=cwd, capture_output=True, text=True, check=False, timeout=1500)
+    return preloaded.run_command(command, cwd=cwd, timeout=1500)
 
 
 @pytest.fixture(scope="module")
@@ -230,7 +231,7 @@ def test_check_passes_on_the_migrated_repository_alone(
 ) -> None:
     out, _, _ = migrated
     command = [*matrix_command(out, tmp_path / "reports"), "-p", "no:randomly"]
-    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, check=False, timeout=900)
+    done = preloaded.run_command(command, cwd=ROOT, timeout=900)
     assert done.returncode == 0, (done.stdout + done.stderr)[-4000:]
     summary = json.loads((tmp_path / "reports" / "summary.json").read_text(encoding="utf-8"))
     held = summary["held_to"]["tokens"]

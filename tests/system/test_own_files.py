@@ -22,6 +22,7 @@ import torch
 import torchvision
 
 from ..helpers import ROOT, invoke_command, matrix_command
+from . import preloaded
 
 pytestmark = pytest.mark.slow
 
@@ -59,7 +60,7 @@ def article(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def _check(repository: Path, reports: Path) -> subprocess.CompletedProcess[str]:
     command = [*matrix_command(repository, reports), f"--junitxml={reports}/junit.xml"]
-    return subprocess.run(command, cwd=ROOT, capture_output=True, text=True, check=False, timeout=900)
+    return preloaded.run_command(command, cwd=ROOT, timeout=900)
 
 
 def _outcomes(reports: Path) -> dict[str, str]:
