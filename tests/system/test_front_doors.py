@@ -19,14 +19,13 @@ from tritonpt.repository import ModelDir, read_config
 from tritonpt_ci import procs
 
 from ..helpers import USER_MODULE, invoke_command
+from . import preloaded
 
 pytestmark = pytest.mark.slow
 
 
 def _invoke(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        invoke_command(*args), cwd=cwd, capture_output=True, text=True, check=False, timeout=300
-    )
+    return preloaded.run_command(invoke_command(*args), cwd=cwd, timeout=300)
 
 
 def test_invoke_export_of_a_users_model(tmp_path: Path) -> None:
@@ -83,18 +82,7 @@ def test_invoke_validate_reports_and_exits_1(repository_copy: Callable[..., Path
     repository = repository_copy("multi_io", "fixed_shape")
     config = repository / "multi_io" / "config.pbtxt"
     config.write_text(config.read_text().replace('platform: "pytorch_libtorch"', 'platform: "pytorch"'))
-    tasks = Path(__file__).resolve().parents[2]
-    command = [
-        sys.executable,
-        "-m",
-        "invoke",
-        "--search-root",
-        str(tasks),
-        "validate",
-        "--repository",
-        str(repository),
-    ]
-    done = subprocess.run(command, capture_output=True, text=True, check=False, timeout=300)
+    done = _invoke("validate", "--repository", str(repository), cwd=repository.parent)
     assert done.returncode == 1
     assert f"error: {repository / 'multi_io' / 'config.pbtxt'}: platform:" in done.stderr
     assert 'fix: write `platform: "pytorch_libtorch"`' in done.stderr
