@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 
@@ -22,6 +21,9 @@ from tritonclient.grpc.model_config_pb2 import DataType
 from tritonpt.backend import BuiltBackend
 from tritonpt.repository import read_config, render_config
 
+from ..helpers import ROOT, matrix_command
+from . import preloaded
+
 pytestmark = pytest.mark.slow
 
 MODEL = "multi_io_pt2"
@@ -29,24 +31,8 @@ MODEL = "multi_io_pt2"
 
 def _hunt(tmp_path: Path, repository: Path, *extra: str) -> tuple[int, dict, str]:
     reports = tmp_path / "hunt"
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "tritonpt_ci.crash_hunt",
-            "--runs",
-            "1",
-            "--reports",
-            str(reports),
-            "--repository",
-            str(repository),
-            *extra,
-        ],
-        capture_output=True,
-        text=True,
-        timeout=900,
-        check=False,
-    )
+    command = [sys.executable, "-m", "tritonpt_ci.crash_hunt", "--runs", "1", "--reports", str(reports)]
+    done = preloaded.run_command([*command, "--repository", str(repository), *extra], cwd=ROOT, timeout=900)
     said = done.stdout + done.stderr
     assert (reports / "crash-hunt.md").is_file(), said
     return done.returncode, json.loads((reports / "crash-hunt.json").read_text(encoding="utf-8")), said
@@ -95,14 +81,8 @@ def test_a_run_triton_crashes_is_counted_kept_and_named(
 
 
 def _matrix(repository: Path, reports: Path, *extra: str) -> tuple[int, str]:
-    done = subprocess.run(
-        [sys.executable, "-m", "tritonpt.matrix", "-q", "--repository", str(repository), "--reports", str(reports),
-         "--skip-validation", *extra],
-        capture_output=True,
-        text=True,
-        timeout=900,
-        check=False,
-    )  # fmt: skip
+    command = [*matrix_command(repository, reports), "--skip-validation", *extra]
+    done = preloaded.run_command(command, cwd=ROOT, timeout=900)
     return done.returncode, done.stdout + done.stderr
 
 
