@@ -70,12 +70,11 @@ DURATIONS = ("--durations=15", "--durations-min=2")
 """The slowest tests of a heavy tier, at the end of its output."""
 SIDE_BY_SIDE = ("-n", "auto", "--dist", "loadfile")
 """pytest-xdist: one worker per core, each test file whole on one worker (a module's fixtures and the reliability
-part it writes stay in one process). For the tiers whose tests share nothing but the caches: unit and system."""
-FAULTS_SIDE_BY_SIDE = ("-n", "auto", "--dist", "loadgroup")
-"""The fault tier's: a fault at a time per worker, each test on the next free one, those that use the Docker engine
-on one (``xdist_group("docker")``: one of them stops the engine). Each fault is told apart by its own marker,
-folder and repository (tests/faults/injector.py), so what one leaves is not counted as another's; their bounds
-are 3 to 4 times what a fault takes on two busy cores (the fault table's times)."""
+part it writes stay in one process). For the tiers whose tests share nothing but the caches: unit and system; and
+faults, each marked by its own environment, folder and repository (tests/faults/injector.py), so what one leaves is
+not counted as another's, and every one that uses the Docker engine in one file (one of them stops the engine).
+(Not ``--dist loadgroup``: pytest-xdist 3.8 names a group in ``item._nodeid``, which pytest 9 no longer reads, so
+its ``xdist_group`` marks are ignored, seen here.)"""
 
 
 def session(
@@ -273,7 +272,7 @@ def faults(session: nox.Session) -> None:
     """
     _install(session, "test")
     _run(session, "invoke", "build-backend")
-    _pytest(session, *FAULTS_SIDE_BY_SIDE, "tests/faults", *session.posargs)
+    _pytest(session, *SIDE_BY_SIDE, "tests/faults", *session.posargs)
 
 
 @session()

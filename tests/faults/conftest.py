@@ -14,7 +14,7 @@ pytest passed.
 Under pytest-xdist (`nox -s faults` runs the faults side by side: each is marked by its own environment, folder and
 repository, so what one leaves is never counted as another's) each worker hands its rows to the controller, which
 keeps, per fault, what the worker that ran it said, and alone prints the table and writes the part. The faults
-that use the Docker engine run on one worker (``xdist_group("docker")``): one of them stops it.
+that use the Docker engine are in one file (test_container_faults.py), so on one worker: one of them stops it.
 """
 
 from __future__ import annotations

@@ -6,6 +6,8 @@ Needs a Docker engine and the stand-in images (`nox -s container` builds them); 
 without them. The engine-stop fault is marked ``stops_docker``: it stops the engine of this machine and starts it
 again with .ci/docker-engine.sh, so it runs only as root, on the local engine, when no container but its own
 runs there (see :func:`_engine_stop_is_safe`); deselect it with ``-m "not stops_docker"`` on a shared machine.
+Every test of the tier that uses the engine is in this file (the leftover count's container check too), so that
+run side by side (`nox -s faults`: each file whole on one worker) none of them runs while the engine stops.
 """
 
 from __future__ import annotations
@@ -27,11 +29,9 @@ from tritonpt import image
 
 from ..helpers import ROOT, matrix_command
 from .injector import MATRIX_MOMENTS, FaultRun, Outcome, marked_processes
+from .test_leftovers import planted_repository
 
-pytestmark = [
-    pytest.mark.slow,
-    pytest.mark.xdist_group("docker"),
-]  # one worker: a fault here stops the engine
+pytestmark = pytest.mark.slow
 
 STARTUP_S = 240.0
 DEAD_BOUND_S = 10.0
@@ -314,3 +314,28 @@ def _restart(dockerd: int, run: FaultRun) -> None:
     note = f"once the engine answered again: {waiting or 'nothing left'}; {REAPER_S - (deadline - time.monotonic()):.1f} s later: "
     note += f"{[n for _, n in marked_processes(run.marker)] + [c.status for c in run.containers()] or 'nothing left'}\n"
     (run.folder / "after-restart.txt").write_text(note, encoding="utf-8")
+
+
+def test_a_container_left_mounting_the_repository_is_counted(docker_engine: Any, tmp_path: Path) -> None:
+    """The leftover count's own check (tests/faults/test_leftovers.py) for a container: here, with every other test
+    that uses the engine, since one of them stops it."""
+    images = [tag for image in docker_engine.images.list() for tag in image.tags]
+    if not images:
+        pytest.skip(
+            "the Docker engine holds no image to create a container from (`nox -s container` builds some)"
+        )
+    repository = planted_repository(tmp_path)
+    run = FaultRun(
+        fault="planted", stage="x", bound_s=1, folder=tmp_path, repository=repository, docker=docker_engine
+    )
+    container = docker_engine.containers.create(
+        images[0],
+        command=["true"],
+        labels={image.LABEL_HARNESS: "leftover-test"},
+        volumes={str(repository): {"bind": "/models", "mode": "ro"}},
+    )
+    try:
+        counts, left = run.count_leftovers()
+    finally:
+        container.remove(force=True)
+    assert counts["containers"] == 1, left

@@ -6,14 +6,10 @@ from __future__ import annotations
 
 import subprocess
 from pathlib import Path
-from typing import Any
-
-import pytest
 
 from tritonpt.backend.layout import LIBRARY, MANIFEST
 from tritonpt.backend.serving import PT2_LIBRARY, PT2_NAME
 from tritonpt.export.stamp import STAMP
-from tritonpt.image import LABEL_HARNESS
 from tritonpt.repository import SPLIT_FILE
 from tritonpt_ci.qa.generate import RECORD
 
@@ -63,7 +59,8 @@ def _plant(cache: Path) -> None:
         (cache / entry).write_text("partial", encoding="utf-8")
 
 
-def _repository(tmp_path: Path) -> Path:
+def planted_repository(tmp_path: Path) -> Path:
+    """A repository folder as export writes one (a config, a version folder, the export's stamp)."""
     repository = tmp_path / "repository"
     (repository / "multi_io" / "1").mkdir(parents=True)
     (repository / "multi_io" / "config.pbtxt").write_text('name: "multi_io"\n', encoding="utf-8")
@@ -75,7 +72,12 @@ def test_a_clean_fault_counts_nothing(tmp_path: Path) -> None:
     cache = tmp_path / "cache"
     _whole_cache(cache)
     run = FaultRun(
-        fault="none", stage="x", bound_s=1, folder=tmp_path, repository=_repository(tmp_path), cache=cache
+        fault="none",
+        stage="x",
+        bound_s=1,
+        folder=tmp_path,
+        repository=planted_repository(tmp_path),
+        cache=cache,
     )
     counts, left = run.count_leftovers()
     assert left == []
@@ -85,7 +87,7 @@ def test_a_clean_fault_counts_nothing(tmp_path: Path) -> None:
 def test_one_leftover_of_each_kind_is_counted(tmp_path: Path) -> None:
     cache = tmp_path / "cache"
     _whole_cache(cache)
-    repository = _repository(tmp_path)
+    repository = planted_repository(tmp_path)
     run = FaultRun(fault="planted", stage="x", bound_s=1, folder=tmp_path, repository=repository, cache=cache)
     sleeper = subprocess.Popen(["sleep", "60"], env=run.env, start_new_session=True)  # a process of the fault
     try:
@@ -132,27 +134,3 @@ def test_the_users_cache_counts_what_the_fault_left_and_not_what_was_there(tmp_p
     assert sorted(left) == sorted(
         [f"{users}/tools/.perf_analyzer-2.51.0-k1l2", f"{users}/wheels/.tritonclient.whl.m3n4"]
     )
-
-
-@pytest.mark.xdist_group("docker")  # beside the container faults: one of them stops the engine
-def test_a_container_left_mounting_the_repository_is_counted(docker_engine: Any, tmp_path: Path) -> None:
-    images = [tag for image in docker_engine.images.list() for tag in image.tags]
-    if not images:
-        pytest.skip(
-            "the Docker engine holds no image to create a container from (`nox -s container` builds some)"
-        )
-    repository = _repository(tmp_path)
-    run = FaultRun(
-        fault="planted", stage="x", bound_s=1, folder=tmp_path, repository=repository, docker=docker_engine
-    )
-    container = docker_engine.containers.create(
-        images[0],
-        command=["true"],
-        labels={LABEL_HARNESS: "leftover-test"},
-        volumes={str(repository): {"bind": "/models", "mode": "ro"}},
-    )
-    try:
-        counts, left = run.count_leftovers()
-    finally:
-        container.remove(force=True)
-    assert counts["containers"] == 1, left
