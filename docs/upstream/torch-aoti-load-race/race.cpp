@@ -1,5 +1,6 @@
 // Construct torch::inductor::AOTIModelPackageLoader for one package from THREADS threads at once, round after
-// round, until one construction fails or ROUNDS rounds are done; print how many were built and the first failure.
+// round, until one construction fails or ROUNDS rounds are done; print how many were built and the first failure
+// (on stdout), and each round as it ends (on stderr).
 //
 //   race PACKAGE.pt2 THREADS ROUNDS
 //
@@ -44,6 +45,7 @@ int main(int argc, char** argv) {
       });
     }
     for (auto& thread : pool) thread.join();
+    std::cerr << "round " << round + 1 << " ended\n" << std::flush;  // a corrupted heap may also hang a thread
   }
   std::cout << "built " << built.load() << " in " << round << " rounds of " << threads << "\n";
   if (!first.empty()) std::cout << "first failure: " << first.substr(0, first.find('\n')) << "\n";
