@@ -17,7 +17,6 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 import textwrap
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -29,11 +28,11 @@ import pytest
 from tritonpt import export
 from tritonpt.reporting.reliability import count_tracebacks, write_part
 
+from ..helpers import ROOT, invoke_command
 from . import contract_models, preloaded
 
 pytestmark = pytest.mark.slow
 
-ROOT = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
 NAME = "contract"
 ERROR_LINE = re.compile(r"^error:", re.MULTILINE)
@@ -111,10 +110,10 @@ def _run(case: str, model: str, repository: Path, cwd: Path, *extra: str) -> sub
     # The outermost folder that does not exist yet (a failed export must not create it), else the repository.
     watched = next((p for p in reversed([repository, *repository.parents]) if not p.exists()), repository)
     before = _tree(watched)
-    arguments = ["--search-root", str(ROOT), "export", "--model", model, "--name", NAME]
-    done = preloaded.run(
-        "invoke", [*arguments, "--repository", str(repository), *extra], cwd=cwd, env=env, timeout=300
+    command = invoke_command(
+        "export", "--model", model, "--name", NAME, "--repository", str(repository), *extra
     )
+    done = preloaded.run_command(command, cwd=cwd, env=env, timeout=300)
     _outputs.append(done.stdout + done.stderr)
     _results.append(
         {
@@ -235,18 +234,9 @@ def test_the_sound_model_replaces_the_previous_export(previous: Path, tmp_path: 
         **os.environ,
         "PYTHONPATH": os.pathsep.join(filter(None, [str(HERE), os.environ.get("PYTHONPATH")])),
     }
-    command = [
-        sys.executable,
-        "-m",
-        "invoke",
-        "--search-root",
-        str(ROOT),
-        "export",
-        "--model",
-        "contract_models:good",
-    ]
+    command = invoke_command("export", "--model", "contract_models:good", "--name", NAME)
     done = subprocess.run(
-        [*command, "--name", NAME, "--repository", str(repository), "--seed", "1"],
+        [*command, "--repository", str(repository), "--seed", "1"],
         cwd=tmp_path, env=env, capture_output=True, text=True, check=False, timeout=300,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
@@ -274,9 +264,9 @@ def test_outputs_in_a_structure_are_served_and_the_front_door_says_how(
         **os.environ,
         "PYTHONPATH": os.pathsep.join(filter(None, [str(HERE), os.environ.get("PYTHONPATH")])),
     }
-    command = [sys.executable, "-m", "invoke", "--search-root", str(ROOT), "export", "--model", model]
+    command = invoke_command("export", "--model", model, "--name", NAME)
     done = subprocess.run(
-        [*command, "--name", NAME, "--repository", str(tmp_path / "repository")],
+        [*command, "--repository", str(tmp_path / "repository")],
         cwd=tmp_path, env=env, capture_output=True, text=True, check=False, timeout=300,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
