@@ -78,35 +78,42 @@ thread, two cores), and a heap the race corrupted can leave a thread spinning in
 class Ran:
     code: int | None  # None: hung (no round ended for STALL_S), then killed
     stdout: str
+    stderr: str  # less its round lines (glibc's words on a corrupted heap are here)
     rounds: int  # rounds that ended
 
     @property
     def said(self) -> str:
-        return f"{self.stdout}(rounds ended: {self.rounds}; exit {self.code})"
+        return f"{self.stdout}{self.stderr}(rounds ended: {self.rounds}; exit {self.code})"
 
 
 def _run(race: Path, package: Path, threads: int, rounds: int) -> Ran:
-    """The reproduction, watched round by round (it says each on stderr as it ends)."""
+    """The reproduction, watched round by round (it says each on stderr as it ends; read unbuffered, so that what
+    select() sees is all there is)."""
     env = {**os.environ, "LD_LIBRARY_PATH": str(TORCH / "lib")}  # the package's own library needs libtorch.so
     command = [str(race), str(package), str(threads), str(rounds)]
-    ended = 0
+    stderr = b""
     with (
-        subprocess.Popen(
-            command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-        ) as running,
+        subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE) as running,
         selectors.DefaultSelector() as watch,
     ):
         assert running.stdout is not None
         assert running.stderr is not None
         watch.register(running.stderr, selectors.EVENT_READ)
+        code: int | None = None
         while watch.select(STALL_S):
-            line = running.stderr.readline()
-            if not line:  # it exited
-                return Ran(code=running.wait(), stdout=running.stdout.read(), rounds=ended)
-            ended += line.startswith("round ")
-        running.kill()
-        running.wait()
-        return Ran(code=None, stdout=running.stdout.read(), rounds=ended)
+            chunk = os.read(running.stderr.fileno(), 1 << 16)
+            if not chunk:  # it exited
+                code = running.wait()
+                break
+            stderr += chunk
+        else:
+            running.kill()
+            running.wait()
+        stdout = running.stdout.read().decode(errors="replace")
+    lines = stderr.decode(errors="replace").splitlines(keepends=True)
+    ended = sum(line.startswith("round ") for line in lines)
+    other = "".join(line for line in lines if not line.startswith("round "))
+    return Ran(code=code, stdout=stdout, stderr=other, rounds=ended)
 
 
 def test_loaders_built_one_at_a_time_are_whole(race: Path, padded: Path) -> None:
