@@ -316,7 +316,7 @@ def _status_of(pair: compat.Pair) -> Status:
 def test_exported_models_pass_against_the_default_release(repository_copy: Callable[..., Path]) -> None:
     repository = repository_copy("multi_io")
     results = {r.name: r for r in doctor.check_models(repository, DEFAULT)}
-    assert set(results) == {"model multi_io format", "model multi_io torch"}
+    assert set(results) == {"model multi_io format", "model multi_io operators", "model multi_io torch"}
     assert f"up to {VERSIONS.pytorch.torchscript_max_format}" in results["model multi_io format"].finding
     pair = _measured(VERSIONS.pytorch.torch, DEFAULT.torch)
     assert pair.verdict == "parity", (

@@ -17,7 +17,8 @@ from tritonpt.doctor.facts import (
     ldd_in_image,
     run_in_image,
 )
-from tritonpt.doctor.judge import check_driver, check_glibc, check_models, check_pytorch_backend
+from tritonpt.doctor.judge import check_driver, check_glibc, check_pytorch_backend
+from tritonpt.doctor.models import check_models
 from tritonpt.doctor.render import render
 from tritonpt.doctor.results import (
     BACKENDS,

@@ -31,6 +31,8 @@ Verdict = Literal["parity", "refused at load", "outputs differ", "partly served"
 NOT_BUILT = "not built"
 """How a model's error starts where the backend could not be built against the serving torch (the compiler's
 first error follows)."""
+OPERATOR_REFUSALS = ("Unknown builtin op", "Could not find schema", "undefined symbol")
+"""How a server's load error starts where the serving libtorch lacks what the file calls (tritonpt.doctor.calls)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -42,6 +44,17 @@ class ModelResult:
     parity: bool = False
     max_abs_error: float | None = None
     error: str = ""  # the server's load error, the export's, or the checks that failed
+    predicted: str = ""  # the doctor's prediction from the file's calls: "" loads, else the refusal it names
+
+    @property
+    def disagrees(self) -> bool:
+        """Whether the server did other than the doctor predicted: refused what was to load for a missing
+        operator, or loaded what was to be refused."""
+        if self.error.startswith(("not exported", NOT_BUILT)):
+            return False
+        if self.predicted:
+            return self.loads
+        return not self.loads and any(word in self.error for word in OPERATOR_REFUSALS)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -61,8 +74,18 @@ class Pair:
         return minor_of(self.served_by)
 
     @property
+    def expected(self) -> tuple[ModelResult, ...]:
+        """The models the doctor predicts to load: a pair's verdict is theirs (an edge model whose operator the
+        serving libtorch lacks is a refusal foretold, shown per model)."""
+        return tuple(m for m in self.models if not m.predicted)
+
+    @property
+    def disagreements(self) -> tuple[ModelResult, ...]:
+        return tuple(m for m in self.models if m.disagrees)
+
+    @property
     def verdict(self) -> Verdict:
-        exported = [m for m in self.models if not m.error.startswith("not exported")]
+        exported = [m for m in self.expected if not m.error.startswith("not exported")]
         loaded = [m for m in exported if m.loads]
         if not exported:
             return "not exported"
@@ -72,19 +95,25 @@ class Pair:
             return "refused at load"
         if any(not m.parity for m in loaded):
             return "outputs differ"
-        return "parity" if len(loaded) == len(self.models) else "partly served"
+        return "parity" if len(loaded) == len(self.expected) else "partly served"
 
     def describe(self) -> str:
         """One sentence: what was served, on what, and what came of it."""
-        served = f"{len(self.models)} built-in {FORMATS[self.format].split(' ')[0]} models"
+        served = f"{len(self.expected)} {FORMATS[self.format].split(' ')[0]} models"
         head = f"torch {self.exported_by}'s exports on {self.line} against libtorch {self.served_by}"
-        if self.verdict == "parity":
-            worst = max((m.max_abs_error or 0.0) for m in self.models)
-            return f"{head}: {served} loaded and served with parity (max abs error {worst:.2g})"
-        problems = "; ".join(
-            f"{m.model}: {m.error or 'outputs differ'}" for m in self.models if not (m.loads and m.parity)
+        foretold = [m for m in self.models if m.predicted and not m.loads]
+        refused = (
+            "; refused as the doctor predicted: " + "; ".join(f"{m.model} ({m.predicted})" for m in foretold)
+            if foretold
+            else ""
         )
-        return f"{head}: {self.verdict} ({problems})"
+        if self.verdict == "parity":
+            worst = max((m.max_abs_error or 0.0) for m in self.expected)
+            return f"{head}: {served} loaded and served with parity (max abs error {worst:.2g}){refused}"
+        problems = "; ".join(
+            f"{m.model}: {m.error or 'outputs differ'}" for m in self.expected if not (m.loads and m.parity)
+        )
+        return f"{head}: {self.verdict} ({problems}){refused}"
 
     def to_dict(self) -> dict[str, object]:
         return asdict(self)
@@ -231,8 +260,12 @@ def _cell(text: str) -> str:
 
 
 def _model_cell(m: ModelResult) -> str:
+    if m.disagrees:
+        return f"{m.model} {'loads' if m.loads else 'refused'}, against the doctor's prediction ({m.predicted or 'loads'})"
     if m.loads and m.parity:
         return f"{m.model} parity ({m.max_abs_error or 0.0:.2g})"
+    if not m.loads and m.predicted:
+        return f"{m.model} refused as the doctor predicted (`{m.predicted}`)"
     return f"{m.model} {'loads, outputs differ' if m.loads else 'refused'}"
 
 

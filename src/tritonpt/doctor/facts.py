@@ -271,5 +271,6 @@ def backend_of(tag: str, info: Mapping[str, Any], versions: Versions = VERSIONS)
         source=source,
         release=release,
         pt2=labels.get(LABEL_PT2_BACKEND, ""),
+        torchvision=labels.get(images.LABEL_RECIPE) != "pytorch",  # our recipe builds it OFF, as here
     )
     return backend, release is not None or LABEL_BACKEND_TORCH in labels

@@ -147,6 +147,10 @@ class Backend:
     named: bool = True
     """True where an image (``--image``) or a release (``--ngc``) names what serves; False: neither was given, the
     checks are against versions.toml's default release, and torch_aoti models are served on the embedded server."""
+    torchvision: bool = True
+    """Whether the backend links libtorchvision and so resolves ``torchvision::`` operators: NVIDIA's builds do
+    (pytorch_backend's TRITON_PYTORCH_ENABLE_TORCHVISION is ON by default), ours do not (PyPI's torch has no
+    libtorchvision.so: the build here and the pytorch recipe's image)."""
 
     @classmethod
     def from_release(cls, release: TritonRelease, *, source: str = "") -> Backend:

@@ -16,7 +16,8 @@ from tritonpt.doctor.facts import (
     ldd_in_image,
     run_in_image,
 )
-from tritonpt.doctor.judge import check_driver, check_glibc, check_models, check_pytorch_backend
+from tritonpt.doctor.judge import check_driver, check_glibc, check_pytorch_backend
+from tritonpt.doctor.models import check_models
 from tritonpt.doctor.results import (
     DOCKER,
     DOCKER_FIX,
@@ -204,7 +205,9 @@ def run(
         release = versions.release(ngc)
         backend = Backend.from_release(release, source=f"versions.toml release {release.ngc}, named by --ngc")
     else:
-        backend = replace(Backend.from_release(versions.triton), named=image is not None)
+        backend = replace(
+            Backend.from_release(versions.triton), named=image is not None, torchvision=image is not None
+        )
     image_rows: list[Result] = []
     if image is None:
         skip = "no --image given"

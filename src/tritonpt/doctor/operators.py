@@ -1,0 +1,271 @@
+"""Judging what a model calls against what the serving libtorch registers: per model, not per version pair.
+
+    predict(calls, registry, registries, torchvision=...) -> Prediction   pure: which calls the registry lacks
+    check_operators(model, backend, versions) -> Result                   the doctor's row for one model
+
+A pair of versions that serves the built-in set can refuse a model that calls an operator its libtorch lacks
+(torch adds 4 to 23 operators each minor and removed 124 in 2.13). So the doctor reads the model's own calls
+(:mod:`tritonpt.doctor.calls`) and holds them to the registry of the release's libtorch minor
+(:mod:`tritonpt.doctor.registry`), and `nox -s compat` holds this prediction to what the server did.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from tritonpt.doctor.calls import Call, Calls, of_file
+from tritonpt.doctor.registry import REGISTRIES, TORCHVISION, Registries, Registry, load
+from tritonpt.doctor.results import Backend, Result
+from tritonpt.repository import MODEL_FILE, default_model_file
+from tritonpt.versions import NOT_STATED, VERSIONS, TritonRelease, Versions, minor_of
+
+if TYPE_CHECKING:
+    from tritonclient.grpc.model_config_pb2 import ModelConfig
+
+    from tritonpt.repository import ModelDir
+
+TORCHVISION_SOURCE = (
+    "pytorch_backend's CMakeLists.txt (r25.10 and r26.05): option TRITON_PYTORCH_ENABLE_TORCHVISION ON by default, "
+    "linking the libtorchvision.so.1 of the NGC PyTorch container it builds from"
+)
+"""Why an NGC release's backend resolves ``torchvision::`` operators; ours (and PyPI's torch) have no
+libtorchvision.so, so our builds set it OFF (tritonpt.backend.layout)."""
+CUSTOM_OPS = (
+    "load the library that registers them into the server: `LD_PRELOAD=libyourops.so tritonserver ...`, with "
+    "/opt/tritonserver/backends/pytorch on LD_LIBRARY_PATH (Triton's user guide, custom_operations.md, PyTorch)"
+)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Missing:
+    """A call the serving libtorch lacks, and the torch minors (of those read) that have it."""
+
+    call: Call
+    having: tuple[str, ...]
+
+    def describe(self, registries: Registries) -> str:
+        where = _span(self.having, registries.minors) if self.having else "no torch read here"
+        if self.call.namespace == TORCHVISION:
+            where = f"libtorchvision beside {where}"
+        return f"`{self.call.refusal}` ({self.call.where}; registered by {where})"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Prediction:
+    """What one file needs and one libtorch lacks: the doctor's answer before any server runs."""
+
+    calls: Calls
+    registry: Registry
+    torchvision: bool  # whether the serving backend links libtorchvision
+    missing: tuple[Missing, ...] = ()  # refused at load
+    custom: tuple[Call, ...] = ()  # namespaces no torch registers: a user's own library must be loaded
+
+    @property
+    def loads(self) -> bool:
+        """Whether nothing the file calls is missing (custom namespaces aside: their library may be loaded)."""
+        return not self.missing
+
+    @property
+    def first_refusal(self) -> str:
+        return self.missing[0].call.refusal if self.missing else ""
+
+
+def predict(calls: Calls, registry: Registry, registries: Registries, *, torchvision: bool) -> Prediction:
+    """Which of ``calls`` ``registry`` lacks. A name that no torch read registers, in a namespace torch itself
+    owns (``aten``, ``prim``, …), is missing too (a newer torch's operator); in another namespace it is a custom
+    operator, which a library loaded into the server may provide."""
+    owned = {n.partition("::")[0] for r in registries.registries for n in r.names} | {TORCHVISION}
+    missing: list[Missing] = []
+    custom: list[Call] = []
+    for call in calls.calls:
+        if call.kind == "class":
+            custom.append(call)  # TorchBind classes are not in the operator registry: said, not judged
+            continue
+        if call.kind == "shim":
+            if call.name not in registry.shims:
+                missing.append(Missing(call=call, having=tuple(registries.having_shim(call.name))))
+            continue
+        if call.namespace not in owned:
+            custom.append(call)
+            continue
+        vision = torchvision and call.namespace == TORCHVISION
+        if not registry.has(call.name, torchvision=vision):
+            having = registries.having(call.name, torchvision=call.namespace == TORCHVISION)
+            missing.append(Missing(call=call, having=tuple(having)))
+    return Prediction(
+        calls=calls, registry=registry, torchvision=torchvision, missing=tuple(missing), custom=tuple(custom)
+    )
+
+
+def _span(minors: tuple[str, ...] | list[str], order: list[str]) -> str:
+    """``torch 2.14 to 2.15`` for consecutive minors of ``order``, else the list."""
+    ranked = [m for m in order if m in minors]
+    if not ranked:
+        return "no torch read here"
+    first, last = order.index(ranked[0]), order.index(ranked[-1])
+    if len(ranked) > 1 and order[first : last + 1] == ranked:
+        return f"torch {ranked[0]} to {ranked[-1]}"
+    return "torch " + ", ".join(ranked)
+
+
+# --- The doctor's row ----------------------------------------------------------------------------------------
+
+
+def check_operators(
+    model: ModelDir,
+    config: ModelConfig | None,
+    backend: Backend,
+    versions: Versions = VERSIONS,
+    registries: Registries | None = None,
+) -> Result:
+    """The operators ``model``'s file calls against the registry of the backend's libtorch minor."""
+    name = f"model {model.name} operators"
+    registries = registries if registries is not None else load()
+    if registries is None or not registries.registries:
+        return Result.skip(
+            name,
+            f"no operator registries at {REGISTRIES}",
+            fix="Run `nox -s compat -- --write` in a checkout.",
+        )
+    filename = default_model_file(config) if config is not None else MODEL_FILE
+    files = [model.root / v / filename for v in model.loaded_versions()]
+    files = [f for f in files if f.is_file()]
+    if not files:
+        return Result.skip(name, f"{model.root} has no model file to read (the format row says why)")
+    try:
+        read = [of_file(f) for f in files]
+    except (ValueError, OSError) as exc:
+        return Result.fail(
+            name, f"cannot read what it calls: {exc}", "Export the model again (`invoke export`)."
+        )
+    where = _where(backend)
+    if backend.torch == NOT_STATED:
+        return _not_stated(name, read, registries, backend, where)
+    minor = minor_of(backend.torch)
+    registry = registries.of_minor(minor)
+    if registry is None:
+        return Result.warn(
+            name,
+            f"{where}: no registry read for libtorch {minor} (`nox -s compat` reads "
+            f"{', '.join(registries.minors)}); what the file calls is not judged",
+            f"Check it served: `tritonpt check` on that release, or ask about a release of torch "
+            f"{registries.minors[0]} to {registries.minors[-1]}.",
+        )
+    predictions = [predict(c, registry, registries, torchvision=backend.torchvision) for c in read]
+    counted = sum(len(p.calls.calls) for p in predictions)
+    stand_in = (
+        f"PyPI's torch {registry.torch} standing in for {where}'s libtorch {backend.torch}"
+        if backend.named
+        else f"PyPI's torch {registry.torch}, the libtorch of the build here"
+    )
+    missing = [m for p in predictions for m in p.missing]
+    notes = _notes(predictions)
+    if missing:
+        said = "; ".join(m.describe(registries) for m in missing[:6]) + (
+            f"; and {len(missing) - 6} more" if len(missing) > 6 else ""
+        )
+        return Result.fail(
+            name,
+            f"{where} refuses it at load: {said}. Read from {_files(read)} against {stand_in}{notes}",
+            _fix(missing, registries, backend, versions),
+        )
+    if any(p.custom for p in predictions) or any(p.calls.unread for p in predictions):
+        return Result.warn(
+            name,
+            f"{counted} calls read from {_files(read)}; {stand_in} registers every one it knows{notes}",
+            f"For operators outside torch's namespaces, {CUSTOM_OPS}; for what was not read, run the model on "
+            "that release before you rely on it (`tritonpt check`).",
+        )
+    return Result.ok(name, f"{counted} calls read from {_files(read)}; {stand_in} registers every one{notes}")
+
+
+def _not_stated(name: str, read: list[Calls], registries: Registries, backend: Backend, where: str) -> Result:
+    """A release whose libtorch no source states: which of the torches read would serve what the file calls."""
+    serve: list[str] = []
+    refuse: list[str] = []
+    for registry in registries.registries:
+        predictions = [predict(c, registry, registries, torchvision=backend.torchvision) for c in read]
+        (serve if all(p.loads for p in predictions) else refuse).append(registry.minor)
+    return Result.warn(
+        name,
+        f"{where}: the libtorch its backend bundles is not stated ({backend.source}); of the torches read, "
+        f"{_span(serve, registries.minors) if serve else 'none'} register every call of {_files(read)}"
+        + (f", {_span(refuse, registries.minors)} would refuse it" if refuse else ""),
+        "Read the libtorch version in the release's image (/opt/tritonserver/backends/pytorch), or run "
+        "`tritonpt doctor --image` on it.",
+    )
+
+
+def _where(backend: Backend) -> str:
+    if not backend.named:
+        return "the build here (torchvision OFF)"
+    return f"Triton {backend.ngc}" if backend.ngc else f"the image ({backend.source})"
+
+
+def _files(read: list[Calls]) -> str:
+    return ", ".join(f"{c.path.parent.name}/{c.path.name}" for c in read)
+
+
+def _notes(predictions: list[Prediction]) -> str:
+    parts: list[str] = []
+    custom = sorted({c.name for p in predictions for c in p.custom})
+    if custom:
+        parts.append(
+            f"outside torch's namespaces, which no torch read here registers: {', '.join(custom[:5])}"
+            + (" ..." if len(custom) > 5 else "")
+        )
+    vision = sorted({c.name for p in predictions for c in p.calls.calls if c.namespace == TORCHVISION})
+    if vision and predictions[0].torchvision:
+        parts.append(
+            f"{', '.join(vision)} resolved by libtorchvision, which the release's backend links ({TORCHVISION_SOURCE})"
+        )
+    unread = [u for p in predictions for u in p.calls.unread]
+    if unread:
+        parts.append("not read: " + "; ".join(unread))
+    return "".join(f"; {p}" for p in parts)
+
+
+def _fix(missing: list[Missing], registries: Registries, backend: Backend, versions: Versions) -> str:
+    """What to do: serve on a release whose libtorch has every missing call, export with a torch the release
+    reads, or replace the call."""
+    vision = [m for m in missing if m.call.namespace == TORCHVISION]
+    steps: list[str] = []
+    if vision and not backend.torchvision:
+        steps.append(
+            f"for {', '.join(sorted({m.call.name for m in vision}))}, serve it on an NGC release, whose backend links "
+            f"libtorchvision ({TORCHVISION_SOURCE}); the build here and our pytorch recipe's image do not"
+        )
+    others = [m for m in missing if m not in vision or backend.torchvision]
+    if others:
+        having = set(registries.minors)
+        for m in others:
+            having &= set(m.having)
+        serving = [
+            r for r in versions.triton_releases if r.backend_torch and minor_of(r.backend_torch) in having
+        ]
+        if serving:
+            steps.append(f"serve it on a release whose libtorch has them: {_releases(serving, versions)}")
+        elif having:
+            steps.append(
+                f"no release of versions.toml bundles a libtorch that has them all (torch {', '.join(sorted(having))} "
+                "does)"
+            )
+        steps.append(
+            f"export it again with torch {minor_of(backend.torch)}.x, the release's own minor (the calls its tracer "
+            "writes are the ones its libtorch has)"
+        )
+        steps.append("or replace the call in the model")
+    said = "; ".join(steps)
+    return said[:1].upper() + said[1:] + "."
+
+
+def _releases(serving: list[TritonRelease], versions: Versions) -> str:
+    """``Triton 26.08 to 26.11`` where ``serving`` are consecutive releases of versions.toml, else the list."""
+    ordered = sorted(versions.triton_releases, key=lambda r: r.ngc)
+    names = sorted(r.ngc for r in serving)
+    tags = [r.ngc for r in ordered]
+    first, last = tags.index(names[0]), tags.index(names[-1])
+    if len(names) > 2 and tags[first : last + 1] == names:
+        return f"Triton {names[0]} to {names[-1]}"
+    return "Triton " + ", ".join(names)
