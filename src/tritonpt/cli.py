@@ -555,6 +555,7 @@ def migrate(
     pt2_build: Pt2Build,
     reports: Path,
     smoke: bool,
+    ngc: str | None,
     debug: bool,
 ) -> None:
     """Move a TorchScript repository to torch_aoti (PT2) in --into, and prove it served beside the original.
@@ -582,6 +583,7 @@ def migrate(
             pt2_build=pt2_build,
             reports=reports / "migrate",
             smoke=smoke,
+            ngc=ngc,
             step=progress,
         )
         page = migrating.report.write(outcome, reports / "migrate")

@@ -312,7 +312,7 @@ OPTIONS = _options(
     Option(
         name="ngc",
         help="a Triton release of versions.toml, e.g. 26.07: the one build-image's ngc recipe builds; the one the "
-        "doctor judges the repository against without an image",
+        "doctor judges the repository against without an image; the one migrate warns for (calls its libtorch lacks)",
     ),
     Option(
         name="sources",

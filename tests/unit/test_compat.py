@@ -230,10 +230,65 @@ def test_a_measurement_that_differs_from_the_shipped_table_fails_naming_the_pair
     assert shipped is not None
     assert run.held(shipped) == 0
     first = shipped.pairs[0]
+    served = next(m for m in first.models if m.loads)
     refused = replace(
-        first, models=(replace(first.models[0], loads=False, error="refused"), *first.models[1:])
+        first,
+        models=tuple(replace(m, loads=False, error="refused") if m is served else m for m in first.models),
     )
     assert run.held(replace(shipped, pairs=(refused, *shipped.pairs[1:]))) == 1
     said = capsys.readouterr().err
     assert f"{first.exported_minor} -> {first.served_minor} {first.format}" in said
     assert "nox -s compat -- --write" in said
+
+
+POLAR = "Unknown builtin op: aten::linalg_polar."
+FORETOLD = compat.ModelResult(
+    model="edge_polar",
+    loads=False,
+    error=f"Internal: failed to load model 'edge_polar': {POLAR} Could not",
+    predicted=POLAR,
+)
+
+
+@pytest.mark.parametrize(
+    ("model", "disagrees"),
+    [
+        (FORETOLD, False),  # refused as predicted, in the predicted words
+        (
+            compat.ModelResult(model="edge_polar", loads=True, parity=True, predicted=POLAR),
+            True,
+        ),  # loaded after all
+        (compat.ModelResult(model="edge_polar", loads=False, error="Internal: other", predicted=POLAR), True),
+        (REFUSED, True),  # an operator refusal nobody predicted
+        (
+            compat.ModelResult(model="f", loads=False, error="Internal: unexpected platform"),
+            False,
+        ),  # not ours to say
+        (PARITY, False),
+        (UNEXPORTED, False),
+    ],
+    ids=[
+        "foretold",
+        "loaded-against-prediction",
+        "refused-otherwise",
+        "unforetold",
+        "other-refusal",
+        "parity",
+        "unexported",
+    ],
+)
+def test_the_doctors_prediction_is_held_to_what_the_server_did(
+    model: compat.ModelResult, disagrees: bool
+) -> None:
+    assert model.disagrees is disagrees
+
+
+def test_a_foretold_refusal_is_shown_beside_the_pairs_verdict_and_does_not_make_it() -> None:
+    pair = _pair(PARITY, FORETOLD)
+    assert pair.verdict == "parity"
+    assert pair.foretold == (FORETOLD,)
+    assert "refused as the doctor predicted: edge_polar" in pair.describe()
+    table = compat.Table(measured="2026-12-07", server="2.51.0", pairs=(pair,))
+    page = compat.render(table)
+    assert f"parity; refused as the doctor predicted: edge_polar (`{POLAR}`)" in page
+    assert "edge_polar refused as the doctor predicted" in page

@@ -28,6 +28,7 @@ LAYERS = (
     "options",
     "dtypes",
     "jit",
+    "operators",
     "backend",
     "spec",
     "builtin",

@@ -26,6 +26,7 @@ from tritonpt import backend, reference, scratch
 from tritonpt.doctor import compat
 from tritonpt.doctor.compat import NOT_BUILT
 from tritonpt.errors import BackendError, BuildError, TritonPtError, first_line
+from tritonpt.operators import calls, predict, registry
 from tritonpt.options import add_arguments
 from tritonpt.repository import models as models_of
 from tritonpt.repository import pt2_models
@@ -83,10 +84,14 @@ def leg(repository: Path, out: Path, reports: Path) -> int:
             for name in served:
                 (view / name).symlink_to((repository / name).resolve(), target_is_directory=True)
             states, rows = _serve(view, built if serves_pt2 else None, built, reports)
+    foretold = _predictions(repository, served, minor_of(torch.version))
     pairs = []
     for fmt in ("torchscript", "pt2") if serves_pt2 else ("torchscript",):
         results = [
-            model_result(name, states.get(name, (False, "")), rows.get(name, []))
+            dataclasses.replace(
+                model_result(name, states.get(name, (False, "")), rows.get(name, [])),
+                predicted=foretold[name],
+            )
             for name in served
             if (name in pt2) == (fmt == "pt2")
         ]
@@ -111,6 +116,23 @@ def leg(repository: Path, out: Path, reports: Path) -> int:
     return 0
 
 
+def _predictions(repository: Path, served: Sequence[str], minor: str) -> dict[str, str]:
+    """The doctor's prediction for each model from its file's calls and the shipped registry of ``minor`` (our
+    builds link no libtorchvision): "" where it loads, else the refusal it names."""
+    shipped = registry.load()
+    held = shipped.of_minor(minor) if shipped is not None else None
+    if shipped is None or held is None:
+        _say(f"no shipped registry of torch {minor}: every model is predicted to load")
+        return dict.fromkeys(served, "")
+    said = {}
+    for name in served:
+        model = repository / name
+        files = sorted(model.glob("*/model.pt*"))
+        predictions = [predict.predict(calls.of_file(f), held, shipped, torchvision=False) for f in files]
+        said[name] = next((p.first_refusal for p in predictions if not p.loads), "")
+    return said
+
+
 def _serve(
     view: Path, pt2_build: backend.BuiltBackend | None, built: backend.BuiltBackend, reports: Path
 ) -> tuple[dict[str, tuple[bool, str]], dict[str, list[dict[str, object]]]]:
@@ -121,12 +143,18 @@ def _serve(
         pt2_backend=pt2_build,
         log_path=reports / "tritonserver.log",
     )
-    with server:
-        states = {m.name: (m.state == "READY", m.reason) for m in server.repository_index()}
+    with server, scratch.folder("tritonpt-compat-ready-") as ready:
+        states = {m.name: (m.state == "READY", _first_words(m.reason)) for m in server.repository_index()}
+        for name, (
+            loaded,
+            _,
+        ) in states.items():  # the matrix holds every model of its repository to be served
+            if loaded:
+                (ready / name).symlink_to((view / name).resolve(), target_is_directory=True)
         command = [
             sys.executable, "-m", "tritonpt.matrix", "--target", "url",
             "--url", f"http://{server.endpoints.http}", "--grpc-url", server.endpoints.grpc,
-            "--metrics-url", server.endpoints.metrics_url, "--repository", str(view),
+            "--metrics-url", server.endpoints.metrics_url, "--repository", str(ready),
             "--reports", str(reports), "--skip-validation", "-q", "-p", "no:randomly", "-k", PARITY,
         ]  # fmt: skip
         with (reports / "matrix.log").open("wb") as log:
@@ -137,6 +165,11 @@ def _serve(
         for row in json.loads(summary.read_text(encoding="utf-8")).get("parity", []):
             rows.setdefault(str(row["model"]), []).append(row)
     return states, rows
+
+
+def _first_words(reason: str) -> str:
+    """The server's reason on one line, without the C++ backtrace torch appends (``Exception raised from ...``)."""
+    return " ".join(reason.split()).split(" Exception raised from ")[0][:500]
 
 
 def model_result(name: str, state: tuple[bool, str], rows: list[dict[str, object]]) -> compat.ModelResult:
@@ -202,7 +235,11 @@ def _export(env: venvs.Env | None, into: Path, reports: Path, label: str) -> Non
     """The built-in set, both formats, exported by ``env``'s torch into ``into`` (the export cache's, where it
     has them); a model it cannot export is written to :data:`FAILED` with the export's last words."""
     log = reports / f"export-{label}.log"
-    _say(f"exporting the built-in set with torch {label} into {into}")
+    _say(f"exporting the built-in set and the edge models with torch {label} into {into}")
+    edges = reports / f"export-edges-{label}.log"
+    if _run_in(env, ["-m", "tritonpt_ci.edges", "--repository", str(into)], edges) != 0:
+        msg = f"torch {label} could not export the edge models (tritonpt_ci.edges): see {edges}"
+        raise TritonPtError(msg)
     code = _run_in(env, ["-m", "tritonpt", "export", "--format", "both", "--repository", str(into)], log)
     if code != 0:
         tail = " ".join(log.read_text(encoding="utf-8", errors="replace").split()[-40:])
@@ -250,14 +287,22 @@ def run(reports: Path, *, write: bool, minors: Sequence[str] = ()) -> int:
     needed = {on for _, on in legs} | {minor_of(made) for made, _ in legs}
     envs = {c.minor: (None if c.torch == here else _env(c)) for c in VERSIONS.compat if c.minor in needed}
     exports = {made: reports / f"exported-{made}" for made in dict.fromkeys(made for made, _ in legs)}
+    read = reports / "registries"
+    scratch.remove(read)
     with concurrent.futures.ThreadPoolExecutor(
         2
     ) as pool:  # each mostly the export cache's copy and validation
-        for done in [
+        jobs = [
             pool.submit(_export, envs[by_torch[made].minor], folder, reports, made)
             for made, folder in exports.items()
-        ]:
+        ]
+        jobs += [
+            pool.submit(_read_registry, env, read / f"{minor}.json.gz", reports)
+            for minor, env in envs.items()
+        ]
+        for done in jobs:
             done.result()
+    registries = _registries(read)
 
     def one(made: str, minor: str) -> tuple[str, int]:
         name = f"{made}-on-{minor}"
@@ -278,12 +323,87 @@ def run(reports: Path, *, write: bool, minors: Sequence[str] = ()) -> int:
     (reports / "compat.json").write_text(table.to_json(), encoding="utf-8")
     for pair in table.pairs:
         _say(f"{pair.verdict}: {pair.describe()}")
+    foretold = _foretold(table)
     if write:
         compat.TABLE.write_text(table.to_json(), encoding="utf-8")
         (ROOT / compat.PAGE).write_text(compat.render(table), encoding="utf-8")
-        _say(f"written: {compat.TABLE}, {compat.PAGE}")
-        return 0
-    return held(table)
+        registry.REGISTRIES.write_bytes(registries.to_bytes())
+        (ROOT / registry.PAGE).write_text(registry.render(registries), encoding="utf-8")
+        _say(f"written: {compat.TABLE}, {compat.PAGE}, {registry.REGISTRIES}, {registry.PAGE}")
+        return foretold
+    return max(held(table), held_registries(registries), foretold)
+
+
+def _read_registry(env: venvs.Env | None, out: Path, reports: Path) -> None:
+    """The registry of ``env``'s torch (tritonpt.operators.registry read), into ``out``."""
+    log = reports / f"registry-{out.name.removesuffix('.json.gz')}.log"
+    if _run_in(env, ["-m", "tritonpt.operators.registry", "read", "--out", str(out)], log) != 0:
+        msg = f"the registry of {env.location if env else sys.executable} could not be read: see {log}"
+        raise TritonPtError(msg)
+
+
+def _registries(read: Path) -> registry.Registries:
+    """The shipped registries with those this run read in their place (a --minor run reads only its own)."""
+    found = [
+        r
+        for path in sorted(read.glob("*.json.gz"))
+        for r in registry.Registries.from_bytes(path.read_bytes()).registries
+    ]
+    shipped = registry.load() or registry.Registries(read="")
+    return shipped.with_registries(found)
+
+
+def held_registries(measured: registry.Registries) -> int:
+    """Exit 0 when every registry read equals the shipped one; else name what each torch added or lost."""
+    shipped = registry.load()
+    if shipped is None:
+        _say(
+            f"no shipped registries at {registry.REGISTRIES}: run `nox -s compat -- --write` and commit them"
+        )
+        return 1
+    changed = []
+    for now in measured.registries:
+        then = shipped.of_minor(now.minor)
+        if then is None:
+            changed.append(f"torch {now.torch}: no shipped registry of {now.minor}")
+            continue
+        for what, a, b in (
+            ("schemas", then.schemas, now.schemas),
+            ("torchvision schemas", then.torchvision_schemas, now.torchvision_schemas),
+            ("shims", then.shims, now.shims),
+        ):
+            if a != b or then.torch != now.torch:
+                gained, lost = sorted(b - a), sorted(a - b)
+                changed.append(
+                    f"torch {then.torch} -> {now.torch} {what}: +{len(gained)} {gained[:3]} -{len(lost)} {lost[:3]}"
+                )
+    if changed:
+        _say(
+            f"the registries read differ from {registry.REGISTRIES} (read {shipped.read}):\n  "
+            + "\n  ".join(changed)
+            + "\nIf the change is expected (a torch pin moved), `nox -s compat -- --write` records it; commit it."
+        )
+        return 1
+    _say(
+        f"every registry read equals the shipped one ({len(measured.registries)} torches, read {shipped.read})"
+    )
+    return 0
+
+
+def _foretold(table: compat.Table) -> int:
+    """Exit 1 where a server did other than the doctor predicted from a model's calls, naming each."""
+    wrong = [
+        f"{p.exported_by} -> {p.served_by} {p.format} {m.model}: predicted {m.predicted or 'loads'}, the server "
+        f"{'loaded it' if m.loads else 'refused it: ' + m.error}"
+        for p in table.pairs
+        for m in p.disagreements
+    ]
+    if wrong:
+        _say("the doctor's prediction differs from the server's verdict:\n  " + "\n  ".join(wrong))
+        return 1
+    predicted = sum(1 for p in table.pairs for m in p.models if m.predicted)
+    _say(f"the doctor's prediction held for every model served ({predicted} refusals foretold and seen)")
+    return 0
 
 
 def _merged(shipped: compat.Table | None, measured: compat.Table) -> compat.Table:

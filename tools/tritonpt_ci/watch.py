@@ -15,6 +15,7 @@ import argparse
 import difflib
 import json
 import re
+import shutil
 import subprocess
 import sys
 import urllib.request
@@ -24,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from tritonpt.doctor import compat
+from tritonpt.operators import registry
 from tritonpt.options import add_arguments
 from tritonpt.versions import VERSIONS, Versions, minor_of
 
@@ -31,8 +33,8 @@ ROOT = Path(__file__).resolve().parents[2]
 TOML = ROOT / "src" / "tritonpt" / "versions.toml"
 VERSIONS_PAGE = ROOT / "docs" / "reference" / "versions.md"
 PYPROJECT = ROOT / "pyproject.toml"
-CHANGED = (TOML, compat.TABLE, ROOT / compat.PAGE, VERSIONS_PAGE, PYPROJECT)
-"""What a run may change: the pull request's files."""
+CHANGED = (TOML, compat.TABLE, ROOT / compat.PAGE, ROOT / registry.PAGE, VERSIONS_PAGE, PYPROJECT)
+"""What a run may change: the pull request's files (its text; the registries' compact file beside the patch)."""
 PYPI = "https://pypi.org/pypi/{package}/json"
 RELEASES = "https://api.github.com/repos/triton-inference-server/server/releases/latest"
 _RELEASE_NAME = re.compile(r"Release (\d+\.\d+\.\d+) corresponding to NGC container (\d\d\.\d\d)")
@@ -199,6 +201,8 @@ def body(torch: NewTorch | None, release: NewRelease | None, measured: compat.Ta
         lines += [
             f"- **torch {torch.torch}** (torchvision {torch.torchvision}): a new [compat] row, served on pytorch_backend "
             f"{torch.line} (the newest pinned line, standing in for any release that bundles it).",
+            f"- Its operator registry, read from it: {registry.PAGE} in the patch shows what it added and removed; "
+            f"the compact file is {registry.REGISTRIES.name} beside the patch (binary), for src/tritonpt/doctor/.",
         ]
     if measured is not None and torch is not None:
         pairs = [p for p in measured.pairs if torch.minor in (p.exported_minor, p.served_minor)]
@@ -220,6 +224,8 @@ def run(lookups: Lookups, reports: Path) -> int:
         )
         return 0
     before = {path: path.read_text(encoding="utf-8") for path in CHANGED}
+    registries = registry.REGISTRIES.read_bytes() if registry.REGISTRIES.is_file() else b""
+
     TOML.write_text(add_rows(TOML.read_text(encoding="utf-8"), torch, release), encoding="utf-8")
     if torch is not None:
         PYPROJECT.write_text(admit(PYPROJECT.read_text(encoding="utf-8"), torch), encoding="utf-8")
@@ -246,6 +252,11 @@ def run(lookups: Lookups, reports: Path) -> int:
     table = compat.load(measured) if torch is not None and measured.is_file() else None
     (reports / "pull-request.md").write_text(body(torch, release, table, said), encoding="utf-8")
     (reports / "changes.patch").write_text(_patch(before), encoding="utf-8")
+    if (
+        registry.REGISTRIES.is_file() and registry.REGISTRIES.read_bytes() != registries
+    ):  # binary: not in a patch
+        shutil.copyfile(registry.REGISTRIES, reports / registry.REGISTRIES.name)
+        _say(f"the new torch's registry: {reports / registry.REGISTRIES.name}, for src/tritonpt/doctor/")
     _say(f"written: {reports / 'pull-request.md'}, {reports / 'changes.patch'}")
     return 0
 

@@ -32,7 +32,7 @@ NOT_BUILT = "not built"
 """How a model's error starts where the backend could not be built against the serving torch (the compiler's
 first error follows)."""
 OPERATOR_REFUSALS = ("Unknown builtin op", "Could not find schema", "undefined symbol")
-"""How a server's load error starts where the serving libtorch lacks what the file calls (tritonpt.doctor.calls)."""
+"""How a server's load error starts where the serving libtorch lacks what the file calls (tritonpt.operators.calls)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -53,7 +53,7 @@ class ModelResult:
         if self.error.startswith(("not exported", NOT_BUILT)):
             return False
         if self.predicted:
-            return self.loads
+            return self.loads or self.predicted not in self.error
         return not self.loads and any(word in self.error for word in OPERATOR_REFUSALS)
 
 
@@ -101,10 +101,10 @@ class Pair:
         """One sentence: what was served, on what, and what came of it."""
         served = f"{len(self.expected)} {FORMATS[self.format].split(' ')[0]} models"
         head = f"torch {self.exported_by}'s exports on {self.line} against libtorch {self.served_by}"
-        foretold = [m for m in self.models if m.predicted and not m.loads]
         refused = (
-            "; refused as the doctor predicted: " + "; ".join(f"{m.model} ({m.predicted})" for m in foretold)
-            if foretold
+            "; refused as the doctor predicted: "
+            + "; ".join(f"{m.model} ({m.predicted})" for m in self.foretold)
+            if self.foretold
             else ""
         )
         if self.verdict == "parity":
@@ -124,7 +124,13 @@ class Pair:
 
     @property
     def first_error(self) -> str:
-        return next((m.error for m in self.models if m.error), "")
+        """The first error of a model the doctor predicted to load."""
+        return next((m.error for m in self.expected if m.error), "")
+
+    @property
+    def foretold(self) -> tuple[ModelResult, ...]:
+        """The models refused as the doctor predicted from their calls."""
+        return tuple(m for m in self.models if m.predicted and not m.loads and not m.disagrees)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -205,6 +211,15 @@ def render(table: Table | None, versions: Versions = VERSIONS) -> str:
         "the embedded tritonserver, and the integration matrix judged it: loaded or refused (the server's own",
         "words), parity with the exporting torch's eager outputs or not. `tritonpt doctor` reads the same table.",
         "",
+        "A pair is measured for these models; a model of yours is judged by what its own file calls (`tritonpt",
+        "doctor`, [the operators each libtorch registers](operators.md)). So each set also holds edge models",
+        "(tools/tritonpt_ci/edges.py), each calling an operator that entered or left torch between these minors,",
+        "exported by the torches that have it: `edge_polar` calls `aten::linalg_polar` (new in 2.14), exported",
+        "by torch 2.15; `edge_cholesky` calls `aten::cholesky` (gone in 2.14), exported by torch 2.9.1. For every",
+        "model served, the doctor's prediction from the file is held to what the server did, and the run fails",
+        "on any disagreement. A pair's verdict is that of the models predicted to load; a refusal the doctor",
+        "foretold is shown beside it, in the server's words.",
+        "",
     ]
     if table is None or not table.pairs:
         return "\n".join([*lines, "Nothing measured yet: run `nox -s compat -- --write`.", ""])
@@ -219,6 +234,12 @@ def render(table: Table | None, versions: Versions = VERSIONS) -> str:
     for p in sorted(table.pairs, key=_order):
         releases = ", ".join(releases_of(p.served_minor, versions)) or "no release states it"
         verdict = p.verdict if p.verdict == "parity" else f"{p.verdict}: {_cell(p.first_error)}"
+        if p.foretold:
+            verdict += "; refused as the doctor predicted: " + ", ".join(
+                f"{m.model} (`{m.predicted}`)" for m in p.foretold
+            )
+        if p.disagreements:
+            verdict += "; **against the doctor's prediction**: " + ", ".join(m.model for m in p.disagreements)
         line = p.line + (f", standing in for {', '.join(s)}" if (s := stands_in_for(p, versions)) else "")
         lines.append(
             f"| torch {p.exported_by} | {p.served_by} ({releases}) | {line} | {p.format} | {verdict} |"

@@ -196,8 +196,8 @@ def check_models(root: Path, backend: Backend, versions: Versions = VERSIONS) ->
                 fix=f"Export models first: `invoke export --repository {root}`.",
             )
         ]
-    # Not at the top: so that `python -m tritonpt.doctor.registry` runs that module first (the package imports this).
-    from tritonpt.doctor.operators import check_operators  # noqa: PLC0415
+    # Not at the top: so that `python -m tritonpt.operators.registry` runs that module first (the package imports this).
+    from tritonpt.doctor.needs import check_operators  # noqa: PLC0415
 
     results: list[Result] = []
     for model in found:

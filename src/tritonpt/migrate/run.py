@@ -9,6 +9,7 @@ that says why and what to do; the others go on.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import shutil
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -21,7 +22,8 @@ from tritonpt.errors import MigrateError, RefusedError, TritonPtError
 from tritonpt.migrate.convert import Migrated, migrate_model
 from tritonpt.migrate.proof import Proof, prove
 from tritonpt.options import Pt2Build
-from tritonpt.repository import PLATFORM, PT2_PLATFORM, ModelDir, models, platform_of, read_config
+from tritonpt.repository import PLATFORM, PT2_FILE, PT2_PLATFORM, ModelDir, models, platform_of, read_config
+from tritonpt.versions import VERSIONS, TritonRelease
 
 Step = Callable[[str], None]
 
@@ -83,10 +85,14 @@ def run(
     reports: Path,
     speed: bool = True,
     smoke: bool = False,
+    ngc: str | None = None,
     step: Step = lambda _: None,
 ) -> Outcome:
     """Move every TorchScript model of ``repository`` (or ``name`` alone) into ``into`` as torch_aoti, prove each
-    served beside its original, and return what happened (see the module docstring)."""
+    served beside its original, and return what happened (see the module docstring). ``ngc``: the release that will
+    serve the packages; each model is warned of, before it compiles and after, for what that release's libtorch
+    lacks of its calls (tritonpt.doctor.operators)."""
+    release = _release(ngc)
     found = _models(repository, into, name=name, module=module, samples=samples)
     wanted = [m for m in found if not torchscript(m)]
     left = tuple((m.name, torchscript(m)) for m in found if torchscript(m))
@@ -100,8 +106,18 @@ def run(
     with kept_until_proven(into, taken):
         return _move(
             repository, into, wanted, left, module=module, samples=samples, pt2_build=pt2_build, reports=reports,
-            speed=speed, smoke=smoke, step=step,
+            speed=speed, smoke=smoke, release=release, step=step,
         )  # fmt: skip
+
+
+def _release(ngc: str | None) -> TritonRelease | None:
+    if ngc is None:
+        return None
+    try:
+        return VERSIONS.release(ngc)
+    except ValueError as exc:
+        msg = f"--ngc {ngc}: {exc} Nothing was written."
+        raise MigrateError(msg) from exc
 
 
 @contextlib.contextmanager
@@ -137,6 +153,7 @@ def _move(
     reports: Path,
     speed: bool,
     smoke: bool,
+    release: TritonRelease | None,
     step: Step,
 ) -> Outcome:
     """Each wanted model converted into ``into``, then proven served beside its original; one that is not proven
@@ -150,10 +167,13 @@ def _move(
                 f"[{model.name}] {samples} has no {per_model.name}: its inputs are its samples.npz, else the config's"
             )
             per_model = None
+        loaded = model.loaded_versions()
+        ahead = _foresee(model.model_file(loaded[-1] if loaded else "1"), release, compiled=False, step=step)
         try:
-            moved.append(
-                migrate_model(model, into, module=module, samples=per_model, pt2_build=pt2_build, step=step)
-            )
+            one = migrate_model(model, into, module=module, samples=per_model, pt2_build=pt2_build, step=step)
+            package = one.target / one.version / PT2_FILE
+            seen = _foresee(package, release, compiled=True, step=step)
+            moved.append(dataclasses.replace(one, notes=(*one.notes, *ahead, *seen)))
         except RefusedError as exc:
             step(f"[{model.name}] refused: {exc.reason}")
             refused.append(Refused(name=model.name, reason=exc.reason, fix=exc.fix))
@@ -191,6 +211,18 @@ def _move(
         left=left,
         proofs=tuple(proofs),
     )
+
+
+def _foresee(path: Path, release: TritonRelease | None, *, compiled: bool, step: Step) -> tuple[str, ...]:
+    """What ``release`` lacks of ``path``'s calls, said as a warning now and kept for the report."""
+    if release is None or not path.is_file():
+        return ()
+    from tritonpt.operators import predict  # noqa: PLC0415 - reads model files only where --ngc asks
+
+    said = tuple(f"warning: {line}" for line in predict.foresee(path, release, compiled=compiled))
+    for line in said:
+        step(f"[{path.parent.parent.name}] {line}")
+    return said
 
 
 def _why(proof: Proof) -> str:

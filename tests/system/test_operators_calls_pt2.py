@@ -1,4 +1,4 @@
-"""tritonpt.doctor.calls on AOTInductor packages compiled here: what a package needs of libtorch at run time, held to
+"""tritonpt.operators.calls on AOTInductor packages compiled here: what a package needs of libtorch at run time, held to
 what this torch's libtorch exports (the package loads in it). In the system tier: it takes the session's compiled
 packages from the export cache (a unit test would compile them again in its private cache)."""
 
@@ -8,7 +8,7 @@ import json
 import zipfile
 from pathlib import Path
 
-from tritonpt.doctor import calls, registry
+from tritonpt.operators import calls, registry
 
 
 def test_a_package_needs_the_shims_its_library_imports_and_the_proxy_calls_of_its_json(

@@ -1,4 +1,4 @@
-"""tritonpt.doctor.registry: the shipped registries are what each torch says of itself, never typed by hand."""
+"""tritonpt.operators.registry: the shipped registries are what each torch says of itself, never typed by hand."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from tritonpt.doctor import registry
+from tritonpt.operators import registry
 from tritonpt.versions import VERSIONS, minor_of
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -30,7 +30,9 @@ def test_the_shipped_registry_of_this_torch_is_what_this_torch_registers(
     held = shipped.of_minor(minor_of(torch.__version__))
     assert held is not None, f"no shipped registry of torch {torch.__version__}"
     out = tmp_path / "here.json.gz"
-    subprocess.run([sys.executable, "-m", "tritonpt.doctor.registry", "read", "--out", str(out)], check=True)
+    subprocess.run(
+        [sys.executable, "-m", "tritonpt.operators.registry", "read", "--out", str(out)], check=True
+    )
     here = registry.Registries.from_bytes(out.read_bytes()).registries[0]
     assert held.torch == here.torch
     assert held.schemas == here.schemas

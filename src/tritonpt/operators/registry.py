@@ -1,15 +1,12 @@
 """What each libtorch registers, read from PyPI's torch of each minor that `nox -s compat` builds against.
 
-    REGISTRIES                 src/tritonpt/doctor/registries.json.gz: written by tritonpt_ci.compat, nothing else
-    read_here() -> Registry    this interpreter's torch: its operators (name, overload, arguments), the AOTI shim
-                               functions its libraries export, and torchvision's operators where it imports
-    load() -> Registries       the shipped set; Registries.of_minor("2.14") -> Registry | None
+    read_here() -> Registry    this torch's operators (name, overload, arguments), the aoti_torch_* shims its
+                               libraries export, torchvision's operators where it imports beside it
+    load() -> Registries       the shipped set (registries.json.gz, written by tritonpt_ci.compat alone)
     render(registries) -> str  docs/reference/operators.md: what each minor added and removed
 
-`python -m tritonpt.doctor.registry read --out FILE` writes this interpreter's registry (what compat runs in each of
-its torch environments); `python -m tritonpt.doctor.registry [--check]` rewrites (or checks) the page.
-
-Stored compactly: the union of every schema and every shim name once, and per torch a bit mask over each union.
+`python -m tritonpt.operators.registry read --out FILE` writes this torch's (compat runs it in each environment);
+without `read` it writes (or `--check`s) the page. Compact: every schema and shim once, a bit mask per torch.
 """
 
 from __future__ import annotations
@@ -28,7 +25,7 @@ from tritonpt.versions import minor_of
 
 REGISTRIES = Path(__file__).with_name("registries.json.gz")
 PAGE = Path("docs/reference/operators.md")  # relative to the repository root
-REGENERATE = "python -m tritonpt.doctor.registry"
+REGENERATE = "python -m tritonpt.operators.registry"
 SHIM_PREFIX = "aoti_torch_"
 """The C functions an AOTInductor package's shared library calls into libtorch for (its ``shim.h``)."""
 SHIM_LIBRARIES = ("libtorch_cpu.so", "libtorch_cuda.so")
@@ -239,7 +236,7 @@ def render(registries: Registries | None) -> str:
     lines = [
         "# The operators each libtorch registers",
         "",
-        f"<!-- Written by `{REGENERATE}` from src/tritonpt/doctor/registries.json.gz; do not edit by hand. -->",
+        f"<!-- Written by `{REGENERATE}` from src/tritonpt/operators/registries.json.gz; do not edit by hand. -->",
         "",
         "Read by `nox -s compat` from PyPI's torch of each minor its legs build against:",
         "`torch._C._jit_get_all_schemas()` before torchvision is imported (what the pytorch backend's libtorch",

@@ -1,4 +1,4 @@
-"""tritonpt.doctor.operators: the doctor's answer per model, from what its file calls, for the release asked about.
+"""tritonpt.doctor.needs: the doctor's answer per model, from what its file calls, for the release asked about.
 
 The files are made here by real torch (traced, then their code rewritten to call an operator of another minor, as a
 file of that torch would); the shipped registries are what compat read from each torch. Whether a server refuses
@@ -15,8 +15,8 @@ import pytest
 import torch
 
 from tritonpt import doctor
-from tritonpt.doctor import operators, registry
 from tritonpt.doctor.results import Backend, Status
+from tritonpt.operators import predict, registry
 from tritonpt.versions import VERSIONS
 
 CONFIG = """name: "{name}"
@@ -120,22 +120,22 @@ def test_torchvision_is_served_where_the_backend_links_it_and_refused_where_not(
     assert shipped is not None
     held = shipped.of_minor("2.9")
     assert held is not None
-    from tritonpt.doctor.calls import Call, Calls  # noqa: PLC0415 - the test's own data
+    from tritonpt.operators.calls import Call, Calls  # noqa: PLC0415 - the test's own data
 
     roi = Calls(
         path=Path("model.pt"),
         format="torchscript",
         calls=(Call(name="torchvision::roi_align", kind="builtin", where="code/__torch__.py:9"),),
     )
-    assert operators.predict(roi, held, shipped, torchvision=True).loads
-    refused = operators.predict(roi, held, shipped, torchvision=False)
+    assert predict.predict(roi, held, shipped, torchvision=True).loads
+    refused = predict.predict(roi, held, shipped, torchvision=False)
     assert refused.first_refusal == "Unknown builtin op: torchvision::roi_align."
     custom = Calls(
         path=Path("model.pt"),
         format="torchscript",
         calls=(Call(name="myops::fused", kind="builtin", where="x"),),
     )
-    said = operators.predict(custom, held, shipped, torchvision=True)
+    said = predict.predict(custom, held, shipped, torchvision=True)
     assert said.loads
     assert [c.name for c in said.custom] == ["myops::fused"]
 
@@ -146,3 +146,24 @@ def test_the_build_here_serves_no_torchvision(tmp_path: Path, traced: Path) -> N
     rows = [r for r in doctor.check_models(repository, here) if r.name == "model m operators"]
     assert rows[0].status is Status.OK
     assert "the libtorch of the build here" in rows[0].finding
+
+
+def test_migrate_is_warned_before_it_compiles_and_after(tmp_path: Path, traced: Path) -> None:
+    """`tritonpt migrate --ngc 26.08` of a file calling aten::cholesky: before the compile, the operator the
+    package may call; after, what a package that does call it would meet at load."""
+    model = _repository(tmp_path, traced, "cholesky") / "m" / "1" / "model.pt"
+    release = VERSIONS.release("26.08")
+    ahead = predict.foresee(model, release, compiled=False)
+    assert len(ahead) == 1
+    assert "lacks aten::cholesky, which the model calls" in ahead[0]
+    assert "`Could not find schema for aten::cholesky.`" in ahead[0]
+    assert predict.foresee(model, VERSIONS.release("26.07"), compiled=False) == []
+    package = tmp_path / "model.pt2"
+    with zipfile.ZipFile(package, "w") as archive:
+        node = '{"nodes": [{"name": "buf0", "node": {"target": "aten::cholesky"}}]}'
+        archive.writestr("model/data/aotinductor/model/x.wrapper.json", node)
+    seen = predict.foresee(package, release, compiled=True)
+    assert len(seen) == 1
+    assert "`Could not find schema for aten::cholesky.`" in seen[0]
+    assert "it would be refused at load" in seen[0]
+    assert "not judged" in predict.foresee(model, VERSIONS.release("26.10"), compiled=False)[0]

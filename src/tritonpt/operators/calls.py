@@ -1,17 +1,12 @@
 """What a model file calls at load and at run time, read from the file without running it.
 
-    of_file(path) -> Calls        model.pt (TorchScript) or model.pt2 (an AOTInductor package), by its contents
-    of_torchscript(path) -> Calls every operator the archive's code names, in every method of every module
-    of_pt2(path) -> Calls         what the package calls outside its compiled kernels: the proxy executor's
-                                  operators (its ``*.json``) and the shim functions its shared libraries import
+    of_file(path) -> Calls   TorchScript (model.pt): every operator its code names, in every method and module,
+                             read with ast from <archive>/code/ (``torch.X`` is aten::X, ``ops.NS.X`` is NS::X),
+                             so a newer torch's file reads too; an AOTInductor package (model.pt2): what it calls
+                             outside its compiled kernels, its proxy executor's operators (its ``*.json``) and the
+                             aoti_torch_* shims its ``.so`` imports
 
-A TorchScript archive holds its code as Python syntax (``<archive>/code/__torch__/…py``): ``torch.X(…)`` is the
-builtin ``aten::X`` and ``ops.NS.X(…)`` is ``NS::X``, resolved by name when libtorch loads the file (`Unknown
-builtin op: aten::X.` where it has none). It is read with :mod:`ast`, so a newer torch's file is read as well as an
-older one's. An AOTInductor package compiles most of its graph's operators into its own kernels: what it needs of
-libtorch at run time is what its wrapper calls through the proxy executor (`Could not find schema for aten::X.`)
-and the ``aoti_torch_*`` functions its ``.so`` imports (`undefined symbol: …` when the loader lacks one). What
-cannot be read (code that does not parse, a package without its shared library) is said in ``unread``.
+Each :class:`Call` knows the server's words where a libtorch lacks it; what cannot be read is said in ``unread``.
 """
 
 from __future__ import annotations
@@ -28,7 +23,7 @@ from elftools.common.exceptions import ELFError
 from elftools.elf.elffile import ELFFile
 from elftools.elf.sections import SymbolTableSection
 
-from tritonpt.doctor.registry import SHIM_PREFIX
+from tritonpt.operators.registry import SHIM_PREFIX
 
 Kind = Literal["builtin", "proxy", "shim", "class"]
 """How the file reaches libtorch: a TorchScript builtin (resolved by name at load), an operator the AOTI proxy

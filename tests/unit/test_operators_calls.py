@@ -1,4 +1,4 @@
-"""tritonpt.doctor.calls: what a model file calls, read without running it, held to what real torch does with the
+"""tritonpt.operators.calls: what a model file calls, read without running it, held to what real torch does with the
 same file (the graphs torch.jit.load builds, the error it raises, the shims a package's library needs)."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import pytest
 import torch
 import torchvision
 
-from tritonpt.doctor import calls, registry
+from tritonpt.operators import calls, registry
 
 SYNTAX = {
     "aten::Bool",

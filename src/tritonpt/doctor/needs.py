@@ -1,22 +1,20 @@
-"""Judging what a model calls against what the serving libtorch registers: per model, not per version pair.
+"""The doctor's row per model: what its file calls against the registry of the release's libtorch minor.
 
-    predict(calls, registry, registries, torchvision=...) -> Prediction   pure: which calls the registry lacks
-    check_operators(model, backend, versions) -> Result                   the doctor's row for one model
+    check_operators(model, config, backend, versions) -> Result
 
 A pair of versions that serves the built-in set can refuse a model that calls an operator its libtorch lacks
-(torch adds 4 to 23 operators each minor and removed 124 in 2.13). So the doctor reads the model's own calls
-(:mod:`tritonpt.doctor.calls`) and holds them to the registry of the release's libtorch minor
-(:mod:`tritonpt.doctor.registry`), and `nox -s compat` holds this prediction to what the server did.
+(torch adds 4 to 23 operators each minor and removed 124 in 2.13). So the doctor reads the model's own calls and
+holds them to that registry (tritonpt.operators); `nox -s compat` holds the same prediction to the server.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from tritonpt.doctor.calls import Call, Calls, of_file
-from tritonpt.doctor.registry import REGISTRIES, TORCHVISION, Registries, Registry, load
 from tritonpt.doctor.results import Backend, Result
+from tritonpt.operators.calls import Calls, of_file
+from tritonpt.operators.predict import Missing, Prediction, predict, span
+from tritonpt.operators.registry import REGISTRIES, TORCHVISION, Registries, load
 from tritonpt.repository import MODEL_FILE, default_model_file
 from tritonpt.versions import NOT_STATED, VERSIONS, TritonRelease, Versions, minor_of
 
@@ -35,78 +33,6 @@ CUSTOM_OPS = (
     "load the library that registers them into the server: `LD_PRELOAD=libyourops.so tritonserver ...`, with "
     "/opt/tritonserver/backends/pytorch on LD_LIBRARY_PATH (Triton's user guide, custom_operations.md, PyTorch)"
 )
-
-
-@dataclass(frozen=True, kw_only=True)
-class Missing:
-    """A call the serving libtorch lacks, and the torch minors (of those read) that have it."""
-
-    call: Call
-    having: tuple[str, ...]
-
-    def describe(self, registries: Registries) -> str:
-        where = _span(self.having, registries.minors) if self.having else "no torch read here"
-        if self.call.namespace == TORCHVISION:
-            where = f"libtorchvision beside {where}"
-        return f"`{self.call.refusal}` ({self.call.where}; registered by {where})"
-
-
-@dataclass(frozen=True, kw_only=True)
-class Prediction:
-    """What one file needs and one libtorch lacks: the doctor's answer before any server runs."""
-
-    calls: Calls
-    registry: Registry
-    torchvision: bool  # whether the serving backend links libtorchvision
-    missing: tuple[Missing, ...] = ()  # refused at load
-    custom: tuple[Call, ...] = ()  # namespaces no torch registers: a user's own library must be loaded
-
-    @property
-    def loads(self) -> bool:
-        """Whether nothing the file calls is missing (custom namespaces aside: their library may be loaded)."""
-        return not self.missing
-
-    @property
-    def first_refusal(self) -> str:
-        return self.missing[0].call.refusal if self.missing else ""
-
-
-def predict(calls: Calls, registry: Registry, registries: Registries, *, torchvision: bool) -> Prediction:
-    """Which of ``calls`` ``registry`` lacks. A name that no torch read registers, in a namespace torch itself
-    owns (``aten``, ``prim``, …), is missing too (a newer torch's operator); in another namespace it is a custom
-    operator, which a library loaded into the server may provide."""
-    owned = {n.partition("::")[0] for r in registries.registries for n in r.names} | {TORCHVISION}
-    missing: list[Missing] = []
-    custom: list[Call] = []
-    for call in calls.calls:
-        if call.kind == "class":
-            custom.append(call)  # TorchBind classes are not in the operator registry: said, not judged
-            continue
-        if call.kind == "shim":
-            if call.name not in registry.shims:
-                missing.append(Missing(call=call, having=tuple(registries.having_shim(call.name))))
-            continue
-        if call.namespace not in owned:
-            custom.append(call)
-            continue
-        vision = torchvision and call.namespace == TORCHVISION
-        if not registry.has(call.name, torchvision=vision):
-            having = registries.having(call.name, torchvision=call.namespace == TORCHVISION)
-            missing.append(Missing(call=call, having=tuple(having)))
-    return Prediction(
-        calls=calls, registry=registry, torchvision=torchvision, missing=tuple(missing), custom=tuple(custom)
-    )
-
-
-def _span(minors: tuple[str, ...] | list[str], order: list[str]) -> str:
-    """``torch 2.14 to 2.15`` for consecutive minors of ``order``, else the list."""
-    ranked = [m for m in order if m in minors]
-    if not ranked:
-        return "no torch read here"
-    first, last = order.index(ranked[0]), order.index(ranked[-1])
-    if len(ranked) > 1 and order[first : last + 1] == ranked:
-        return f"torch {ranked[0]} to {ranked[-1]}"
-    return "torch " + ", ".join(ranked)
 
 
 # --- The doctor's row ----------------------------------------------------------------------------------------
@@ -190,8 +116,8 @@ def _not_stated(name: str, read: list[Calls], registries: Registries, backend: B
     return Result.warn(
         name,
         f"{where}: the libtorch its backend bundles is not stated ({backend.source}); of the torches read, "
-        f"{_span(serve, registries.minors) if serve else 'none'} register every call of {_files(read)}"
-        + (f", {_span(refuse, registries.minors)} would refuse it" if refuse else ""),
+        f"{span(serve, registries.minors) if serve else 'none'} register every call of {_files(read)}"
+        + (f", {span(refuse, registries.minors)} would refuse it" if refuse else ""),
         "Read the libtorch version in the release's image (/opt/tritonserver/backends/pytorch), or run "
         "`tritonpt doctor --image` on it.",
     )
