@@ -12,6 +12,7 @@ Each :class:`Call` knows the server's words where a libtorch lacks it; what cann
 from __future__ import annotations
 
 import ast
+import io
 import json
 import zipfile
 from collections.abc import Iterator
@@ -188,11 +189,10 @@ def of_pt2(path: Path) -> Calls:
 
 
 def _imports(stream: IO[bytes]) -> set[str]:
-    """The shim functions an ELF shared library imports (undefined ``aoti_torch_*`` dynamic symbols)."""
-    import io  # noqa: PLC0415 - a zip member is not seekable: read it whole (a package's .so is small)
-
+    """The shim functions an ELF shared library imports (undefined ``aoti_torch_*`` dynamic symbols). A stored zip
+    member is read in place (only its headers and symbol table); a compressed one, whole."""
     try:
-        elf = ELFFile(io.BytesIO(stream.read()))
+        elf = ELFFile(stream if stream.seekable() else io.BytesIO(stream.read()))
         table = elf.get_section_by_name(".dynsym")
         if not isinstance(table, SymbolTableSection):
             return set()

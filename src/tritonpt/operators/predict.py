@@ -54,7 +54,7 @@ def predict(calls: Calls, registry: Registry, registries: Registries, *, torchvi
     """Which of ``calls`` ``registry`` lacks. A name that no torch read registers, in a namespace torch itself
     owns (``aten``, ``prim``, …), is missing too (a newer torch's operator); in another namespace it is a custom
     operator, which a library loaded into the server may provide."""
-    owned = {n.partition("::")[0] for r in registries.registries for n in r.names} | {TORCHVISION}
+    owned = registries.namespaces | {TORCHVISION}
     missing: list[Missing] = []
     custom: list[Call] = []
     for call in calls.calls:

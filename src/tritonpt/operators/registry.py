@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import functools
 import gzip
 import json
 import sys
@@ -59,26 +60,30 @@ class Registry:
     def minor(self) -> str:
         return minor_of(self.torch)
 
-    @property
+    @functools.cached_property
     def names(self) -> frozenset[str]:
         """Every ``ns::name.overload`` (``ns::name`` for the default overload), torchvision's not included."""
         return frozenset(op_name(s) for s in self.schemas)
 
-    @property
+    @functools.cached_property
     def base_names(self) -> frozenset[str]:
-        return frozenset(base_name(op_name(s)) for s in self.schemas)
+        return frozenset(base_name(n) for n in self.names)
 
-    @property
+    @functools.cached_property
     def torchvision_names(self) -> frozenset[str]:
         return frozenset(op_name(s) for s in self.torchvision_schemas)
+
+    @functools.cached_property
+    def torchvision_base_names(self) -> frozenset[str]:
+        return frozenset(base_name(n) for n in self.torchvision_names)
 
     def has(self, op: str, *, torchvision: bool = False) -> bool:
         """Whether ``op`` resolves: ``ns::name`` (any overload, as TorchScript names it) or ``ns::name.overload``;
         ``torchvision``: the backend links libtorchvision of this minor."""
-        names = self.names | (self.torchvision_names if torchvision else frozenset())
-        if "." in op.partition("::")[2]:
-            return op in names
-        return op in names or op in frozenset(base_name(n) for n in names)
+        qualified = "." in op.partition("::")[2]
+        if op in (self.names if qualified else self.base_names):
+            return True
+        return torchvision and op in (self.torchvision_names if qualified else self.torchvision_base_names)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -94,6 +99,12 @@ class Registries:
     @property
     def minors(self) -> list[str]:
         return [r.minor for r in self.registries]
+
+    @functools.cached_property
+    def namespaces(self) -> frozenset[str]:
+        """Every namespace a torch read registers, torchvision's included: the ones torch owns."""
+        names = (n for r in self.registries for n in (*r.names, *r.torchvision_names))
+        return frozenset(n.partition("::")[0] for n in names)
 
     def known(self, op: str) -> bool:
         """Whether any torch we read registers ``op`` (in its own namespace or torchvision's)."""
