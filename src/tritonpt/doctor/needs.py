@@ -178,8 +178,8 @@ def _fix(missing: list[Missing], registries: Registries, backend: Backend, versi
                 "does)"
             )
         steps.append(
-            f"export it again with torch {minor_of(backend.torch)}.x, the release's own minor (the calls its tracer "
-            "writes are the ones its libtorch has)"
+            f"export it again with torch {minor_of(backend.torch)}.x, the release's own minor, where that torch can "
+            "run the model (its tracer writes only calls its libtorch has), and ask again"
         )
         steps.append("or replace the call in the model")
     said = "; ".join(steps)
