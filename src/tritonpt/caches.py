@@ -22,7 +22,7 @@ from typing import Literal, get_args
 CACHE_ENV = "TRITONPT_CACHE"
 LEDGER_ENV = "TRITONPT_CACHE_LEDGER"
 
-Kind = Literal["export", "backend", "venv", "image", "qa-models", "package"]
+Kind = Literal["export", "backend", "venv", "image", "qa-models", "package", "registry"]
 KINDS: tuple[Kind, ...] = get_args(Kind)
 Say = Callable[[str], None]
 

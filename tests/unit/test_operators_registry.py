@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -23,21 +21,26 @@ def shipped() -> registry.Registries:
 
 
 def test_the_shipped_registry_of_this_torch_is_what_this_torch_registers(
-    shipped: registry.Registries, tmp_path: Path
+    shipped: registry.Registries, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """Read again from the torch the tests run on, in a fresh interpreter as compat reads it: every schema,
-    torchvision's and every shim equal."""
+    """Read again from the torch the tests run on, as compat reads each environment's (a fresh interpreter): every
+    schema, torchvision's and every shim equal. A second read of the same environment is the cache's."""
+    from tritonpt_ci import compat  # noqa: PLC0415 - the CI program's own step
+
     held = shipped.of_minor(minor_of(torch.__version__))
     assert held is not None, f"no shipped registry of torch {torch.__version__}"
     out = tmp_path / "here.json.gz"
-    subprocess.run(
-        [sys.executable, "-m", "tritonpt.operators.registry", "read", "--out", str(out)], check=True
-    )
+    compat.read_registry(None, out, tmp_path)
     here = registry.Registries.from_bytes(out.read_bytes()).registries[0]
     assert held.torch == here.torch
     assert held.schemas == here.schemas
     assert held.torchvision_schemas == here.torchvision_schemas
     assert held.shims == here.shims
+    assert "cache: registry" in capsys.readouterr().err
+    again = tmp_path / "a folder not made yet" / "again.json.gz"
+    compat.read_registry(None, again, tmp_path)
+    assert again.read_bytes() == out.read_bytes()
+    assert capsys.readouterr().err.rstrip().endswith("hit")
 
 
 def test_every_torch_compat_builds_against_has_a_registry(shipped: registry.Registries) -> None:

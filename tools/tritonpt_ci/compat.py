@@ -15,14 +15,17 @@ import argparse
 import concurrent.futures
 import dataclasses
 import datetime
+import hashlib
 import json
 import os
+import shutil
 import subprocess
 import sys
+import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from tritonpt import backend, reference, scratch
+from tritonpt import backend, caches, reference, scratch
 from tritonpt.doctor import compat
 from tritonpt.doctor.compat import NOT_BUILT
 from tritonpt.errors import BackendError, BuildError, TritonPtError, first_line
@@ -297,8 +300,7 @@ def run(reports: Path, *, write: bool, minors: Sequence[str] = ()) -> int:
             for made, folder in exports.items()
         ]
         jobs += [
-            pool.submit(_read_registry, env, read / f"{minor}.json.gz", reports)
-            for minor, env in envs.items()
+            pool.submit(read_registry, env, read / f"{minor}.json.gz", reports) for minor, env in envs.items()
         ]
         for done in jobs:
             done.result()
@@ -334,12 +336,28 @@ def run(reports: Path, *, write: bool, minors: Sequence[str] = ()) -> int:
     return max(held(table), held_registries(registries), foretold)
 
 
-def _read_registry(env: venvs.Env | None, out: Path, reports: Path) -> None:
-    """The registry of ``env``'s torch (tritonpt.operators.registry read), into ``out``."""
+def read_registry(env: venvs.Env | None, out: Path, reports: Path) -> None:
+    """The registry of ``env``'s torch (tritonpt.operators.registry read), into ``out``: read once per environment
+    and reader. An environment never changes once made (its folder is named by the key of what it holds), so its
+    registry is kept in the cache under that name and the reader's digest, as an export is kept."""
+    location = env.location if env else Path(sys.prefix)
+    reader = hashlib.sha256(Path(registry.__file__).read_bytes()).hexdigest()[:16]
+    kept = caches.root() / "registries" / f"{location.name}-{reader}.json.gz"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    if kept.is_file():
+        shutil.copyfile(kept, out)
+        caches.note("registry", location.name, hit=True, say=_say)
+        return
     log = reports / f"registry-{out.name.removesuffix('.json.gz')}.log"
+    started = time.perf_counter()
     if _run_in(env, ["-m", "tritonpt.operators.registry", "read", "--out", str(out)], log) != 0:
-        msg = f"the registry of {env.location if env else sys.executable} could not be read: see {log}"
+        msg = f"the registry of {location} could not be read: see {log}"
         raise TritonPtError(msg)
+    kept.parent.mkdir(parents=True, exist_ok=True)
+    staged = kept.with_name(f".{kept.name}.{os.getpid()}")
+    shutil.copyfile(out, staged)
+    staged.replace(kept)
+    caches.note("registry", location.name, hit=False, seconds=time.perf_counter() - started, say=_say)
 
 
 def _registries(read: Path) -> registry.Registries:
