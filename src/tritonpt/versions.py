@@ -187,19 +187,20 @@ class Pt2:
 
     def native(self, server: str) -> bool:
         """Whether ``server`` ("2.51.0") serves ``platform: "torch_aoti"`` under backend "pytorch" itself."""
-        return _release(server) >= _release(self.native_server)
+        return version_key(server) >= version_key(self.native_server)
 
     def serves_bf16(self, ngc: str) -> bool:
         """Whether the stock PT2 path of NGC release ``ngc`` ("26.11") takes BF16 inputs and outputs, as its
         release notes state (no earlier release does: r26.05 maps no BF16 type)."""
-        return _release(ngc) >= _release(self.bf16_ngc)
+        return version_key(ngc) >= version_key(self.bf16_ngc)
 
     def batches(self, ngc: str) -> bool:
         """Whether release ``ngc``'s notes state that its PT2 path batches (26.07 on); not measured here."""
-        return _release(ngc) >= _release(self.batching_ngc)
+        return version_key(ngc) >= version_key(self.batching_ngc)
 
 
-def _release(version: str) -> tuple[int, ...]:
+def version_key(version: str) -> tuple[int, ...]:
+    """``(2, 14)`` of ``"2.14"``, ``(2, 12, 0)`` of ``"2.12.0a0+…"``: versions and minors in release order."""
     parts = []
     for part in version.split("."):
         digits = "".join(c for c in part if c.isdigit())
@@ -287,7 +288,7 @@ class Versions:
     @property
     def newest_compat(self) -> CompatTorch:
         """The compatibility table's newest torch: the one whose exports the reverse legs serve."""
-        return max(self.compat, key=lambda c: _release(c.torch))
+        return max(self.compat, key=lambda c: version_key(c.torch))
 
     def measured_as(self, release: TritonRelease) -> CompatTorch | None:
         """The compatibility table's entry that stands for ``release``: its libtorch minor's, or None where no source

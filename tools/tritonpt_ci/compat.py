@@ -26,13 +26,13 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from tritonpt import backend, caches, reference, scratch
-from tritonpt.doctor import compat
+from tritonpt.doctor import compat, needs
 from tritonpt.doctor.compat import NOT_BUILT
 from tritonpt.errors import BackendError, BuildError, TritonPtError, first_line
 from tritonpt.operators import calls, predict, registry
 from tritonpt.options import add_arguments
+from tritonpt.repository import ModelDir, pt2_models, read_config
 from tritonpt.repository import models as models_of
-from tritonpt.repository import pt2_models
 from tritonpt.server.local import LocalServer, TritonFlags
 from tritonpt.versions import VERSIONS, CompatTorch, minor_of
 from tritonpt_ci import venvs
@@ -129,8 +129,8 @@ def _predictions(repository: Path, served: Sequence[str], minor: str) -> dict[st
         return dict.fromkeys(served, "")
     said = {}
     for name in served:
-        model = repository / name
-        files = sorted(model.glob("*/model.pt*"))
+        model = ModelDir(root=repository / name)
+        files = needs.model_files(model, read_config(model.config))
         predictions = [predict.predict(calls.of_file(f), held, shipped, torchvision=False) for f in files]
         said[name] = next((p.first_refusal for p in predictions if not p.loads), "")
     return said

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from tritonpt import pages
-from tritonpt.versions import VERSIONS, Versions, minor_of
+from tritonpt.versions import VERSIONS, Versions, minor_of, version_key
 
 TABLE = Path(__file__).with_name("compat.json")
 PAGE = Path("docs/reference/compat.md")  # relative to the repository root
@@ -265,14 +265,10 @@ def render(table: Table | None, versions: Versions = VERSIONS) -> str:
 def _order(pair: Pair) -> tuple[tuple[int, ...], tuple[int, ...], str]:
     """Exporting torch, then serving minor, oldest first; TorchScript before PT2."""
     return (
-        _minor_key(pair.exported_minor),
-        _minor_key(pair.served_minor),
+        version_key(pair.exported_minor),
+        version_key(pair.served_minor),
         "b" if pair.format == "pt2" else "a",
     )
-
-
-def _minor_key(minor: str) -> tuple[int, ...]:
-    return tuple(int(x) for x in minor.split(".") if x.isdigit())
 
 
 def _cell(text: str) -> str:

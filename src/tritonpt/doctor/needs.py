@@ -19,6 +19,8 @@ from tritonpt.repository import MODEL_FILE, default_model_file
 from tritonpt.versions import NOT_STATED, VERSIONS, TritonRelease, Versions, minor_of
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from tritonclient.grpc.model_config_pb2 import ModelConfig
 
     from tritonpt.repository import ModelDir
@@ -54,9 +56,7 @@ def check_operators(
             f"no operator registries at {REGISTRIES}",
             fix="Run `nox -s compat -- --write` in a checkout.",
         )
-    filename = default_model_file(config) if config is not None else MODEL_FILE
-    files = [model.root / v / filename for v in model.loaded_versions()]
-    files = [f for f in files if f.is_file()]
+    files = model_files(model, config)
     if not files:
         return Result.skip(name, f"{model.root} has no model file to read (the format row says why)")
     try:
@@ -104,6 +104,13 @@ def check_operators(
             "that release before you rely on it (`tritonpt check`).",
         )
     return Result.ok(name, f"{counted} calls read from {_files(read)}; {stand_in} registers every one{notes}")
+
+
+def model_files(model: ModelDir, config: ModelConfig | None) -> list[Path]:
+    """The file of each version Triton loads that is there: ``default_model_filename``, else the platform's
+    (``model.pt`` where the config cannot be read)."""
+    filename = default_model_file(config) if config is not None else MODEL_FILE
+    return [f for f in (model.root / v / filename for v in model.loaded_versions()) if f.is_file()]
 
 
 def _not_stated(name: str, read: list[Calls], registries: Registries, backend: Backend, where: str) -> Result:
@@ -187,11 +194,7 @@ def _fix(missing: list[Missing], registries: Registries, backend: Backend, versi
 
 
 def _releases(serving: list[TritonRelease], versions: Versions) -> str:
-    """``Triton 26.08 to 26.11`` where ``serving`` are consecutive releases of versions.toml, else the list."""
-    ordered = sorted(versions.triton_releases, key=lambda r: r.ngc)
-    names = sorted(r.ngc for r in serving)
-    tags = [r.ngc for r in ordered]
-    first, last = tags.index(names[0]), tags.index(names[-1])
-    if len(names) > 2 and tags[first : last + 1] == names:
-        return f"Triton {names[0]} to {names[-1]}"
-    return "Triton " + ", ".join(names)
+    """``Triton 26.08 to 26.11`` where ``serving`` are three or more consecutive releases of versions.toml, else
+    the list (two read as well listed)."""
+    tags = sorted(r.ngc for r in versions.triton_releases)
+    return span([r.ngc for r in serving], tags, word="Triton", least=3)

@@ -24,7 +24,7 @@ class Missing:
     having: tuple[str, ...]
 
     def describe(self, registries: Registries) -> str:
-        where = span(self.having, registries.minors) if self.having else "no torch read here"
+        where = span(self.having, registries.minors)
         if self.call.namespace == TORCHVISION:
             where = f"libtorchvision beside {where}"
         return f"`{self.call.refusal}` ({self.call.where}; registered by {where})"
@@ -77,15 +77,18 @@ def predict(calls: Calls, registry: Registry, registries: Registries, *, torchvi
     )
 
 
-def span(minors: tuple[str, ...] | list[str], order: list[str]) -> str:
-    """``torch 2.14 to 2.15`` for consecutive minors of ``order``, else the list."""
-    ranked = [m for m in order if m in minors]
+def span(
+    chosen: tuple[str, ...] | list[str], order: list[str], *, word: str = "torch", least: int = 2
+) -> str:
+    """``torch 2.14 to 2.15`` where ``chosen`` are ``least`` or more consecutive items of ``order``, else the list
+    (``torch 2.8, 2.10``); items of ``order`` only, in its order."""
+    ranked = [m for m in order if m in chosen]
     if not ranked:
-        return "no torch read here"
+        return f"no {word} read here"
     first, last = order.index(ranked[0]), order.index(ranked[-1])
-    if len(ranked) > 1 and order[first : last + 1] == ranked:
-        return f"torch {ranked[0]} to {ranked[-1]}"
-    return "torch " + ", ".join(ranked)
+    if len(ranked) >= least and order[first : last + 1] == ranked:
+        return f"{word} {ranked[0]} to {ranked[-1]}"
+    return f"{word} " + ", ".join(ranked)
 
 
 def foresee(
@@ -95,14 +98,10 @@ def foresee(
     about to be compiled (its operators, which the package calls only where inductor does not compile them into its
     kernels); True, the package itself (what it does call). Empty where nothing is missing or nothing can be said."""
     registries = registries if registries is not None else load()
-    if registries is None or not release.backend_torch:
-        return (
-            []
-            if registries is None
-            else [
-                f"Triton {release.ngc}'s libtorch is not stated: what {path.name} calls is not judged for it"
-            ]
-        )
+    if registries is None:
+        return []
+    if not release.backend_torch:
+        return [f"Triton {release.ngc}'s libtorch is not stated: what {path.name} calls is not judged for it"]
     held = registries.of_minor(minor_of(release.backend_torch))
     if held is None:
         return [f"no registry read for libtorch {minor_of(release.backend_torch)} (Triton {release.ngc})"]

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tritonpt import pages
-from tritonpt.versions import minor_of
+from tritonpt.versions import minor_of, version_key
 
 REGISTRIES = Path(__file__).with_name("registries.json.gz")
 PAGE = Path("docs/reference/operators.md")  # relative to the repository root
@@ -106,10 +106,6 @@ class Registries:
         names = (n for r in self.registries for n in (*r.names, *r.torchvision_names))
         return frozenset(n.partition("::")[0] for n in names)
 
-    def known(self, op: str) -> bool:
-        """Whether any torch we read registers ``op`` (in its own namespace or torchvision's)."""
-        return any(r.has(op, torchvision=True) for r in self.registries)
-
     def having(self, op: str, *, torchvision: bool = False) -> list[str]:
         """The minors whose registry resolves ``op``."""
         return [r.minor for r in self.registries if r.has(op, torchvision=torchvision)]
@@ -159,7 +155,7 @@ class Registries:
     def with_registries(self, found: Iterable[Registry]) -> Registries:
         """These registries, ``found`` replacing a registry of the same minor, ordered by torch."""
         by_minor = {r.minor: r for r in self.registries} | {r.minor: r for r in found}
-        ordered = sorted(by_minor.values(), key=lambda r: _minor_key(r.minor))
+        ordered = sorted(by_minor.values(), key=lambda r: version_key(r.minor))
         return Registries(read=datetime.date.today().isoformat(), registries=tuple(ordered))
 
 
@@ -172,10 +168,6 @@ def _mask(union: Sequence[str], members: frozenset[str]) -> str:
 def _unmask(union: Sequence[str], mask: str) -> frozenset[str]:
     bits = int(mask, 16)
     return frozenset(name for i, name in enumerate(union) if bits >> i & 1)
-
-
-def _minor_key(minor: str) -> tuple[int, ...]:
-    return tuple(int(x) for x in minor.split(".") if x.isdigit())
 
 
 def load(path: Path = REGISTRIES) -> Registries | None:
