@@ -1,0 +1,69 @@
+"""The README's first command, as written, on a stock Debian 12 (tritonpt_ci.stock).
+
+A new user arrives with a Debian whose Python refuses `pip install` outside a venv (PEP 668), and with only what
+the README tells them to install. So the machine is Debian bookworm from debootstrap (the stand-in base: python3,
+ca-certificates) with git and the packages of the README's own `apt-get install` line, and the command is read
+from the README's code block: an edit of either is what gets tested. It runs as this user in a fresh clone of
+HEAD (the README as committed, which CI's clean clone is).
+
+What the machine keeps between runs is said in tritonpt_ci.stock: uv's and pip's downloads, and its own tritonpt
+cache. The first run on a machine builds its backends and exports with nothing but torch in uv's cache.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tritonpt_ci import stock
+
+from ..helpers import ROOT
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture
+def home(tmp_path: Path) -> Path:
+    """The user's home, with a fresh clone of this checkout's HEAD in it."""
+    if shutil.which("git") is None or not (ROOT / ".git").exists():
+        pytest.skip(f"{ROOT} is not a git checkout (or git is missing): the command runs in a clone of it")
+    subprocess.run(
+        ["git", "clone", "--quiet", str(ROOT), str(tmp_path / "tritonpt")], check=True, timeout=300
+    )
+    return tmp_path
+
+
+def test_the_first_command_runs_the_main_job_green_on_stock_debian_12(
+    docker_client: Any, standin_base: str, home: Path
+) -> None:
+    readme = home / "tritonpt" / "README.md"
+    first = stock.the_two_commands(readme)[0]
+    tag = stock.build(
+        docker_client, base=standin_base, suite="bookworm", packages=stock.readme_packages(readme)
+    )
+    sources = os.environ.get("TRITONPT_SOURCES")
+    ran = stock.run(
+        docker_client,
+        tag,
+        first,
+        clone="tritonpt",
+        home=home,
+        suite="bookworm",
+        sources=Path(sources) if sources else None,
+        timeout=3000,
+    )
+    said = ran.output[-4000:]
+    print(f"the first command on stock Debian 12: exit {ran.code} in {ran.seconds:.0f} s")
+    assert ran.code == 0, f"`{first}` exited {ran.code} on {tag}:\n{said}"
+    summary = json.loads((home / "tritonpt" / "reports" / "summary.json").read_text(encoding="utf-8"))
+    outcomes = summary["outcomes"]
+    assert outcomes.get("passed", 0) > 0, outcomes
+    assert outcomes.get("failed", 0) == 0, outcomes
+    assert outcomes.get("error", 0) == 0, outcomes
+    assert "nox > Session integration was successful" in ran.output, said

@@ -1,0 +1,195 @@
+"""A new user's stock machine: Debian from debootstrap with python3 and git, plus only the system packages the
+README names, as a Docker image; the README's command lines run in it as they are written.
+
+    the_two_commands(readme)      the command lines of the README's "The two commands" block
+    readme_packages(readme)       what the README's `apt-get install` names
+    build(client, base=...)       tritonpt-stock:<suite>-<hash>: the stand-in base + git + those packages
+    run(client, tag, command)     the command in a container of it, as this user, in a fresh clone
+
+What the machine keeps between runs, as a person's machine would: the downloads (``~/.cache``: uv's, pip's) and
+its own tritonpt cache (``~/.cache/tritonpt/stock/<suite>``: its environments, exports and backend builds, made
+with its own Python and compiler). Nothing else of this machine's is inside: no venv, no nox, no PATH of ours.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import requests
+from markdown_it import MarkdownIt
+
+from tritonpt import caches, image
+from tritonpt.errors import ImageError
+from tritonpt.image import DockerClient
+from tritonpt_ci.standin.images import digest, existing
+
+HEADING = "The two commands"
+REPOSITORY = "tritonpt-stock"
+"""Every stock machine is a tag of this repository (not the stand-ins', whose pruning keeps only its own)."""
+HOME = "/home/user"
+SOURCES = "/sources"
+PACKAGES = ("git",)
+"""Besides the base's python3 and ca-certificates: what a user has who cloned the repository."""
+
+
+def _tokens(readme: Path) -> list[Any]:
+    return list(MarkdownIt().parse(readme.read_text(encoding="utf-8")))
+
+
+def _section(readme: Path) -> list[Any]:
+    """The tokens under the heading "The two commands", up to the next heading."""
+    tokens = _tokens(readme)
+    inside: list[Any] = []
+    under = False
+    for index, token in enumerate(tokens):
+        if token.type == "heading_open":
+            if under:
+                break
+            under = tokens[index + 1].content.strip() == HEADING
+        elif under:
+            inside.append(token)
+    if not inside:
+        msg = f"{readme}: no heading {HEADING!r} with anything under it"
+        raise ImageError(msg)
+    return inside
+
+
+def the_two_commands(readme: Path) -> list[str]:
+    """The command lines of the first ``bash`` block under "The two commands" (comments left out)."""
+    for token in _section(readme):
+        if token.type == "fence" and token.info.strip() == "bash":
+            return [
+                line.strip()
+                for line in token.content.splitlines()
+                if line.strip() and not line.strip().startswith("#")
+            ]
+    msg = f"{readme}: no ```bash block under the heading {HEADING!r}"
+    raise ImageError(msg)
+
+
+def readme_packages(readme: Path) -> tuple[str, ...]:
+    """The packages of the first ``apt-get install`` in inline code under "The two commands"."""
+    for token in _section(readme):
+        for child in token.children or ():
+            words = shlex.split(child.content) if child.type == "code_inline" else []
+            words = words[1:] if words[:1] == ["sudo"] else words
+            if words[:2] == ["apt-get", "install"]:
+                return tuple(w for w in words[2:] if not w.startswith("-"))
+    msg = f"{readme}: no `apt-get install ...` under the heading {HEADING!r}"
+    raise ImageError(msg)
+
+
+def build(
+    client: DockerClient,
+    *,
+    base: str,
+    suite: str,
+    packages: tuple[str, ...],
+    on_line: image.OnLine | None = None,
+) -> str:
+    """``tritonpt-stock:<suite>-<hash>``: ``base`` with git and ``packages`` installed by apt, as a user would
+    (recommended packages too); built once per base and package list."""
+    wanted = (*PACKAGES, *packages)
+    tag = f"{REPOSITORY}:{suite}-{digest({'base': base, 'packages': list(wanted)})}"
+    if existing(client, tag) is not None:
+        caches.note("image", f"stock {tag}", hit=True)
+        return tag
+    started = time.perf_counter()
+    recipe = (
+        f"FROM {base}\n"
+        'SHELL ["/bin/bash", "-o", "pipefail", "-c"]\n'
+        f"RUN apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y {shlex.join(wanted)} "
+        "&& rm -rf /var/lib/apt/lists/*\n"
+    )
+    image.run_build(client, tag=tag, build_args={}, dockerfile=recipe, on_line=on_line)
+    for found in client.images.list(name=REPOSITORY):  # the same suite's older package lists
+        for old in found.tags:
+            if old.startswith(f"{REPOSITORY}:{suite}-") and old != tag:
+                client.images.remove(old, noprune=False)
+    caches.note("image", f"stock {tag}", hit=False, seconds=time.perf_counter() - started)
+    return tag
+
+
+@dataclass(frozen=True, kw_only=True)
+class Ran:
+    """A command's run on the stock machine."""
+
+    code: int
+    output: str
+    seconds: float
+
+
+def run(
+    client: DockerClient,
+    tag: str,
+    command: str,
+    *,
+    clone: str,
+    home: Path,
+    suite: str,
+    sources: Path | None,
+    timeout: float,
+    extra: Mapping[str, str] | None = None,
+    on_line: Callable[[str], None] | None = None,
+) -> Ran:
+    """``command`` in ``bash -euo pipefail`` in a container of ``tag``, as this process's user, in ``home/clone``
+    (a fresh clone there already): ``home`` is the user's home, this machine's ``~/.cache`` its own (uv's and
+    pip's downloads), its tritonpt cache a folder of the stock machine's own. The host's network (the package
+    index). ``extra``: mounts (host path: container path, read-only) the test adds and says why."""
+    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    volumes = {
+        str(home): {"bind": HOME, "mode": "rw"},
+        str(cache): {"bind": f"{HOME}/.cache", "mode": "rw"},
+        **{host: {"bind": inside, "mode": "ro"} for host, inside in (extra or {}).items()},
+    }
+    environment = {
+        "HOME": HOME,
+        "LANG": "C.UTF-8",
+        # The stock machine's own: its Python and compiler make other environments, exports and builds.
+        caches.CACHE_ENV: f"{HOME}/.cache/tritonpt/stock/{suite}",
+    }
+    if sources is not None:  # CI reaches no GitHub: the pinned tarballs, as the README says to point at them
+        volumes[str(sources)] = {"bind": SOURCES, "mode": "ro"}
+        environment["TRITONPT_SOURCES"] = SOURCES
+    started = time.perf_counter()
+    container = client.containers.run(
+        tag,
+        ["bash", "-euo", "pipefail", "-c", command],
+        detach=True,
+        user=f"{os.getuid()}:{os.getgid()}",
+        working_dir=f"{HOME}/{clone}",
+        environment=environment,
+        volumes=volumes,
+        network_mode="host",
+        shm_size="1g",
+        labels={image.LABEL_STANDIN: "stock"},
+    )
+    lines: list[str] = []
+
+    def read() -> None:
+        for chunk in container.logs(stream=True, follow=True):
+            for line in chunk.decode(errors="replace").splitlines():
+                lines.append(line)
+                if on_line is not None:
+                    on_line(line)
+
+    reader = threading.Thread(target=read, name="stock-output", daemon=True)
+    reader.start()
+    try:
+        code = int(container.wait(timeout=timeout).get("StatusCode", 1))
+    except requests.exceptions.RequestException as exc:  # a read timeout: past ``timeout``
+        msg = f"`{command}` did not end within {timeout:.0f} s on {tag}; its last lines:\n" + "\n".join(
+            lines[-30:]
+        )
+        raise ImageError(msg) from exc
+    finally:
+        container.remove(force=True)
+        reader.join(timeout=10.0)
+    return Ran(code=code, output="\n".join(lines), seconds=time.perf_counter() - started)
