@@ -37,6 +37,22 @@ HOME = "/home/user"
 SOURCES = "/sources"
 PACKAGES = ("git",)
 """Besides the base's python3 and ca-certificates: what a user has who cloned the repository."""
+NETWORK = (
+    "SSL_CERT_FILE",
+    "SSL_CERT_DIR",
+    "REQUESTS_CA_BUNDLE",
+    "PIP_CERT",
+    "PIP_INDEX_URL",
+    "UV_INDEX_URL",
+    "HTTP_PROXY",
+    "HTTPS_PROXY",
+    "NO_PROXY",
+    "http_proxy",
+    "https_proxy",
+    "no_proxy",
+)
+"""How this machine reaches the package index (its proxy, the CA bundle it trusts), passed on where set, each file
+or folder they name mounted read-only at its own path: the network is the machine's, not the user's."""
 
 
 def _tokens(readme: Path) -> list[Any]:
@@ -142,7 +158,7 @@ def run(
     """``command`` in ``bash -euo pipefail`` in a container of ``tag``, as this process's user, in ``home/clone``
     (a fresh clone there already): ``home`` is the user's home, this machine's ``~/.cache`` its own (uv's and
     pip's downloads), its tritonpt cache a folder of the stock machine's own. The host's network (the package
-    index). ``extra``: mounts (host path: container path, read-only) the test adds and says why."""
+    index, through :data:`NETWORK`). ``extra``: mounts (host path: container path, read-only) the test adds and says why."""
     cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
     volumes = {
         str(home): {"bind": HOME, "mode": "rw"},
@@ -155,6 +171,11 @@ def run(
         # The stock machine's own: its Python and compiler make other environments, exports and builds.
         caches.CACHE_ENV: f"{HOME}/.cache/tritonpt/stock/{suite}",
     }
+    for name in NETWORK:
+        if name in os.environ:
+            environment[name] = os.environ[name]
+            if Path(os.environ[name]).is_absolute() and Path(os.environ[name]).exists():
+                volumes[os.environ[name]] = {"bind": os.environ[name], "mode": "ro"}
     if sources is not None:  # CI reaches no GitHub: the pinned tarballs, as the README says to point at them
         volumes[str(sources)] = {"bind": SOURCES, "mode": "ro"}
         environment["TRITONPT_SOURCES"] = SOURCES
