@@ -3,7 +3,7 @@ README names, as a Docker image; the README's command lines run in it as they ar
 
     the_two_commands(readme)      the command lines of the README's "The two commands" block
     readme_packages(readme)       what the README's `apt-get install` names
-    build(client, base=...)       tritonpt-stock:<suite>-<hash>: the stand-in base + git + those packages
+    build(client, suite=...)      tritonpt-stock:<suite>-<hash>: Debian from debootstrap + git + those packages
     run(client, tag, command)     the command in a container of it, as this user, in a fresh clone
 
 What the machine keeps between runs, as a person's machine would: the downloads (``~/.cache``: uv's, pip's) and
@@ -17,7 +17,7 @@ import os
 import shlex
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -28,12 +28,15 @@ from markdown_it import MarkdownIt
 from tritonpt import caches, image
 from tritonpt.errors import ImageError
 from tritonpt.image import DockerClient
+from tritonpt_ci.standin import debian
 from tritonpt_ci.standin.images import digest, existing
 
 HEADING = "The two commands"
 REPOSITORY = "tritonpt-stock"
 """Every stock machine is a tag of this repository (not the stand-ins', whose pruning keeps only its own)."""
 HOME = "/home/user"
+DEBIAN_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+"""A Debian user's PATH (the base image's)."""
 SOURCES = "/sources"
 PACKAGES = ("git",)
 """Besides the base's python3 and ca-certificates: what a user has who cloned the repository."""
@@ -105,19 +108,21 @@ def readme_packages(readme: Path) -> tuple[str, ...]:
 def build(
     client: DockerClient,
     *,
-    base: str,
     suite: str,
     packages: tuple[str, ...],
     on_line: image.OnLine | None = None,
 ) -> str:
-    """``tritonpt-stock:<suite>-<hash>``: ``base`` with git and ``packages`` installed by apt, as a user would
-    (recommended packages too); built once per base and package list."""
+    """``tritonpt-stock:<suite>-<hash>``: Debian ``suite`` from debootstrap (the stand-ins' base recipe) with git
+    and ``packages`` installed by apt, as a user would (recommended packages too); built once per suite, mirror and
+    package list (the base only then: the stand-ins' pruning may have taken another suite's)."""
     wanted = (*PACKAGES, *packages)
+    base = debian.base_tag(debian.debian_mirror(), suite)
     tag = f"{REPOSITORY}:{suite}-{digest({'base': base, 'packages': list(wanted)})}"
     if existing(client, tag) is not None:
         caches.note("image", f"stock {tag}", hit=True)
         return tag
     started = time.perf_counter()
+    debian.build_base(client, suite=suite, on_line=on_line)
     recipe = (
         f"FROM {base}\n"
         'SHELL ["/bin/bash", "-o", "pipefail", "-c"]\n'
@@ -152,18 +157,19 @@ def run(
     suite: str,
     sources: Path | None,
     timeout: float,
-    extra: Mapping[str, str] | None = None,
+    python: Path | None = None,
     on_line: Callable[[str], None] | None = None,
 ) -> Ran:
     """``command`` in ``bash -euo pipefail`` in a container of ``tag``, as this process's user, in ``home/clone``
     (a fresh clone there already): ``home`` is the user's home, this machine's ``~/.cache`` its own (uv's and
     pip's downloads), its tritonpt cache a folder of the stock machine's own. The host's network (the package
-    index, through :data:`NETWORK`). ``extra``: mounts (host path: container path, read-only) the test adds and says why."""
+    index, through :data:`NETWORK`). ``python``: a CPython prefix of this machine's, for a suite whose own Python is not the one the sessions
+    run on (Debian 13's 3.13): mounted at its own path and put last on PATH, it stands in for the build uv fetches
+    on a user's machine (python-build-standalone, which this machine cannot reach); uv may fetch none."""
     cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
     volumes = {
         str(home): {"bind": HOME, "mode": "rw"},
         str(cache): {"bind": f"{HOME}/.cache", "mode": "rw"},
-        **{host: {"bind": inside, "mode": "ro"} for host, inside in (extra or {}).items()},
     }
     environment = {
         "HOME": HOME,
@@ -176,6 +182,10 @@ def run(
             environment[name] = os.environ[name]
             if Path(os.environ[name]).is_absolute() and Path(os.environ[name]).exists():
                 volumes[os.environ[name]] = {"bind": os.environ[name], "mode": "ro"}
+    if python is not None:
+        volumes[str(python)] = {"bind": str(python), "mode": "ro"}
+        environment["PATH"] = f"{DEBIAN_PATH}:{python / 'bin'}"
+        environment["UV_PYTHON_DOWNLOADS"] = "never"
     if sources is not None:  # CI reaches no GitHub: the pinned tarballs, as the README says to point at them
         volumes[str(sources)] = {"bind": SOURCES, "mode": "ro"}
         environment["TRITONPT_SOURCES"] = SOURCES

@@ -63,10 +63,10 @@ def _deb822(stanza: str) -> dict[str, str]:
     return fields
 
 
-def base_tag(mirror: str) -> str:
-    """``tritonpt-standin:base-bookworm-<hash of suite, variant, packages, mirror>``."""
-    inputs = {"suite": SUITE, "variant": "minbase", "packages": sorted(PACKAGES), "mirror": mirror}
-    return f"{REPOSITORY}:base-{SUITE}-{digest(inputs)}"
+def base_tag(mirror: str, suite: str = SUITE) -> str:
+    """``tritonpt-standin:base-<suite>-<hash of suite, variant, packages, mirror>``."""
+    inputs = {"suite": suite, "variant": "minbase", "packages": sorted(PACKAGES), "mirror": mirror}
+    return f"{REPOSITORY}:base-{suite}-{digest(inputs)}"
 
 
 def cannot_debootstrap() -> str:
@@ -92,12 +92,15 @@ def build_base(
     workdir: Path | None = None,
     force: bool = False,
     on_line: image.OnLine | None = None,
+    suite: str = SUITE,
 ) -> StandinImage:
-    """Debian bookworm (minbase + PACKAGES) from debootstrap, imported as an image; skipped if already there."""
+    """Debian ``suite`` (minbase + PACKAGES; bookworm for the stand-ins) from debootstrap, imported as an image;
+    skipped if already there. Another suite comes from the same mirror as bookworm's (one archive)."""
     mirror = mirror or debian_mirror()
-    tag = base_tag(mirror)
+    tag = base_tag(mirror, suite)
+    role = "base" if suite == SUITE else f"base {suite}"
     if not force and existing(client, tag) is not None:
-        return image_of(client, "base", tag, cached=True, seconds=0.0)
+        return image_of(client, role, tag, cached=True, seconds=0.0)
     reason = cannot_debootstrap()
     if reason:
         raise ImageError(reason)
@@ -108,18 +111,18 @@ def build_base(
             "debootstrap",
             "--variant=minbase",
             f"--include={','.join(PACKAGES)}",
-            SUITE,
+            suite,
             str(root),
             mirror,
         ]
-        _stream_process(command, on_line=on_line, what=f"debootstrap {SUITE} from {mirror}")
+        _stream_process(command, on_line=on_line, what=f"debootstrap {suite} from {mirror}")
         # Downloaded .deb files and package lists are half the size and no use in the image.
         for leftover in ("var/cache/apt/archives", "var/lib/apt/lists"):
             for path in (root / leftover).glob("*"):
                 if path.is_file():
                     path.unlink()
         _import_rootfs(client, root, tag, mirror=mirror)
-    return image_of(client, "base", tag, cached=False, seconds=time.perf_counter() - started)
+    return image_of(client, role, tag, cached=False, seconds=time.perf_counter() - started)
 
 
 def _stream_process(command: Sequence[str], *, on_line: image.OnLine | None, what: str) -> None:

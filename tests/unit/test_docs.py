@@ -1,4 +1,5 @@
-"""The README's two commands: exactly two, and CI runs the second as written.
+"""The README and the site's shape: the README short, with exactly two commands, the second the one CI runs as
+written; the site's home links every page.
 
 "The two commands" is the README's first promise: on a fresh machine, the first sets up and runs the main job,
 the second runs the tests. The command lines are read from the README's code block (tritonpt_ci.stock), not
@@ -9,6 +10,7 @@ change, must run it as written.
 
 from __future__ import annotations
 
+import re
 import shlex
 
 from tritonpt_ci import stock
@@ -16,6 +18,25 @@ from tritonpt_ci import stock
 from ..helpers import ROOT
 
 CI_RUN = ROOT / ".ci" / "run"
+DOCS = ROOT / "docs"
+README_LINES = 80
+"""What it is, the two commands, what each does, where to read on: the rest lives in docs/."""
+
+
+def test_the_readme_is_short() -> None:
+    lines = (ROOT / "README.md").read_text(encoding="utf-8").splitlines()
+    assert len(lines) <= README_LINES, (
+        f"README.md has {len(lines)} lines; move what is past {README_LINES} to docs/"
+    )
+
+
+def test_the_sites_home_links_every_page() -> None:
+    """A page that docs/index.md does not link is found only by those who know it is there."""
+    home = (DOCS / "index.md").read_text(encoding="utf-8")
+    linked = {(DOCS / target).resolve() for target in re.findall(r"\]\(([^)#\s]+\.md)(?:#[^)]*)?\)", home)}
+    pages = {p.resolve() for p in DOCS.rglob("*.md") if p.name != "index.md"}
+    unlinked = sorted(str(p.relative_to(DOCS.resolve())) for p in pages - linked)
+    assert not unlinked, f"docs/index.md links none of {unlinked}"
 
 
 def test_the_readme_gives_two_commands() -> None:
