@@ -1,5 +1,7 @@
 """gpu.yml under act, by hand (workflow_dispatch) with its ``shards`` input: the plan fans out to exactly that many
-shard jobs, and the merge expects that many, from the plan's output and not from the shards that reported.
+shard jobs, and the merge expects that many, from the plan's output and not from the shards that reported. The
+one-shard run is a fork's that says it has GPU runners (the repository variable TRITONPT_GPU_RUNNERS); a fork
+that does not say so skips every job.
 
 Where ``nvidia-smi`` answers, the same lane runs the shards for real (a lent GPU machine, a runner of the pool).
 Elsewhere this is a fault: each shard must fail at its GPU preflight with its ``::error::`` line and upload nothing,
@@ -29,12 +31,23 @@ def _gpu_answers() -> bool:
     return subprocess.run(["nvidia-smi"], capture_output=True, check=False, timeout=60).returncode == 0
 
 
+FORK = {"repository": {"fork": True}}
+"""The event's payload in a fork of the repository."""
+RUNNERS = {"TRITONPT_GPU_RUNNERS": "true"}
 FANS = {
     count: Lane(
-        workflow=GPU, event="workflow_dispatch", inputs={"shards": str(count)}, name=f"gpu-shards-{count}"
+        workflow=GPU,
+        event="workflow_dispatch",
+        inputs={"shards": str(count)},
+        name=f"gpu-shards-{count}" + "-fork" * (count == 1),
+        payload=FORK if count == 1 else {},
+        variables=RUNNERS if count == 1 else {},
     )
     for count in (1, 2, 3)
 }
+FORK_WITHOUT_RUNNERS = Lane(
+    workflow=GPU, event="workflow_dispatch", inputs={"shards": "1"}, name="gpu-fork-no-runners", payload=FORK
+)
 BAD_COUNTS = {
     shards: Lane(
         workflow=GPU, event="workflow_dispatch", inputs={"shards": shards}, name=f"gpu-shards-bad-{shards}"
@@ -100,3 +113,13 @@ def test_a_shard_count_outside_1_to_16_fails_the_plan_with_its_error(started: St
     )
     assert all(j.result in {"", "skipped"} for j in result.report.jobs_named("merge"))
     assert result.code != 0
+
+
+@pytest.mark.lanes(FORK_WITHOUT_RUNNERS)
+def test_a_fork_that_has_not_said_it_has_gpu_runners_skips_every_job(started: Started) -> None:
+    """Its pushes and schedule would otherwise queue shard jobs for runners it does not have."""
+    result = started.result(FORK_WITHOUT_RUNNERS, timeout=600)
+    jobs = [*result.report.jobs_named("plan"), *result.report.jobs_named("gpu-matrix")]
+    jobs += result.report.jobs_named("merge")
+    assert all(j.result in {"", "skipped"} for j in jobs), result.report.to_markdown()
+    assert not any(s.stage == "Main" for j in jobs for s in j.steps)

@@ -55,6 +55,7 @@ class Lane:
     payload: Mapping[str, object] = field(
         default_factory=dict
     )  # the event's, e.g. {"ref": "refs/heads/main"}
+    variables: Mapping[str, str] = field(default_factory=dict)  # the repository's variables (``vars.X``)
     name: str = ""  # the report folder's name; default from the options
     # Whether a job's `nox -s S` may reuse what the outer run proved on the same tree (tritonpt_ci.proofs):
     # a lane about the glue around a session needs no second proof of it; one that must see the session run (to
@@ -309,6 +310,7 @@ def start(
         *(["-j", lane.job] if lane.job else []),
         *(arg for m in lane.matrix for arg in ("--matrix", m)),
         *(arg for k, v in lane.inputs.items() for arg in ("--input", f"{k}={v}")),
+        *(arg for k, v in lane.variables.items() for arg in ("--var", f"{k}={v}")),
         *(["--concurrent-jobs", str(lane.concurrent_jobs)] if lane.concurrent_jobs else []),
         *extra,
     ]
