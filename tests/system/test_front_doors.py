@@ -90,24 +90,34 @@ def test_invoke_validate_reports_and_exits_1(repository_copy: Callable[..., Path
     assert "Traceback" not in done.stderr
 
 
-def _builds_beside(tmp_path: Path, sources: Path) -> subprocess.Popen[str]:
+def _builds_beside(tmp_path: Path, sources: Path, *only: str) -> subprocess.Popen[str]:
     """`invoke export --build-backend` into tmp_path/repo, its backend builds in an empty cache of its own."""
     env = {**os.environ, "TRITONPT_CACHE": str(tmp_path / "cache"), "TRITONPT_SOURCES": str(sources)}
+    selected = only or ("--only", "multi_io")
     return subprocess.Popen(
-        invoke_command("export", "--only", "multi_io", "--repository", "repo", "--build-backend"),
+        invoke_command("export", *selected, "--repository", "repo", "--build-backend"),
         cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
     )  # fmt: skip
 
 
-def test_export_fails_when_the_build_beside_it_fails(tmp_path: Path) -> None:
+def test_a_build_that_fails_beside_the_export_stops_it_at_once(tmp_path: Path) -> None:
+    """The build fails in seconds (no sources); the export beside it (resnet18 and its PT2 copy, compiled cold:
+    most of a minute) is stopped where it is, not finished first, and leaves nothing half-written."""
     (tmp_path / "no-sources").mkdir()
-    with _builds_beside(tmp_path, tmp_path / "no-sources") as done:
+    only = ("--only", "resnet18", "--format", "both")
+    with _builds_beside(tmp_path, tmp_path / "no-sources", *only) as done:
         said, _ = done.communicate(timeout=600)
     assert done.returncode == 1, said
     assert "building the backends beside the export failed (exit 1); its last lines:" in said
     assert "Cannot find the pytorch_backend source" in said
+    assert "export done in" not in said, (
+        f"the export ran to its end before the build's failure was said:\n{said}"
+    )
     assert "Traceback" not in said
     assert not list((tmp_path / "cache" / "backends").glob("r*")), "a failed build left a cache entry"
+    repository = tmp_path / "repo"
+    left = [p.name for p in repository.iterdir() if p.name.startswith(".")] if repository.exists() else []
+    assert left == [], f"the stopped export left {left} half-written"
 
 
 def test_ctrl_c_of_export_stops_the_build_beside_it(tmp_path: Path) -> None:

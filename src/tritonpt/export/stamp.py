@@ -25,10 +25,20 @@ EXPORT_CODE = ("builtin.py", "spec.py", "reference.py", "repository.py", "dtypes
 (the model lives in builtin)."""
 
 
+NOT_EXPORT_CODE = frozenset({"beside.py", "builtin_set.py"})
+"""Modules of the export package that decide nothing an export writes (the backend build beside it, the export run
+as a child): a change of theirs keeps every cached export. Every other module of the package is in the key."""
+
+
 def _code() -> list[bytes]:
     package = importlib.resources.files("tritonpt")
     exporting = sorted(
-        (p for p in package.joinpath("export").iterdir() if p.name.endswith(".py")), key=lambda p: p.name
+        (
+            p
+            for p in package.joinpath("export").iterdir()
+            if p.name.endswith(".py") and p.name not in NOT_EXPORT_CODE
+        ),
+        key=lambda p: p.name,
     )
     return [package.joinpath(name).read_bytes() for name in EXPORT_CODE] + [p.read_bytes() for p in exporting]
 
