@@ -105,6 +105,20 @@ def readme_packages(readme: Path) -> tuple[str, ...]:
     raise ImageError(msg)
 
 
+def tag_of(suite: str, packages: tuple[str, ...]) -> str:
+    """``tritonpt-stock:<suite>-<hash of its base's tag and the packages>``."""
+    base = debian.base_tag(debian.debian_mirror(), suite)
+    return f"{REPOSITORY}:{suite}-{digest({'base': base, 'packages': [*PACKAGES, *packages]})}"
+
+
+def why_not(client: DockerClient, *, suite: str, packages: tuple[str, ...]) -> str:
+    """Why the stock machine cannot be made here (its image missing, and no debootstrap or not root), with the
+    fix; "" when it is there or can be."""
+    if existing(client, tag_of(suite, packages)) is not None:
+        return ""
+    return debian.cannot_debootstrap()
+
+
 def build(
     client: DockerClient,
     *,
@@ -117,7 +131,7 @@ def build(
     package list (the base only then: the stand-ins' pruning may have taken another suite's)."""
     wanted = (*PACKAGES, *packages)
     base = debian.base_tag(debian.debian_mirror(), suite)
-    tag = f"{REPOSITORY}:{suite}-{digest({'base': base, 'packages': list(wanted)})}"
+    tag = tag_of(suite, packages)
     if existing(client, tag) is not None:
         caches.note("image", f"stock {tag}", hit=True)
         return tag
