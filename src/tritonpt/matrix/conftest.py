@@ -52,8 +52,15 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", "probe(kind): a check sent to the probe model of that kind (matrix.PROBES)"
     )
-    if KEY not in config.stash or config.option.help:
-        return  # not the matrix's own run (python -m tritonpt.matrix hands it its settings), or `--help`
+    if config.option.help:
+        return
+    if KEY not in config.stash:
+        pytest.exit(
+            "The matrix's tests take their settings from its launcher, so run them through it: "
+            "`python -m tritonpt.matrix --repository DIR` (or `tritonpt check`, or `nox -s integration`), "
+            "with pytest's own options after them.",
+            returncode=4,
+        )
     # SIGTERM, SIGHUP and a SIGINT ignored on entry (a background job) end the run as Ctrl-C does: pytest's
     # teardown stops the server or the container.
     stopping.install_stop_signals()
