@@ -8,7 +8,7 @@
     nox -s differential  the validator's verdict on each broken repository against the real server's
     nox -s container     our image built on offline stand-ins, the doctor, the matrix in a container;
                          docker/pytorch.Dockerfile's backend stage on a stand-in of its devel base
-    nox -s faults        20+ injected faults, each timed to exit and followed by a count of leftovers
+    nox -s faults        injected faults, each timed to exit and followed by a count of leftovers
     nox -s reliability   (last) reports/reliability.md and .json from the parts the tiers wrote
     nox -s zoo-smoke     four public architectures exported and served with parity (nox -s zoo: all of them)
     nox -s triton-qa     NVIDIA's own qa/L0_libtorch_* and qa/L0_torch_aoti tests against our builds
@@ -262,7 +262,7 @@ def container(session: nox.Session) -> None:
 
 @session()
 def faults(session: nox.Session) -> None:
-    """Fault injection: 20+ faults across the stages, each timed to exit and followed by a count of leftovers.
+    """Fault injection: faults across the stages, each timed to exit and followed by a count of leftovers.
 
     Server deaths, Ctrl-C of each front door, killed and OOM-killed containers, a Docker engine that stops;
     prints the fault table and writes the `faults` reliability part.

@@ -3,6 +3,7 @@ versions.toml covering every libtorch minor an NGC release bundles."""
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
@@ -147,6 +148,24 @@ def test_a_partial_run_keeps_the_shipped_pairs_of_the_legs_it_did_not_run() -> N
     replaced = run._merged(shipped, compat.Table(measured="x", server="2.51.0", pairs=(again,)))
     assert again in replaced.pairs
     assert shipped.pairs[0] not in replaced.pairs  # the leg ran again: its pairs are the new ones
+
+
+def test_a_pt2_row_names_only_the_releases_whose_backend_serves_torch_aoti() -> None:
+    """26.02 bundles libtorch 2.11 as 26.03 does, but its backend has no PT2 path (versions.toml)."""
+    assert not VERSIONS.release("26.02").serves_torch_aoti
+    pt2 = compat.Pair(
+        exported_by="2.9.1+cu128", served_by="2.11.0+cu130", line="pytorch_backend r26.05 (55bbe27)",
+        format="pt2", models=(PARITY,),
+    )  # fmt: skip
+    torchscript = dataclasses.replace(pt2, format="torchscript")
+    assert compat.stands_in_for(pt2) == ["r26.03"]
+    assert compat.stands_in_for(torchscript) == ["r26.02", "r26.03"]
+    page = compat.render(compat.Table(measured="2026-12-08", server="2.51.0", pairs=(pt2, torchscript)))
+    assert "| 2.11.0+cu130 (26.03) | pytorch_backend r26.05 (55bbe27), standing in for r26.03 | pt2 |" in page
+    assert (
+        "| 2.11.0+cu130 (26.02, 26.03) | pytorch_backend r26.05 (55bbe27), standing in for r26.02, r26.03 |"
+        in page
+    )
 
 
 def test_each_row_names_the_branches_its_line_stands_in_for() -> None:

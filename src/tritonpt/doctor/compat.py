@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from tritonpt import pages
-from tritonpt.versions import VERSIONS, Versions, minor_of, version_key
+from tritonpt.versions import VERSIONS, TritonRelease, Versions, minor_of, version_key
 
 TABLE = Path(__file__).with_name("compat.json")
 PAGE = Path("docs/reference/compat.md")  # relative to the repository root
@@ -182,20 +182,26 @@ def load(path: Path = TABLE) -> Table | None:
         return None
 
 
-def releases_of(minor: str, versions: Versions = VERSIONS) -> list[str]:
-    """The NGC Triton releases whose pytorch backend bundles libtorch of this minor."""
-    return [r.ngc for r in versions.triton_releases if r.backend_torch and minor_of(r.backend_torch) == minor]
+def _releases(minor: str, model_format: str, versions: Versions) -> list[TritonRelease]:
+    """The NGC Triton releases whose pytorch backend bundles libtorch of this minor and serves ``model_format``
+    (a PT2 package only where the release's backend serves ``torch_aoti``)."""
+    return [
+        r for r in versions.triton_releases if r.backend_torch and minor_of(r.backend_torch) == minor
+        and (model_format != "pt2" or r.serves_torch_aoti)
+    ]  # fmt: skip
+
+
+def releases_of(minor: str, versions: Versions = VERSIONS, *, model_format: str = "torchscript") -> list[str]:
+    """The NGC releases (``26.03``) whose libtorch is this minor and whose backend serves ``model_format``."""
+    return [r.ngc for r in _releases(minor, model_format, versions)]
 
 
 def stands_in_for(pair: Pair, versions: Versions = VERSIONS) -> list[str]:
-    """The branches (``r26.07``) of the releases of the pair's serving minor that are not the line it was served
-    on: the rows the measured line stands in for."""
+    """The branches (``r26.07``) of the releases of the pair's serving minor that serve its format and are not the
+    line it was served on: the rows the measured line stands in for."""
     entry = versions.compat_torch(pair.served_minor)
     line = entry.line if entry else ""
-    return [
-        r.line for r in versions.triton_releases if r.backend_torch and minor_of(r.backend_torch) == pair.served_minor
-        and r.line != line
-    ]  # fmt: skip
+    return [r.line for r in _releases(pair.served_minor, pair.format, versions) if r.line != line]
 
 
 def render(table: Table | None, versions: Versions = VERSIONS) -> str:
@@ -232,7 +238,12 @@ def render(table: Table | None, versions: Versions = VERSIONS) -> str:
         "|---|---|---|---|---|",
     ]
     for p in sorted(table.pairs, key=_order):
-        releases = ", ".join(releases_of(p.served_minor, versions)) or "no release states it"
+        found = releases_of(p.served_minor, versions, model_format=p.format)
+        releases = ", ".join(found) or (
+            "no release of it serves torch_aoti"
+            if releases_of(p.served_minor, versions)
+            else "no release states it"
+        )
         verdict = p.verdict if p.verdict == "parity" else f"{p.verdict}: {_cell(p.first_error)}"
         if p.foretold:
             verdict += "; refused as the doctor predicted: " + ", ".join(
