@@ -13,6 +13,7 @@ from tritonpt import backend, export
 from tritonpt.versions import VERSIONS
 
 from .helpers import SMALL_MODELS
+from .prerequisites import pytest_runtest_makereport  # noqa: F401 - a hook: a missing prerequisite fails CI
 
 FORCED_COLOUR = ("FORCE_COLOR", "CLICOLOR_FORCE", "PY_COLORS")
 """What makes rich (and most tools) colour output that is not a terminal: a CI workflow sets FORCE_COLOR for its

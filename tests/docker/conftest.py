@@ -21,6 +21,8 @@ from tritonpt.errors import DockerUnavailable
 from tritonpt.reporting.reliability import count_tracebacks, write_part
 from tritonpt_ci import standin
 
+from ..prerequisites import missing
+
 LOCKDOWN_MODULE = "test_lockdown.py"
 LOCKDOWN_CHECKS = pytest.StashKey[dict[str, dict[str, Any]]]()
 LOCKDOWN_OUTPUTS = pytest.StashKey[list[str]]()
@@ -32,7 +34,10 @@ def docker_client() -> Iterator[Any]:
     try:
         client = image.docker_client()
     except DockerUnavailable as exc:
-        pytest.skip(f"no Docker engine answers at {image.docker_host()}; run .ci/docker-engine.sh ({exc})")
+        missing(
+            f"a Docker engine at {image.docker_host()}",
+            f"start one with `sudo bash .ci/docker-engine.sh` ({exc})",
+        )
     yield client
     client.close()
 
@@ -50,7 +55,9 @@ def standin_base(docker_client: Any) -> str:
 def standin_images(docker_client: Any, standin_base: str) -> dict[str, standin.StandinImage]:
     """Base, Triton stand-in and docker/ngc.Dockerfile on it, by role; reused when their inputs did not change."""
     if find_spec("pytriton") is None:
-        pytest.skip("nvidia-pytriton is not installed: the stand-in takes its server from it")
+        missing(
+            "nvidia-pytriton", "install the project's dependencies (the stand-in takes its server from it)"
+        )
     return {b.role: b for b in standin.build_all(docker_client)}
 
 

@@ -29,6 +29,8 @@ from tritonpt.server.container import CONTAINER_MODELS, ContainerServer
 from tritonpt.server.engine import HARNESS, HARNESS_LABEL, SESSION_ID, SESSION_LABEL
 from tritonpt_ci import standin
 
+from ..prerequisites import missing
+
 pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -317,7 +319,7 @@ def test_the_checks_fail_on_a_container_that_is_not_locked_down(
 def _zizmor(folder: Path, outputs: list[str]) -> tuple[int, list[dict[str, Any]]]:
     binary = shutil.which("zizmor")
     if binary is None:
-        pytest.skip("zizmor is not installed (the test and lint groups carry it): uv pip install zizmor")
+        missing("zizmor", "uv pip install zizmor (the test and lint groups carry it)")
     done = subprocess.run(
         [binary, *ZIZMOR_GATE, str(folder)], capture_output=True, text=True, timeout=120, check=False
     )

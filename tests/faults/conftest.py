@@ -32,6 +32,7 @@ from tritonpt.reporting.reliability import PARTS, write_part
 from tritonpt_ci import standin
 from tritonpt_ci.contracts import LEFTOVER_KINDS
 
+from ..prerequisites import missing
 from .injector import FaultRun, Outcome
 
 OUTCOMES = pytest.StashKey[dict[str, Outcome]]()  # test id -> the fault's outcome, once it was injected
@@ -123,8 +124,9 @@ def docker_engine() -> Iterator[Any]:
     try:
         client = image.docker_client()
     except DockerUnavailable as exc:
-        pytest.skip(
-            f"no Docker engine answers at {image.docker_host()}; start one with .ci/docker-engine.sh ({exc})"
+        missing(
+            f"a Docker engine at {image.docker_host()}",
+            f"start one with `sudo bash .ci/docker-engine.sh` ({exc})",
         )
     yield client
     client.close()

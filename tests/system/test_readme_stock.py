@@ -33,6 +33,7 @@ from tritonpt.errors import DockerUnavailable
 from tritonpt_ci import stock
 
 from ..helpers import ROOT
+from ..prerequisites import missing
 
 pytestmark = pytest.mark.slow
 
@@ -43,7 +44,10 @@ def docker_client() -> Iterator[Any]:
     try:
         client = image.docker_client()
     except DockerUnavailable as exc:
-        pytest.skip(f"no Docker engine answers at {image.docker_host()}; run .ci/docker-engine.sh ({exc})")
+        missing(
+            f"a Docker engine at {image.docker_host()}",
+            f"start one with `sudo bash .ci/docker-engine.sh` ({exc})",
+        )
     yield client
     client.close()
 

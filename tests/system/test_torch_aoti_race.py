@@ -24,6 +24,7 @@ import pytest
 import torch
 
 from ..helpers import ROOT
+from ..prerequisites import missing
 
 pytestmark = pytest.mark.slow
 
@@ -37,7 +38,7 @@ RACE_MARKS = ("No device information found.", "type must be string, but is null"
 def race(tmp_path_factory: pytest.TempPathFactory) -> Path:
     compiler = shutil.which("c++") or shutil.which("g++")
     if compiler is None:
-        pytest.skip("no C++ compiler on PATH (c++ or g++) to build the reproduction; install g++ to run it")
+        missing("a C++ compiler on PATH (c++ or g++)", "install g++: the reproduction is built with it")
     program = tmp_path_factory.mktemp("race") / "race"
     include = TORCH / "include"
     subprocess.run(

@@ -18,6 +18,7 @@ from tritonpt.backend import BuiltBackend, Flavor, Toolchain, Torch, flavor, too
 from tritonpt.errors import BackendError
 from tritonpt.versions import VERSIONS
 
+from ..prerequisites import missing
 from .conftest import MakeBackend
 
 ORIGINAL = "int main() {\n  return 1;\n}\n"
@@ -31,9 +32,12 @@ PATCH = """\
  }
 """
 
-needs_patch = pytest.mark.skipif(
-    shutil.which("patch") is None, reason="GNU patch is not installed (apt-get install patch)"
-)
+
+@pytest.fixture
+def needs_patch() -> None:
+    """The patches are applied with GNU patch, as a build applies them."""
+    if shutil.which("patch") is None:
+        missing("GNU patch", "apt-get install patch")
 
 
 def _series(root: Path, *patches: tuple[str, str]) -> Path:
@@ -149,7 +153,7 @@ def test_the_series_is_read_in_order_and_what_is_missing_is_named(tmp_path: Path
         backend.patched(VERSIONS.backend, root=tmp_path)
 
 
-@needs_patch
+@pytest.mark.usefixtures("needs_patch")
 def test_patches_apply_in_order_to_the_tree(tmp_path: Path) -> None:
     tree = tmp_path / "tree"
     tree.mkdir()
@@ -161,7 +165,7 @@ def test_patches_apply_in_order_to_the_tree(tmp_path: Path) -> None:
     assert (tree / "main.cc").read_text(encoding="utf-8") == ORIGINAL.replace("return 1", "return 0")
 
 
-@needs_patch
+@pytest.mark.usefixtures("needs_patch")
 def test_a_patch_that_no_longer_applies_names_itself_and_changes_nothing(tmp_path: Path) -> None:
     tree = tmp_path / "tree"
     tree.mkdir()

@@ -24,6 +24,8 @@ from tritonpt import doctor
 from tritonpt.doctor import Backend, GlibcNeed, HostDriver, ImageFiles, Ran, Status, compat
 from tritonpt.versions import VERSIONS, minor_of
 
+from ..prerequisites import missing
+
 DEFAULT = Backend.from_release(VERSIONS.triton)
 HOST_GLIBC = doctor.parse_version(os.confstr("CS_GNU_LIBC_VERSION") or "")
 
@@ -31,10 +33,10 @@ HOST_GLIBC = doctor.parse_version(os.confstr("CS_GNU_LIBC_VERSION") or "")
 def _pytriton_file(*parts: str) -> Path:
     spec = find_spec("pytriton")
     if spec is None or not spec.submodule_search_locations:
-        pytest.skip("nvidia-pytriton is not installed: install the project's dependencies (it is one)")
+        missing("nvidia-pytriton", "install the project's dependencies (it is one)")
     path = Path(next(iter(spec.submodule_search_locations)), "tritonserver", *parts)
     if not path.is_file():
-        pytest.skip(f"{path} is missing: the nvidia-pytriton install is incomplete; reinstall it")
+        missing(str(path), "the nvidia-pytriton install is incomplete; reinstall it")
     return path
 
 
@@ -144,7 +146,7 @@ def test_glibc_fails_without_a_server_or_a_glibc() -> None:
 
 def _ldd(path: Path) -> Ran:
     if shutil.which("ldd") is None:
-        pytest.skip("no ldd on this host: install libc-bin")
+        missing("ldd", "install libc-bin")
     done = subprocess.run(["ldd", str(path)], capture_output=True, text=True, check=False)
     return Ran(code=done.returncode, output=done.stdout + done.stderr)
 

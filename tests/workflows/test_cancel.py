@@ -16,6 +16,7 @@ import pytest
 from tritonpt_ci.workflows import host
 from tritonpt_ci.workflows.runner import Lane, until
 
+from ..prerequisites import missing
 from .conftest import Started
 
 CI = Path(".github/workflows/ci.yml")
@@ -49,11 +50,10 @@ def test_a_run_cancelled_while_its_server_serves_leaves_no_server(started: Start
     assert not host.marked(running.marker)
 
 
-@pytest.mark.skipif(
-    shutil.which("sudo") is None, reason="the docker job runs `sudo`; install sudo (.ci/run does)"
-)
 @pytest.mark.lanes(CONTAINER)
 def test_a_run_cancelled_while_its_container_runs_leaves_no_container(started: Started) -> None:
+    if shutil.which("sudo") is None:
+        missing("sudo", "install it (.ci/run does): the docker job runs `sudo`")
     running = started.running(CONTAINER)
 
     def container_up() -> bool:
