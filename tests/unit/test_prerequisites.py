@@ -11,7 +11,7 @@ import pytest
 
 from ..helpers import ROOT
 
-LACKING = '''
+LACKING = """
 from tests.prerequisites import missing
 
 
@@ -22,7 +22,7 @@ def test_needs_a_tool_this_machine_lacks():
 def test_skips_for_a_reason_of_its_own():
     import pytest
     pytest.skip("no GPU here")
-'''
+"""
 
 
 def _run(tmp_path: Path, ci: str | None) -> subprocess.CompletedProcess[str]:
