@@ -1,14 +1,11 @@
-"""A new user's stock machine: Debian from debootstrap with python3 and git, plus only the system packages the
-README names, as a Docker image; the README's command lines run in it as they are written.
+"""A new user's stock machine: Debian from debootstrap with python3, git and only the packages the README names,
+as a Docker image; the README's command lines run in it as written (tests/system/test_readme_stock.py).
 
-    the_two_commands(readme)      the command lines of the README's "The two commands" block
-    readme_packages(readme)       what the README's `apt-get install` names
-    build(client, suite=...)      tritonpt-stock:<suite>-<hash>: Debian from debootstrap + git + those packages
-    run(client, tag, command)     the command in a container of it, as this user, in a fresh clone
+    the_two_commands(readme), readme_packages(readme)     read from README.md itself
+    build(client, suite=..., packages=...)                tritonpt-stock:<suite>-<hash>
+    run(client, tag, command, ...)                        in a container of it, as this user, in a fresh clone
 
-What the machine keeps between runs, as a person's machine would: the downloads (``~/.cache``: uv's, pip's) and
-its own tritonpt cache (``~/.cache/tritonpt/stock/<suite>``: its environments, exports and backend builds, made
-with its own Python and compiler). Nothing else of this machine's is inside: no venv, no nox, no PATH of ours.
+It keeps what a person's machine keeps: the downloads in ~/.cache (uv's, pip's) and its own tritonpt cache.
 """
 
 from __future__ import annotations
