@@ -332,7 +332,8 @@ _ANSWERED_LOCK = threading.Lock()
 
 
 def forget_answered(endpoints: Endpoints, model: str) -> None:
-    """A model unloaded or loaded again starts its statistics from zero: so does the count of its answers."""
+    """A model unloaded or loaded again starts its statistics again (from its warmup runs, which the server counts
+    too): so does the count of its answers."""
     with _ANSWERED_LOCK:
         _ANSWERED.pop((endpoints.http, model), None)
 
@@ -340,7 +341,8 @@ def forget_answered(endpoints: Endpoints, model: str) -> None:
 def answered(endpoints: Endpoints, model: str) -> int:
     """How many of this process's :func:`infer` requests the server at ``endpoints`` answered for ``model``. Triton
     counts a request in its statistics after it has sent the response, so a count read right after an answer can
-    lag it: wait for this many (:func:`tritonpt.assertions.settled_statistics`) before reading counters as a baseline."""
+    lag it: wait for this many, and the model's warmup runs, which it counts as well
+    (:meth:`tritonpt.matrix.models.Model.counted`), before reading counters as a baseline."""
     with _ANSWERED_LOCK:
         return _ANSWERED[endpoints.http, model]
 

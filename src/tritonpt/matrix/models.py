@@ -43,6 +43,17 @@ class Model:
         return self.batching and self.config.HasField("dynamic_batching")
 
     @property
+    def warmup_runs(self) -> int:
+        """The executions Triton runs at each load of this model (its ``model_warmup`` samples, each ``count``
+        times, once at least), which server 2.51.0 counts as successful requests before any of ours."""
+        return sum(max(1, warmup.count) for warmup in self.config.model_warmup)
+
+    def counted(self, triton: Server) -> int:
+        """The successful requests ``triton`` has counted for this model once it has counted all of ours since its
+        last load: its warmup runs and this process's answered requests (:func:`tritonpt.client.answered`)."""
+        return self.warmup_runs + client.answered(triton.endpoints, self.name)
+
+    @property
     def model_format(self) -> str:
         """``pt2`` for a torch_aoti package, else ``torchscript``."""
         return "pt2" if self.config.platform == PT2_PLATFORM else "torchscript"

@@ -26,7 +26,9 @@ def test_unload_and_load_again(triton: Server, model: Model, report: Report) -> 
             raise
         unloaded = client.poll_until(lambda: None if http.is_model_ready(model.name) else True, timeout=60)
         assert unloaded, f"{model.name} was still ready 60 s after it was unloaded"
-        client.forget_answered(triton.endpoints, model.name)  # its statistics start again from zero
+        client.forget_answered(
+            triton.endpoints, model.name
+        )  # its statistics start again, from its warmup runs
         started = time.perf_counter()
         triton.load_model(model.name)  # from the server's repository, or from this run's upload
         report.timings[f"reload {model.name}"] = time.perf_counter() - started

@@ -25,9 +25,7 @@ PATCHED_SAYS = (
 
 def test_statistics_are_in_order(triton: Server, model: Model, report: Report) -> None:
     case = model.reference.cases[0]
-    before = assertions.settled_statistics(
-        triton.endpoints, model.name, requests=client.answered(triton.endpoints, model.name)
-    )
+    before = assertions.settled_statistics(triton.endpoints, model.name, requests=model.counted(triton))
     client.infer(
         triton.endpoints, "http", model.name, dict(zip(model.input_names, case.inputs, strict=True)),
         model.output_names,
