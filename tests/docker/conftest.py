@@ -16,11 +16,10 @@ from typing import Any
 
 import pytest
 
-from tritonpt import image
-from tritonpt.errors import DockerUnavailable
 from tritonpt.reporting.reliability import count_tracebacks, write_part
 from tritonpt_ci import standin
 
+from .. import prerequisites
 from ..prerequisites import missing
 
 LOCKDOWN_MODULE = "test_lockdown.py"
@@ -31,15 +30,8 @@ LOCKDOWN_OUTPUTS = pytest.StashKey[list[str]]()
 @pytest.fixture(scope="session", autouse=True)
 def docker_client() -> Iterator[Any]:
     """A docker-py client for the engine at DOCKER_HOST (or the local socket); every test here needs one."""
-    try:
-        client = image.docker_client()
-    except DockerUnavailable as exc:
-        missing(
-            f"a Docker engine at {image.docker_host()}",
-            f"start one with `sudo bash .ci/docker-engine.sh` ({exc})",
-        )
-    yield client
-    client.close()
+    with prerequisites.docker_engine() as client:
+        yield client
 
 
 @pytest.fixture(scope="session")

@@ -26,13 +26,12 @@ from typing import Any
 
 import pytest
 
-from tritonpt import image
-from tritonpt.errors import DockerUnavailable, ImageError
+from tritonpt.errors import ImageError
 from tritonpt.reporting.reliability import PARTS, write_part
 from tritonpt_ci import standin
 from tritonpt_ci.contracts import LEFTOVER_KINDS
 
-from ..prerequisites import missing
+from .. import prerequisites
 from .injector import FaultRun, Outcome
 
 OUTCOMES = pytest.StashKey[dict[str, Outcome]]()  # test id -> the fault's outcome, once it was injected
@@ -121,15 +120,8 @@ def fault(tmp_path: Path, fault_repository: Path) -> Callable[..., FaultRun]:
 @pytest.fixture(scope="session")
 def docker_engine() -> Iterator[Any]:
     """A docker-py client, or a skip saying how to get an engine."""
-    try:
-        client = image.docker_client()
-    except DockerUnavailable as exc:
-        missing(
-            f"a Docker engine at {image.docker_host()}",
-            f"start one with `sudo bash .ci/docker-engine.sh` ({exc})",
-        )
-    yield client
-    client.close()
+    with prerequisites.docker_engine() as client:
+        yield client
 
 
 @pytest.fixture(scope="session")

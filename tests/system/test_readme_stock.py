@@ -28,12 +28,10 @@ from typing import Any
 
 import pytest
 
-from tritonpt import image
-from tritonpt.errors import DockerUnavailable
 from tritonpt_ci import stock
 
+from .. import prerequisites
 from ..helpers import ROOT
-from ..prerequisites import missing
 
 pytestmark = pytest.mark.slow
 
@@ -41,15 +39,8 @@ pytestmark = pytest.mark.slow
 @pytest.fixture(scope="module")
 def docker_client() -> Iterator[Any]:
     """The engine the stock machines run on; without one the test is skipped, saying how to start one."""
-    try:
-        client = image.docker_client()
-    except DockerUnavailable as exc:
-        missing(
-            f"a Docker engine at {image.docker_host()}",
-            f"start one with `sudo bash .ci/docker-engine.sh` ({exc})",
-        )
-    yield client
-    client.close()
+    with prerequisites.docker_engine() as client:
+        yield client
 
 
 @pytest.fixture
