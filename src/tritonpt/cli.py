@@ -326,6 +326,12 @@ def check(
     upload: bool,
     replace_loaded: bool,
     export_builtin: bool,
+    sanitize: str,
+    strict_backend: bool,
+    memory: str,
+    skip_validation: bool,
+    start_timeout: float,
+    rerun: bool,
     pytest: str,
 ) -> None:
     """Run the integration matrix on a repository (the backend built or reused first); exit 0 only when it passes.
@@ -335,34 +341,18 @@ def check(
     without reference data is held to its own file run in-process. With --url URL --upload, each model goes to
     that server through its load API and is unloaded after, also on a failure or a stop; a restricted server's
     key comes from $TRITONPT_ADMIN_KEY (header $TRITONPT_ADMIN_HEADER, default admin-key), never printed.
+    --pytest takes pytest's own options only; the matrix's are this task's own.
     """
+    given = {
+        name: value for name, value in locals().items() if name != "pytest"
+    }  # the options, nothing else yet
     from tritonpt.matrix import run  # noqa: PLC0415 - loads torch and pytest: only this task needs them
-    from tritonpt.matrix.settings import parse  # noqa: PLC0415
 
-    options = {
-        "repository": repository,
-        "target": target,
-        "url": url,
-        "grpc_url": grpc_url,
-        "metrics_url": metrics_url,
-        "image": image,
-        "gpus": gpus,
-        "mount": list(mount),
-        "tritonserver": tritonserver,
-        # a shard's reports go to its own folder unless --reports says where, as in the matrix's command
-        "reports": None if reports == OPTIONS["reports"].default else reports,
-        "shard": shard,
-        "shard_costs": shard_costs,
-        "pt2_build": pt2_build,
-        "upload": upload,
-        "replace_loaded": replace_loaded,
-        "export_builtin": export_builtin,
-    }
-    with guard(
-        debug=False
-    ):  # the matrix's own options in --pytest (--no-strict-backend, --sanitize) count too
-        settings, rest = parse(shlex.split(pytest), options)
-    sys.exit(run.run(settings, rest))
+    # a shard's reports go to its own folder unless --reports says where, as in the matrix's command
+    given["reports"] = None if reports == OPTIONS["reports"].default else reports
+    given["mount"] = list(mount)
+    with guard(debug=False):
+        sys.exit(run.checked(given, shlex.split(pytest)))
 
 
 def serve(

@@ -188,16 +188,19 @@ def test_no_program_declares_a_registered_option_a_second_time() -> None:
 
 
 def test_check_and_the_matrix_command_build_the_same_settings(monkeypatch: pytest.MonkeyPatch) -> None:
-    """`tritonpt check` hands the matrix what `python -m tritonpt.matrix` builds from the same options, the matrix's
-    own options in --pytest included (--no-strict-backend, --sanitize, --mount twice), and pytest the rest."""
+    """`tritonpt check` takes every option of the matrix as its own flag and hands the matrix what
+    `python -m tritonpt.matrix` builds from the same options (--no-strict-backend, --sanitize, --mount twice);
+    --pytest is pytest's alone."""
     from tritonpt import cli  # noqa: PLC0415
     from tritonpt.matrix import run  # noqa: PLC0415
 
+    assert set(settings.NAMES) <= set(inspect.signature(cli.check).parameters)
     handed: list[tuple[settings.Settings, list[str]]] = []
     monkeypatch.setattr(run, "run", lambda given, rest: handed.append((given, list(rest))) or 0)
     values = {name: OPTIONS[name].default for name in inspect.signature(cli.check).parameters}
-    values |= {"target": "url", "url": "http://127.0.0.1:8000", "shard": "1/2", "mount": [f"{ROOT}:/a"]}
-    values["pytest"] = f"--no-strict-backend -k parity --sanitize address --mount {ROOT}:/b -x"
+    values |= {"target": "url", "url": "http://127.0.0.1:8000", "shard": "1/2"}
+    values |= {"mount": [f"{ROOT}:/a", f"{ROOT}:/b"], "strict_backend": False, "sanitize": "address"}
+    values["pytest"] = "-k parity -x"
     with pytest.raises(SystemExit) as ended:
         cli.check(**values)
     assert ended.value.code == 0
@@ -216,3 +219,23 @@ def test_check_and_the_matrix_command_build_the_same_settings(monkeypatch: pytes
     )
     assert [m.target for m in given.mounts] == ["/a", "/b"]
     assert rest == ["-k", "parity", "-x"]
+
+
+@pytest.mark.parametrize("inside", ["--no-strict-backend", "--sanitize=address", "--memory 2g"])
+def test_check_refuses_a_matrix_option_inside_its_pytest_string(
+    inside: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from tritonpt import cli  # noqa: PLC0415
+    from tritonpt.matrix import run  # noqa: PLC0415
+
+    monkeypatch.setattr(run, "run", lambda given, rest: pytest.fail("the matrix ran"))
+    values = {name: OPTIONS[name].default for name in inspect.signature(cli.check).parameters}
+    values["pytest"] = f"-x {inside}"
+    with pytest.raises(SystemExit) as ended:
+        cli.check(**values)
+    assert ended.value.code != 0
+    said = capsys.readouterr().err
+    flag = inside.split("=", maxsplit=1)[0].split(maxsplit=1)[0]
+    assert f"holds {flag}, an option of the matrix: give it to `tritonpt check` itself" in " ".join(
+        said.split()
+    )

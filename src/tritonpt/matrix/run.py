@@ -10,17 +10,18 @@ or was skipped with its reason.
 from __future__ import annotations
 
 import argparse
+import shlex
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from tritonpt import backend, stopping
 from tritonpt.backend import Step
-from tritonpt.errors import TritonPtError
+from tritonpt.errors import SpecError, TritonPtError
 from tritonpt.export.builtin_set import export_builtin_set
 from tritonpt.matrix import crash
-from tritonpt.matrix.settings import Plugin, Settings, parse, parser
-from tritonpt.options import resolve_target
+from tritonpt.matrix.settings import NAMES, Plugin, Settings, parse, parser
+from tritonpt.options import OPTIONS, resolve_target
 from tritonpt.repository import pt2_models
 
 PACKAGE = Path(__file__).resolve().parent
@@ -83,6 +84,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     return run(given, rest)
+
+
+def checked(values: Mapping[str, object], pytest_args: Sequence[str]) -> int:
+    """`tritonpt check`: the matrix on ``values`` (every option of the matrix, as the task typed it) and pytest's
+    own ``pytest_args``; one of the matrix's options among those is refused, naming the task's own flag."""
+    flags = {OPTIONS[name].flag for name in NAMES} | {f"--no-{OPTIONS[n].flag[2:]}" for n in NAMES}
+    theirs = sorted({arg.split("=", 1)[0] for arg in pytest_args} & flags)
+    if theirs:
+        msg = (
+            f"--pytest {shlex.join(pytest_args)!r} holds {', '.join(theirs)}, an option of the matrix: give it to "
+            f"`tritonpt check` itself (`tritonpt check {theirs[0]} ...`); --pytest takes pytest's own options only."
+        )
+        raise SpecError(msg)
+    return run(Settings.of(values), pytest_args)
 
 
 def run(given: Settings, pytest_args: Sequence[str] = ()) -> int:
