@@ -78,7 +78,8 @@ class Settings:
         (``SpecError``, ``ShardError``)."""
         unknown = sorted(set(values) - set(NAMES))
         if unknown:
-            msg = f"The matrix has no option {', '.join(OPTIONS[n].flag for n in unknown)}."
+            flags = ", ".join("--" + name.replace("_", "-") for name in unknown)
+            msg = f"The matrix has no option {flags}."
             raise SpecError(msg)
         given = {name: values.get(name, OPTIONS[name].default) for name in NAMES}
         mounts = given["mount"] or ()
