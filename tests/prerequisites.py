@@ -36,7 +36,7 @@ def in_ci() -> bool:
 def missing(what: str, fix: str) -> NoReturn:
     """Skip (a failure under CI=true): ``what`` is missing here, ``fix`` says how to get it."""
     msg = f"{what} is missing: {fix}"
-    raise Missing(msg, allow_module_level=True)
+    raise Missing(msg)
 
 
 @contextlib.contextmanager

@@ -85,7 +85,7 @@ def _default(option: Option) -> str:
     if option.repeatable:
         return "(repeatable)"
     if isinstance(option.default, bool):
-        return "off"
+        return f"on (`--no-{option.flag[2:]}` turns it off)" if option.default else "off"
     return f"`{option.default}`" if option.default not in ("", None) else "-"
 
 

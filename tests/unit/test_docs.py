@@ -3,7 +3,7 @@ written; the site's home links every page.
 
 "The two commands" is the README's first promise: on a fresh machine, the first sets up and runs the main job,
 the second runs the tests. The command lines are read from the README's code block (tritonpt_ci.stock), not
-copied here. The first runs as written on a stock Debian in tests/docker/test_readme_stock.py; the second,
+copied here. The first runs as written on a stock Debian in tests/system/test_readme_stock.py; the second,
 `nox`, runs everything, that test included, so it is not run from here: ``.ci/run``, which CI runs on every
 change, must run it as written.
 """

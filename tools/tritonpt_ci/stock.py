@@ -5,7 +5,8 @@ as a Docker image; the README's command lines run in it as written (tests/system
     build(client, suite=..., packages=...)                tritonpt-stock:<suite>-<hash>
     run(client, tag, command, ...)                        in a container of it, as this user, in a fresh clone
 
-It keeps what a person's machine keeps: the downloads in ~/.cache (uv's, pip's) and its own tritonpt cache.
+It keeps what a person's machine keeps, its own ~/.cache (uv's and pip's downloads, its tritonpt cache), apart
+from this host's.
 """
 
 from __future__ import annotations
@@ -111,7 +112,11 @@ def tag_of(suite: str, packages: tuple[str, ...]) -> str:
 def why_not(client: DockerClient, *, suite: str, packages: tuple[str, ...]) -> str:
     """Why the stock machine cannot be made here (its image missing, and no debootstrap or not root), with the
     fix; "" when it is there or can be."""
-    if existing(client, tag_of(suite, packages)) is not None:
+    try:
+        tag = tag_of(suite, packages)
+    except ImageError as exc:  # no Debian mirror in this host's apt sources (Ubuntu, say)
+        return str(exc)
+    if existing(client, tag) is not None:
         return ""
     return debian.cannot_debootstrap()
 
@@ -149,6 +154,13 @@ def build(
     return tag
 
 
+def cache_of(suite: str) -> Path:
+    """The stock machine's ``~/.cache``, a folder of this host's tritonpt cache (made here if missing)."""
+    folder = caches.root() / "stock" / suite
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
 @dataclass(frozen=True, kw_only=True)
 class Ran:
     """A command's run on the stock machine."""
@@ -172,28 +184,30 @@ def run(
     on_line: Callable[[str], None] | None = None,
 ) -> Ran:
     """``command`` in ``bash -euo pipefail`` in a container of ``tag``, as this process's user, in ``home/clone``
-    (a fresh clone there already): ``home`` is the user's home, this machine's ``~/.cache`` its own (uv's and
-    pip's downloads), its tritonpt cache a folder of the stock machine's own. The host's network (the package
-    index, through :data:`NETWORK`). ``python``: a CPython prefix of this machine's, for a suite whose own Python is not the one the sessions
-    run on (Debian 13's 3.13): mounted at its own path and put last on PATH, it stands in for the build uv fetches
-    on a user's machine (python-build-standalone, which this machine cannot reach); uv may fetch none."""
-    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    (a fresh clone there already): ``home`` is the user's home; its ``~/.cache`` (uv's and pip's downloads, its
+    tritonpt cache) is :func:`cache_of` the suite, kept between runs as a person's machine keeps it, and nothing
+    of this host's own caches. The host's network (the package index, through :data:`NETWORK`). ``python``: a
+    CPython prefix of this host's, for a suite whose own Python is not the one the sessions run on (Debian 13's
+    3.13): mounted at its own path and put last on PATH, it stands in for the build uv fetches on a user's machine
+    (python-build-standalone, which this machine cannot reach); uv may fetch none."""
     volumes = {
         str(home): {"bind": HOME, "mode": "rw"},
-        str(cache): {"bind": f"{HOME}/.cache", "mode": "rw"},
+        str(cache_of(suite)): {"bind": f"{HOME}/.cache", "mode": "rw"},
     }
-    environment = {
-        "HOME": HOME,
-        "LANG": "C.UTF-8",
-        # The stock machine's own: its Python and compiler make other environments, exports and builds.
-        caches.CACHE_ENV: f"{HOME}/.cache/tritonpt/stock/{suite}",
-    }
+    environment = {"HOME": HOME, "LANG": "C.UTF-8"}
     for name in NETWORK:
         if name in os.environ:
             environment[name] = os.environ[name]
             if Path(os.environ[name]).is_absolute() and Path(os.environ[name]).exists():
                 volumes[os.environ[name]] = {"bind": os.environ[name], "mode": "ro"}
     if python is not None:
+        if python.resolve() in (Path("/usr"), Path("/usr/local"), Path("/")):
+            msg = (
+                f"Cannot hand the stock machine {python} as its CPython 3.11: it is this host's system prefix, and "
+                "mounted there it would replace the machine's own userland. Run the test with a CPython 3.11 of "
+                "its own prefix (pyenv, or `uv python install 3.11`)."
+            )
+            raise ImageError(msg)
         volumes[str(python)] = {"bind": str(python), "mode": "ro"}
         environment["PATH"] = f"{DEBIAN_PATH}:{python / 'bin'}"
         environment["UV_PYTHON_DOWNLOADS"] = "never"
@@ -226,6 +240,7 @@ def run(
     reader.start()
     try:
         code = int(container.wait(timeout=timeout).get("StatusCode", 1))
+        reader.join(timeout=30.0)  # the log stream ends with the container: its last lines are the verdict
     except requests.exceptions.RequestException as exc:  # a read timeout: past ``timeout``
         msg = f"`{command}` did not end within {timeout:.0f} s on {tag}; its last lines:\n" + "\n".join(
             lines[-30:]

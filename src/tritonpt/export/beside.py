@@ -48,13 +48,13 @@ def backends_beside(repository: Path, *, pt2: bool, patched: bool, step: Say, re
         for line in child.stderr:
             tail.append(line.rstrip())
             relay(line.rstrip())
+        code = child.wait()
         with lock:
-            if child.wait() != 0 and exporting:
+            if code != 0 and exporting:
                 exporting = False
                 failed.set()
-                os.kill(
-                    os.getpid(), signal.SIGINT
-                )  # the export stops where it is; the handler below says why
+                # the export stops where it is; the handler below says why
+                os.kill(os.getpid(), signal.SIGINT)
 
     def build_failed() -> BackendError:
         said = "\n".join(tail)
@@ -78,7 +78,8 @@ def backends_beside(repository: Path, *, pt2: bool, patched: bool, step: Say, re
         with lock:
             exporting = False
         if failed.is_set():  # the interruption was ours: the build failed
-            reader.join(timeout=5.0)
+            with contextlib.suppress(KeyboardInterrupt):  # our SIGINT, should it land only now
+                reader.join(timeout=5.0)
             raise build_failed() from None
         stopping.stop_group(child, BESIDE_STOP_S)
         raise

@@ -50,7 +50,8 @@ class Model:
 
     def counted(self, triton: Server) -> int:
         """The successful requests ``triton`` has counted for this model once it has counted all of ours since its
-        last load: its warmup runs and this process's answered requests (:func:`tritonpt.client.answered`)."""
+        last load: its warmup runs and this process's answered requests (:func:`tritonpt.client.answered`). A
+        release that does not count warmup runs stays short of it: a baseline read then waits SETTLE_S."""
         return self.warmup_runs + client.answered(triton.endpoints, self.name)
 
     @property

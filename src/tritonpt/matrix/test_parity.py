@@ -75,7 +75,7 @@ def test_parity_under_dynamic_batching(triton: Server, batched_model: Model, rep
     # out) was read before the last check was counted, and the count below came out one too many (49 == 48).
     expected = model.counted(triton)
     before = assertions.settled_statistics(triton.endpoints, model.name, requests=expected)
-    if triton.kind != "url":  # a server of this run's own: nothing else sends it requests
+    if triton.kind == "local":  # server 2.51.0 of this run's own: nothing else sends it requests
         assert before.requests == expected, (
             f"{model.name}: the server counted {before.requests} successful requests, this run expected {expected} "
             f"({model.warmup_runs} warmup runs and {expected - model.warmup_runs} answered)"
