@@ -108,11 +108,15 @@ def test_the_integration_shards_and_their_merge_run_green(green: Result) -> None
     assert merged["outcomes"].get("passed", 0) > 0
     assert not merged["outcomes"].get("failed")
     assert not merged["outcomes"].get("error")
-    # The merge read what both shards uploaded: its checks are theirs, each once.
+    # The merge read what both shards uploaded: its checks are theirs, each once. A shard that holds no model of a
+    # kind reports pytest's placeholder for the empty parameter set (test_x[NOTSET]); one run has it only where no
+    # shard ran that check on a model, so the merge leaves it out then (which split the seconds make varies).
     shard_checks = set()
     for index in (1, 2):
         (junit,) = green.artifact(f"reports-integration-shard-{index}").glob("shard-*-of-2/junit.xml")
         shard_checks |= _checks(junit)
+    ran = {check.partition("[")[0] for check in shard_checks if "NOTSET" not in check}
+    shard_checks = {c for c in shard_checks if "NOTSET" not in c or c.partition("[")[0] not in ran}
     assert _checks(merged_folder / "junit.xml") == shard_checks
     assert len(shard_checks) == sum(merged["outcomes"].values())
     keep = merge.step("Keep them for the next run's split")
