@@ -131,18 +131,16 @@ def build(
     """``tritonpt-stock:<suite>-<hash>``: Debian ``suite`` from debootstrap (the stand-ins' base recipe) with git
     and ``packages`` installed by apt, as a user would (recommended packages too); built once per suite, mirror and
     package list (the base only then: the stand-ins' pruning may have taken another suite's)."""
-    wanted = (*PACKAGES, *packages)
-    base = debian.base_tag(debian.debian_mirror(), suite)
     tag = tag_of(suite, packages)
     if existing(client, tag) is not None:
         caches.note("image", f"stock {tag}", hit=True)
         return tag
     started = time.perf_counter()
-    debian.build_base(client, suite=suite, on_line=on_line)
+    base = debian.build_base(client, suite=suite, on_line=on_line).tag  # the tag tag_of hashed
     recipe = (
         f"FROM {base}\n"
         'SHELL ["/bin/bash", "-o", "pipefail", "-c"]\n'
-        f"RUN apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y {shlex.join(wanted)} "
+        f"RUN apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y {shlex.join((*PACKAGES, *packages))} "
         "&& rm -rf /var/lib/apt/lists/*\n"
     )
     image.run_build(client, tag=tag, build_args={}, dockerfile=recipe, on_line=on_line)
